@@ -1,0 +1,207 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let strictness: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "NotificationHub",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "hub", targets: ["hub"]),
+        .library(name: "HubCore", targets: ["HubCore"]),
+        .library(name: "HubConfig", targets: ["HubConfig"]),
+        .library(name: "HubSQLite", targets: ["HubSQLite"]),
+        .library(name: "HubServer", targets: ["HubServer"]),
+        .library(name: "HubTesting", targets: ["HubTesting"]),
+        .library(name: "HubPolling", targets: ["HubPolling"]),
+        .library(name: "HubAPNS", targets: ["HubAPNS"]),
+        .library(name: "HubFCM", targets: ["HubFCM"]),
+        .library(name: "HubWNS", targets: ["HubWNS"]),
+        .library(name: "HubPostgres", targets: ["HubPostgres"]),
+        .library(name: "HubClient", targets: ["HubClient"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+    ],
+    targets: [
+        .target(
+            name: "HubCore",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictness
+        ),
+        .target(
+            name: "HubConfig",
+            dependencies: [
+                "HubCore",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strictness
+        ),
+        .target(
+            name: "HubSQLite",
+            dependencies: [
+                "HubCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: strictness
+        ),
+        .target(
+            name: "HubServer",
+            dependencies: [
+                "HubCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            resources: [.copy("openapi.yaml")],
+            swiftSettings: strictness
+        ),
+        .target(
+            name: "HubPolling",
+            dependencies: ["HubCore"],
+            path: "Plugins/Polling",
+            swiftSettings: strictness
+        ),
+        .target(
+            name: "HubAPNS",
+            dependencies: [
+                "HubCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Plugins/APNS",
+            swiftSettings: strictness
+        ),
+        .target(
+            name: "HubFCM",
+            dependencies: [
+                "HubCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Plugins/FCM",
+            swiftSettings: strictness
+        ),
+        .target(
+            name: "HubWNS",
+            dependencies: [
+                "HubCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Plugins/WNS",
+            swiftSettings: strictness
+        ),
+        .target(
+            name: "HubPostgres",
+            dependencies: [
+                "HubCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictness
+        ),
+        .target(
+            name: "HubClient",
+            swiftSettings: strictness
+        ),
+        .target(
+            name: "HubTesting",
+            dependencies: [
+                "HubCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictness
+        ),
+        .executableTarget(
+            name: "hub",
+            dependencies: [
+                "HubCore", "HubConfig", "HubSQLite", "HubServer", "HubPolling", "HubTesting",
+                "HubAPNS", "HubFCM", "HubWNS", "HubPostgres",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: strictness
+        ),
+        .testTarget(
+            name: "HubCoreTests", dependencies: ["HubCore", "HubTesting", "HubSQLite", "HubPolling"],
+            swiftSettings: strictness),
+        .testTarget(
+            name: "HubConfigTests",
+            dependencies: ["HubConfig", "HubTesting"],
+            exclude: ["Fixtures"],
+            swiftSettings: strictness
+        ),
+        .testTarget(name: "HubSQLiteTests", dependencies: ["HubSQLite", "HubTesting"], swiftSettings: strictness),
+        .testTarget(
+            name: "HubServerTests",
+            dependencies: [
+                "HubServer", "HubSQLite", "HubPolling", "HubTesting", "HubConfig",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: strictness
+        ),
+        .testTarget(
+            name: "HubAPNSTests", dependencies: ["HubAPNS", "HubTesting", "HubSQLite"], swiftSettings: strictness),
+        .testTarget(
+            name: "HubFCMTests", dependencies: ["HubFCM", "HubTesting", "HubSQLite"], swiftSettings: strictness),
+        .testTarget(
+            name: "HubWNSTests", dependencies: ["HubWNS", "HubTesting", "HubSQLite"], swiftSettings: strictness),
+        .testTarget(
+            name: "HubPostgresTests",
+            dependencies: ["HubPostgres", "HubTesting", "HubSQLite", "HubPolling"],
+            swiftSettings: strictness
+        ),
+        .testTarget(
+            name: "HubClientTests",
+            dependencies: ["HubClient", "HubServer", "HubSQLite", "HubPolling", "HubTesting"],
+            swiftSettings: strictness
+        ),
+        .testTarget(name: "HubCLITests", dependencies: ["hub", "HubTesting", "HubConfig"], swiftSettings: strictness),
+    ]
+)

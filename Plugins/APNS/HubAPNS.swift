@@ -1,0 +1,1 @@
+// The APNs transport; see the module documentation.

@@ -1,0 +1,1 @@
+// The FCM HTTP v1 transport; see the module documentation.

@@ -1,0 +1,1 @@
+// The WNS transport; see the module documentation.

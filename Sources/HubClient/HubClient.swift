@@ -1,0 +1,1 @@
+// The Swift client SDK; see the module documentation.

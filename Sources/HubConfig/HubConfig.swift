@@ -1,0 +1,2 @@
+import Yams
+import JWTKit

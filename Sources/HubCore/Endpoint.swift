@@ -1,0 +1,88 @@
+public import struct Foundation.Date
+
+/// One app install on one device for one user.
+public struct Endpoint: Sendable, Hashable, Identifiable {
+    /// Chosen by the device (stable across restarts); unique within (app, user).
+    public var id: String
+    public var appId: String
+    public var userId: String
+    public var platform: Platform
+    /// The platform app ID (bundle ID, package name, …); one of the app's IDs for `platform`.
+    public var platformAppId: String
+    public var transport: TransportID
+    /// Push token (APNs, FCM) or channel URI (WNS); `nil` for polling.
+    public var token: String?
+    public var environment: APNSEnvironment?
+    public var appDisplayName: String?
+    public var state: EndpointState
+    public var inactiveReason: String?
+    public var inactiveSince: Date?
+    /// When the device last registered or refreshed this endpoint.
+    public var registeredAt: Date
+    public var lastSyncAt: Date?
+
+    public init(
+        id: String, appId: String, userId: String, platform: Platform, platformAppId: String,
+        transport: TransportID, token: String? = nil, environment: APNSEnvironment? = nil,
+        appDisplayName: String? = nil, state: EndpointState = .active, inactiveReason: String? = nil,
+        inactiveSince: Date? = nil, registeredAt: Date, lastSyncAt: Date? = nil
+    ) {
+        self.id = id
+        self.appId = appId
+        self.userId = userId
+        self.platform = platform
+        self.platformAppId = platformAppId
+        self.transport = transport
+        self.token = token
+        self.environment = environment
+        self.appDisplayName = appDisplayName
+        self.state = state
+        self.inactiveReason = inactiveReason
+        self.inactiveSince = inactiveSince
+        self.registeredAt = registeredAt
+        self.lastSyncAt = lastSyncAt
+    }
+}
+
+/// A user's feed, scoped to one app.
+public struct FeedKey: Sendable, Hashable, CustomStringConvertible {
+    public var appId: String
+    public var userId: String
+    public init(appId: String, userId: String) {
+        self.appId = appId
+        self.userId = userId
+    }
+    public var description: String { "\(appId)/\(userId)" }
+}
+
+/// One page of a feed: the notifications whose state changed after the requested version.
+public struct FeedPage: Sendable, Hashable {
+    /// Ordered by `changeVersion`, ascending; tombstones (expired, deleted) included.
+    public var changes: [UserNotification]
+    /// The version to pass next time: the last change's, or the requested one when empty.
+    public var version: Int64
+    public var hasMore: Bool
+    public init(changes: [UserNotification], version: Int64, hasMore: Bool) {
+        self.changes = changes
+        self.version = version
+        self.hasMore = hasMore
+    }
+}
+
+/// Which notifications a history query returns; `nil` fields do not filter.
+public struct HistoryFilter: Sendable, Hashable {
+    public var readState: ReadState?
+    public var userActionState: UserActionState?
+    /// Defaults to active notifications only.
+    public var status: NotificationStatus?
+    public var limit: Int
+    public init(
+        readState: ReadState? = nil, userActionState: UserActionState? = nil,
+        status: NotificationStatus? = .active, limit: Int = 100
+    ) {
+        self.readState = readState
+        self.userActionState = userActionState
+        self.status = status
+        self.limit = limit
+    }
+}

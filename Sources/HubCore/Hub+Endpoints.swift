@@ -1,0 +1,125 @@
+import Foundation
+
+/// What a device sends to register or refresh its endpoint.
+public struct EndpointRegistration: Sendable, Hashable {
+    public var platform: Platform
+    public var appId: String
+    public var transport: TransportID
+    /// APNs / FCM token, or WNS / Web Push channel URI.
+    public var token: String?
+    public var environment: APNSEnvironment?
+    public var appDisplayName: String?
+
+    public init(
+        platform: Platform, appId: String, transport: TransportID, token: String? = nil,
+        environment: APNSEnvironment? = nil, appDisplayName: String? = nil
+    ) {
+        self.platform = platform
+        self.appId = appId
+        self.transport = transport
+        self.token = token
+        self.environment = environment
+        self.appDisplayName = appDisplayName
+    }
+}
+
+extension Hub {
+    /// Registers or refreshes one endpoint of a user. Re-registering revives an endpoint a provider
+    /// had reported dead.
+    public func registerEndpoint(
+        app appID: String, user userID: String, id endpointID: String, _ registration: EndpointRegistration
+    ) async throws -> Endpoint {
+        let app = try app(appID)
+        var errors: [HubError.FieldError] = []
+        func fail(_ field: String, _ message: String) { errors.append(.init(field: field, message: message)) }
+        if !Self.isValidEndpointID(endpointID) {
+            fail("endpointId", "use 1–128 letters, digits, '.', '_' or '-'")
+        }
+        let platform = registration.platform
+        if let ids = app.platforms[platform] {
+            if !ids.contains(registration.appId) {
+                fail(
+                    "appId",
+                    "'\(registration.appId)' is not one of this app's \(platform) IDs (\(ids.joined(separator: ", ")))")
+            }
+        } else {
+            let supported = app.supportedPlatforms.map(\.rawValue).joined(separator: ", ")
+            fail("platform", "'\(platform)' is not a platform of this app (\(supported))")
+        }
+        let transport = registration.transport
+        let firstParty: [TransportID] = [.apns, .fcm, .wns, .webpush]
+        if firstParty.contains(transport) && !Router.allowedTransports(for: platform).contains(transport) {
+            let allowed = Router.allowedTransports(for: platform).map(\.rawValue).joined(separator: ", ")
+            fail("transport", "\(platform) devices use \(allowed)")
+        } else if router.transport(transport) == nil {
+            let enabled = router.transportIDs.map(\.rawValue).joined(separator: ", ")
+            fail("transport", "'\(transport)' is not enabled on this hub (enabled: \(enabled))")
+        }
+        let token = registration.token?.trimmingCharacters(in: .whitespaces)
+        if transport == .polling {
+            if token?.isEmpty == false { fail("token", "polling endpoints have no token") }
+        } else if token?.isEmpty ?? true {
+            fail("token", "\(transport) endpoints need the device's token or channel URI")
+        } else if let token, token.utf8.count > 4096 {
+            fail("token", "is longer than 4096 bytes")
+        }
+        if registration.environment != nil && transport != .apns {
+            fail("environment", "applies to apns endpoints only")
+        }
+        if let environment = registration.environment, !APNSEnvironment.known.contains(environment) {
+            fail("environment", "must be development or production")
+        }
+        if let name = registration.appDisplayName, name.utf8.count > 256 {
+            fail("appDisplayName", "must be at most 256 bytes")
+        }
+        var endpoint = Endpoint(
+            id: endpointID, appId: app.id, userId: userID, platform: platform, platformAppId: registration.appId,
+            transport: transport, token: transport == .polling ? nil : token,
+            environment: transport == .apns
+                ? (registration.environment ?? app.credentials.apns?.environment ?? .production) : nil,
+            appDisplayName: registration.appDisplayName, registeredAt: now())
+        if errors.isEmpty, let plugin = router.transport(transport),
+            let problem = plugin.problem(registering: endpoint, for: app)
+        {
+            fail(transport == .wns ? "channelUri" : "token", problem)
+        }
+        if !errors.isEmpty { throw HubError.invalid(errors) }
+        endpoint = try await store.upsertEndpoint(endpoint)
+        logger.info(
+            "endpoint registered",
+            metadata: ["app": "\(app.id)", "endpoint": "\(endpointID)", "transport": "\(transport)"])
+        return endpoint
+    }
+
+    public func endpoints(app appID: String, user userID: String) async throws -> [Endpoint] {
+        try await store.endpoints(FeedKey(appId: try app(appID).id, userId: userID))
+    }
+
+    public func endpoint(app appID: String, user userID: String, id: String) async throws -> Endpoint {
+        guard let found = try await store.endpoint(FeedKey(appId: try app(appID).id, userId: userID), id: id) else {
+            throw HubError(.notFound, "No endpoint '\(id)' for this user.")
+        }
+        return found
+    }
+
+    public func unregisterEndpoint(app appID: String, user userID: String, id: String) async throws {
+        let key = FeedKey(appId: try app(appID).id, userId: userID)
+        guard try await store.deleteEndpoint(key, id: id) else {
+            throw HubError(.notFound, "No endpoint '\(id)' for this user.")
+        }
+    }
+
+    /// The app's endpoints, optionally only those in `state` (`inactive` = the feedback list).
+    public func appEndpoints(app appID: String, state: EndpointState? = nil) async throws -> [Endpoint] {
+        try await store.endpoints(appId: try app(appID).id, state: state)
+    }
+
+    public func deliveryStatistics() async throws -> DeliveryStatistics {
+        try await store.deliveryStatistics()
+    }
+
+    static func isValidEndpointID(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 128
+            && id.unicodeScalars.allSatisfy { $0.isASCIIAlphanumeric || $0 == "." || $0 == "_" || $0 == "-" }
+    }
+}

@@ -1,0 +1,57 @@
+public import Foundation
+
+extension Hub {
+    /// Every problem of a publish, as Graph checked them; empty when the draft is valid.
+    public func validate(
+        _ draft: NotificationDraft, for app: CrossDeviceApp, userID: String, now: Date
+    )
+        -> [HubError.FieldError]
+    {
+        var errors: [HubError.FieldError] = []
+        func fail(_ field: String, _ message: String) { errors.append(.init(field: field, message: message)) }
+        if userID.isEmpty || userID.utf8.count > 256 { fail("userId", "must be 1–256 bytes") }
+        if draft.appNotificationId.isEmpty || draft.appNotificationId.utf8.count > 256 {
+            fail("appNotificationId", "must be 1–256 bytes")
+        }
+        if let group = draft.groupName, group.utf8.count > 256 { fail("groupName", "must be at most 256 bytes") }
+        if !NotificationPriority.known.contains(draft.priority) {
+            fail("priority", "must be one of none, low, high")
+        }
+        let payload = draft.payload
+        if payload.rawContent == nil && payload.visualContent == nil {
+            fail("payload", "give rawContent and/or visualContent")
+        }
+        if let visual = payload.visualContent, visual.title.trimmingCharacters(in: .whitespaces).isEmpty {
+            fail("payload.visualContent.title", "is required when visualContent is given")
+        }
+        if let expiry = draft.expirationDateTime {
+            if expiry <= now {
+                fail("expirationDateTime", "must be in the future")
+            } else if expiry.timeIntervalSince(now) > configuration.maxLifetime.seconds + 1 {
+                let days = Int(configuration.maxLifetime.seconds / 86_400)
+                fail("expirationDateTime", "must be at most \(days) days ahead")
+            }
+        }
+        if let ttl = draft.displayTimeToLive, ttl < 0 { fail("displayTimeToLive", "must be 0 or more seconds") }
+        for (index, platform) in draft.targetPolicy.platformTypes.enumerated()
+        where app.platforms[platform] == nil {
+            let supported = app.supportedPlatforms.map(\.rawValue).joined(separator: ", ")
+            fail("targetPolicy.platformTypes[\(index)]", "'\(platform)' is not a platform of this app (\(supported))")
+        }
+        if let fallback = draft.fallbackPolicy, !FallbackPolicy.allowedTimeout.contains(fallback.timeoutSeconds) {
+            fail("fallbackPolicy.timeoutSeconds", "must be 60–600 seconds")
+        }
+        if let mode = draft.deliveryMode, !DeliveryMode.known.contains(mode) {
+            fail("deliveryMode", "must be shoulderTap or visible")
+        }
+        let size = Self.encodedSize(of: payload)
+        if size > configuration.maxPayloadBytes {
+            fail("payload", "is \(size) bytes; the limit is \(configuration.maxPayloadBytes) bytes")
+        }
+        return errors
+    }
+
+    static func encodedSize(of payload: NotificationPayload) -> Int {
+        (try? JSONEncoder().encode(payload).count) ?? 0
+    }
+}

@@ -1,0 +1,169 @@
+public import Foundation
+public import Logging
+public import ServiceLifecycle
+
+/// The embeddable hub: publish notifications for users, register their endpoints, sync feeds and
+/// keep read / dismissed state in step across devices. Run it (it is a `Service`) to dispatch the
+/// outbox and sweep expired notifications.
+///
+/// ```swift
+/// let hub = try Hub(configuration: HubConfiguration(apps: apps), store: store,
+///                   transports: [PollingTransport(signals: signals)], logger: logger)
+/// let group = ServiceGroup(services: [hub, server], logger: logger)
+/// try await group.run()
+/// ```
+public final class Hub: Service, Sendable {
+    public let configuration: HubConfiguration
+    public let store: any Store
+    public let router: Router
+    /// Wakes long-polls and event streams; shared with the polling transport.
+    public let signals: FeedSignals
+    public let logger: Logger
+    let now: @Sendable () -> Date
+    let dispatcher: Dispatcher
+
+    /// - Parameters:
+    ///   - signals: the wake-up hub shared with the polling transport (pass the same instance).
+    ///   - now: the clock for timestamps; tests inject their own.
+    /// - Throws: ``HubError`` when apps conflict (one platform app ID in two apps).
+    public init(
+        configuration: HubConfiguration,
+        store: any Store,
+        transports: [any Transport],
+        signals: FeedSignals = FeedSignals(),
+        logger: Logger = Logger(label: "hub"),
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
+        self.configuration = configuration
+        self.store = store
+        self.router = try Router(apps: configuration.apps, transports: transports)
+        self.signals = signals
+        self.logger = logger
+        self.now = now
+        self.dispatcher = Dispatcher(
+            store: store, router: router, configuration: configuration.dispatcher,
+            instanceID: configuration.instanceID, logger: logger, now: now)
+    }
+
+    /// The configured app, or a `notFound` error naming it.
+    public func app(_ id: String) throws(HubError) -> CrossDeviceApp {
+        guard let app = router.apps[id] else {
+            throw HubError(.notFound, "No app '\(id)' is configured on this hub.")
+        }
+        return app
+    }
+
+    // MARK: Publishing
+
+    /// Stores a notification for a user and enqueues its taps; durable when this returns.
+    /// Republishing the same `appNotificationId` updates it (`created == false`).
+    public func publish(
+        app appID: String, user userID: String, _ draft: NotificationDraft
+    ) async throws -> (notification: UserNotification, created: Bool) {
+        let app = try app(appID)
+        let now = now()
+        let errors = validate(draft, for: app, userID: userID, now: now)
+        if let tooLarge = errors.first(where: { $0.field == "payload" && $0.message.contains("bytes") }),
+            errors.count == 1
+        {
+            throw HubError(.payloadTooLarge, tooLarge.message, fieldErrors: errors)
+        }
+        if !errors.isEmpty { throw HubError.invalid(errors) }
+        let request = PublishRequest(
+            key: FeedKey(appId: app.id, userId: userID), draft: draft, newId: UUID().uuidString.lowercased(),
+            expirationDateTime: draft.expirationDateTime
+                ?? now.addingTimeInterval(configuration.defaultLifetime.seconds),
+            deliveryMode: draft.deliveryMode ?? app.delivery.mode, now: now)
+        let result = try await store.publish(request)
+        changed(request.key)
+        logger.debug(
+            "published", metadata: ["app": "\(app.id)", "notification": "\(result.notification.id)"])
+        return result
+    }
+
+    /// Marks a notification deleted; devices see a tombstone in their feed.
+    public func deleteNotification(
+        app appID: String, user userID: String, id: String
+    ) async throws
+        -> UserNotification
+    {
+        let key = FeedKey(appId: try app(appID).id, userId: userID)
+        guard let tombstone = try await store.delete(key, appNotificationId: id, at: now()) else {
+            throw HubError(.notFound, "No notification '\(id)' for this user.")
+        }
+        changed(key)
+        return tombstone
+    }
+
+    /// The user's notifications, newest first.
+    public func history(
+        app appID: String, user userID: String, filter: HistoryFilter = HistoryFilter()
+    )
+        async throws -> [UserNotification]
+    {
+        try await store.history(FeedKey(appId: try app(appID).id, userId: userID), filter: filter)
+    }
+
+    public func notification(app appID: String, user userID: String, id: String) async throws -> UserNotification {
+        let key = FeedKey(appId: try app(appID).id, userId: userID)
+        guard let found = try await store.notification(key, id: id) else {
+            throw HubError(.notFound, "No notification '\(id)' for this user.")
+        }
+        return found
+    }
+
+    // MARK: Devices
+
+    /// Changes read / action state from a device; the user's other endpoints are tapped.
+    public func updateState(
+        app appID: String, user userID: String, id: String, readState: ReadState?,
+        userActionState: UserActionState?, fromEndpoint endpoint: String?
+    ) async throws -> UserNotification {
+        let key = FeedKey(appId: try app(appID).id, userId: userID)
+        var errors: [HubError.FieldError] = []
+        if readState == nil && userActionState == nil {
+            errors.append(.init(field: "readState", message: "give readState and/or userActionState"))
+        }
+        if let readState, !ReadState.known.contains(readState) {
+            errors.append(.init(field: "readState", message: "must be one of unread, read"))
+        }
+        if let userActionState, !UserActionState.known.contains(userActionState) {
+            errors.append(
+                .init(field: "userActionState", message: "must be one of noInteraction, activated, dismissed, snoozed"))
+        }
+        if !errors.isEmpty { throw HubError.invalid(errors) }
+        let change = StateChange(
+            key: key, id: id, readState: readState, userActionState: userActionState, exceptEndpoint: endpoint,
+            now: now())
+        guard let updated = try await store.updateState(change) else {
+            throw HubError(.notFound, "No notification '\(id)' for this user.")
+        }
+        changed(key)
+        return updated
+    }
+
+    /// Changes after `version`. With `wait`, an empty page waits up to that long for a change
+    /// (long-poll); with `endpoint`, only a delivery to that endpoint wakes it.
+    public func feed(
+        app appID: String, user userID: String, after version: Int64, limit: Int = 100,
+        wait: Duration? = nil, endpoint: String? = nil
+    ) async throws -> FeedPage {
+        let key = FeedKey(appId: try app(appID).id, userId: userID)
+        let limit = min(max(limit, 1), 1000)
+        let ticket = signals.ticket()
+        var page = try await store.feed(key, after: version, limit: limit)
+        if page.changes.isEmpty, let wait, wait > .zero {
+            if await signals.wait(key, endpoint: endpoint, after: ticket, timeout: wait) {
+                page = try await store.feed(key, after: version, limit: limit)
+            }
+        }
+        if let endpoint { try await store.touchEndpoint(key, id: endpoint, syncedAt: now()) }
+        return page
+    }
+
+    /// Wakes the feed's anonymous waiters after a committed change.
+    func changed(_ key: FeedKey) {
+        signals.wake(key)
+        dispatcher.poke()
+    }
+}

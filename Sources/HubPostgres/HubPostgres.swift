@@ -1,0 +1,1 @@
+// The PostgreSQL store; see the module documentation.

@@ -1,0 +1,142 @@
+public import Foundation
+import GRDB
+public import HubCore
+
+// Endpoints: registration, lookup, removal, sync times.
+extension SQLiteStore {
+    /// Registers a new endpoint or refreshes the stored one with the same (appId, userId, id).
+    ///
+    /// A refresh replaces every field, with two exceptions:
+    /// - an inactive endpoint becomes active (reason and since cleared) only when the token changed
+    ///   or `registeredAt` is after its `inactiveSince`; otherwise it stays inactive as it was;
+    /// - a refresh without `lastSyncAt` keeps the stored one.
+    ///
+    /// A non-nil token held by another endpoint of the same app and transport (another user, or
+    /// another ID) moves here: that endpoint and its pending deliveries are removed.
+    ///
+    /// - Returns: the endpoint as stored.
+    public func upsertEndpoint(_ endpoint: Endpoint) async throws -> Endpoint {
+        try await write { db in
+            let key = FeedKey(appId: endpoint.appId, userId: endpoint.userId)
+            var stored = Self.canonical(endpoint)
+            if let existing = try Self.fetchEndpoint(db, key, id: endpoint.id) {
+                if existing.state == .inactive {
+                    let revived =
+                        existing.token != endpoint.token
+                        || existing.inactiveSince.map { endpoint.registeredAt > $0 } ?? true
+                    if revived {
+                        stored.state = .active
+                        stored.inactiveReason = nil
+                        stored.inactiveSince = nil
+                    } else {
+                        stored.state = existing.state
+                        stored.inactiveReason = existing.inactiveReason
+                        stored.inactiveSince = existing.inactiveSince
+                    }
+                }
+                stored.lastSyncAt = stored.lastSyncAt ?? existing.lastSyncAt
+                try EndpointRecord(stored).update(db)
+            } else {
+                try EndpointRecord(stored).insert(db)
+            }
+
+            if let token = endpoint.token {
+                let holders = try EndpointRecord.fetchAll(
+                    db,
+                    sql: """
+                        SELECT * FROM endpoint WHERE appId = ? AND transport = ? AND token = ?
+                            AND NOT (userId = ? AND id = ?)
+                        """,
+                    arguments: [endpoint.appId, endpoint.transport.rawValue, token, endpoint.userId, endpoint.id])
+                for holder in holders.map(\.endpoint) {
+                    try Self.removeEndpoint(db, FeedKey(appId: holder.appId, userId: holder.userId), id: holder.id)
+                }
+            }
+            return stored
+        }
+    }
+
+    /// One endpoint of the user.
+    public func endpoint(_ key: FeedKey, id: String) async throws -> Endpoint? {
+        try await read { db in try Self.fetchEndpoint(db, key, id: id) }
+    }
+
+    /// The user's endpoints (active and inactive), ordered by ID.
+    public func endpoints(_ key: FeedKey) async throws -> [Endpoint] {
+        try await read { db in
+            try EndpointRecord.fetchAll(
+                db, sql: "SELECT * FROM endpoint WHERE appId = ? AND userId = ? ORDER BY id",
+                arguments: [key.appId, key.userId]
+            ).map(\.endpoint)
+        }
+    }
+
+    /// All endpoints of an app, optionally only those in `state` (the feedback list:
+    /// `.inactive`), ordered by user, then ID.
+    public func endpoints(appId: String, state: EndpointState?) async throws -> [Endpoint] {
+        try await read { db in
+            if let state {
+                return try EndpointRecord.fetchAll(
+                    db, sql: "SELECT * FROM endpoint WHERE appId = ? AND state = ? ORDER BY userId, id",
+                    arguments: [appId, state.rawValue]
+                ).map(\.endpoint)
+            }
+            return try EndpointRecord.fetchAll(
+                db, sql: "SELECT * FROM endpoint WHERE appId = ? ORDER BY userId, id", arguments: [appId]
+            ).map(\.endpoint)
+        }
+    }
+
+    /// Removes the endpoint and its pending deliveries (finished ones stay for statistics).
+    /// - Returns: whether it existed.
+    public func deleteEndpoint(_ key: FeedKey, id: String) async throws -> Bool {
+        try await write { db in try Self.removeEndpoint(db, key, id: id) }
+    }
+
+    /// Records when the endpoint last synced its feed. Unknown endpoints are ignored.
+    public func touchEndpoint(_ key: FeedKey, id: String, syncedAt: Date) async throws {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE endpoint SET lastSyncAt = ? WHERE appId = ? AND userId = ? AND id = ?",
+                arguments: [syncedAt.storedSeconds, key.appId, key.userId, id])
+        }
+    }
+}
+
+// MARK: - Helpers
+
+extension SQLiteStore {
+    static func fetchEndpoint(_ db: Database, _ key: FeedKey, id: String) throws -> Endpoint? {
+        try EndpointRecord.fetchOne(
+            db, sql: "SELECT * FROM endpoint WHERE appId = ? AND userId = ? AND id = ?",
+            arguments: [key.appId, key.userId, id]
+        )?.endpoint
+    }
+
+    /// The user's active endpoints, ordered by ID.
+    static func activeEndpoints(_ db: Database, _ key: FeedKey) throws -> [Endpoint] {
+        try EndpointRecord.fetchAll(
+            db, sql: "SELECT * FROM endpoint WHERE appId = ? AND userId = ? AND state = 'active' ORDER BY id",
+            arguments: [key.appId, key.userId]
+        ).map(\.endpoint)
+    }
+
+    /// Deletes an endpoint and its pending deliveries. Returns whether it existed.
+    @discardableResult
+    static func removeEndpoint(_ db: Database, _ key: FeedKey, id: String) throws -> Bool {
+        try deletePendingDeliveries(db, of: key, endpointId: id)
+        try db.execute(
+            sql: "DELETE FROM endpoint WHERE appId = ? AND userId = ? AND id = ?",
+            arguments: [key.appId, key.userId, id])
+        return db.changesCount > 0
+    }
+
+    /// `endpoint` with every time as it reads back from the database.
+    static func canonical(_ endpoint: Endpoint) -> Endpoint {
+        var copy = endpoint
+        copy.inactiveSince = copy.inactiveSince?.canonical
+        copy.registeredAt = copy.registeredAt.canonical
+        copy.lastSyncAt = copy.lastSyncAt?.canonical
+        return copy
+    }
+}

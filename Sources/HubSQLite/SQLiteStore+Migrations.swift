@@ -1,0 +1,114 @@
+import GRDB
+
+extension SQLiteStore {
+    /// The schema's history. Each migration runs once, in order, in its own transaction; GRDB
+    /// records applied identifiers in `grdb_migrations`. Never edit a shipped migration: append
+    /// `v2`, `v3`, … instead.
+    static let migrator: DatabaseMigrator = {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1", migrate: createSchemaV1)
+        return migrator
+    }()
+
+    /// The initial schema.
+    ///
+    /// - `changeCounter`: one row holding the last change version handed out (store-wide, so the
+    ///   versions of all feeds interleave but each feed's versions only grow).
+    /// - `notification`: keyed by (appId, userId, id); unique (appId, userId, appNotificationId);
+    ///   the feed reads (appId, userId, changeVersion); the sweeper reads active ones by expiration
+    ///   and tombstones by last modification.
+    /// - `endpoint`: keyed by (appId, userId, id); looked up by (appId, transport, token) to move a
+    ///   token between users, and listed by (appId, state) for the feedback list.
+    /// - `delivery`: the outbox. Claimed by (state, dueAt); at most one pending, unleased
+    ///   shoulder tap per endpoint (the row new taps coalesce into); finished rows purged by
+    ///   finishedAt. Deliveries reference endpoints and notifications by key without foreign keys:
+    ///   finished rows outlive both (statistics), and the store removes pending ones explicitly.
+    private static func createSchemaV1(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE changeCounter (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    lastVersion INTEGER NOT NULL
+                );
+                INSERT INTO changeCounter (id, lastVersion) VALUES (1, 0);
+
+                CREATE TABLE notification (
+                    appId TEXT NOT NULL,
+                    userId TEXT NOT NULL,
+                    id TEXT NOT NULL,
+                    appNotificationId TEXT NOT NULL,
+                    groupName TEXT,
+                    priority TEXT NOT NULL,
+                    payload TEXT NOT NULL,
+                    targetPolicy TEXT NOT NULL,
+                    displayTimeToLive INTEGER,
+                    expirationDateTime REAL NOT NULL,
+                    fallbackTimeoutSeconds INTEGER,
+                    deliveryMode TEXT,
+                    createdDateTime REAL NOT NULL,
+                    lastModifiedDateTime REAL NOT NULL,
+                    readState TEXT NOT NULL,
+                    userActionState TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    changeVersion INTEGER NOT NULL,
+                    PRIMARY KEY (appId, userId, id)
+                );
+                CREATE UNIQUE INDEX notification_appNotificationId
+                    ON notification (appId, userId, appNotificationId);
+                CREATE INDEX notification_feed ON notification (appId, userId, changeVersion);
+                CREATE INDEX notification_expiring ON notification (expirationDateTime)
+                    WHERE status = 'active';
+                CREATE INDEX notification_tombstones ON notification (lastModifiedDateTime)
+                    WHERE status <> 'active';
+
+                CREATE TABLE endpoint (
+                    appId TEXT NOT NULL,
+                    userId TEXT NOT NULL,
+                    id TEXT NOT NULL,
+                    platform TEXT NOT NULL,
+                    platformAppId TEXT NOT NULL,
+                    transport TEXT NOT NULL,
+                    token TEXT,
+                    environment TEXT,
+                    appDisplayName TEXT,
+                    state TEXT NOT NULL,
+                    inactiveReason TEXT,
+                    inactiveSince REAL,
+                    registeredAt REAL NOT NULL,
+                    lastSyncAt REAL,
+                    PRIMARY KEY (appId, userId, id)
+                );
+                CREATE INDEX endpoint_token ON endpoint (appId, transport, token);
+                CREATE INDEX endpoint_state ON endpoint (appId, state, userId, id);
+
+                CREATE TABLE delivery (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    appId TEXT NOT NULL,
+                    userId TEXT NOT NULL,
+                    endpointId TEXT NOT NULL,
+                    transport TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    notificationId TEXT,
+                    changeVersion INTEGER NOT NULL,
+                    priority TEXT NOT NULL,
+                    urgency INTEGER NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN ('pending', 'finished')),
+                    leaseOwner TEXT,
+                    leaseUntil REAL,
+                    claimedAt REAL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    createdAt REAL NOT NULL,
+                    dueAt REAL NOT NULL,
+                    lastError TEXT,
+                    result TEXT,
+                    detail TEXT,
+                    finishedAt REAL
+                );
+                CREATE INDEX delivery_due ON delivery (state, dueAt);
+                CREATE UNIQUE INDEX delivery_pendingTap ON delivery (appId, userId, endpointId)
+                    WHERE state = 'pending' AND kind = 'shoulderTap' AND leaseOwner IS NULL;
+                CREATE INDEX delivery_endpoint ON delivery (appId, userId, endpointId, state);
+                CREATE INDEX delivery_finished ON delivery (state, finishedAt) WHERE state = 'finished';
+                """)
+    }
+}

@@ -1,0 +1,241 @@
+public import Foundation
+import GRDB
+public import HubCore
+
+// Notifications and feeds: publish, delete, state changes, reads, and the expiry sweep.
+extension SQLiteStore {
+    /// Upserts the notification `(appId, userId, appNotificationId)` and enqueues its deliveries,
+    /// in one transaction.
+    ///
+    /// - New: `id = request.newId`, created = last modified = `now`, unread, no interaction, active.
+    /// - Existing and active: content replaced, read/action state kept, last modified = `now`;
+    ///   `created == false`.
+    /// - Existing tombstone (expired or deleted): revived like a new one but keeping its `id`;
+    ///   `created == true`.
+    ///
+    /// Every case takes the next change version. Then, for every active endpoint of the user whose
+    /// platform the target policy includes: a `visible` delivery when the effective mode is visible,
+    /// the payload has visual content and the endpoint is not polled; otherwise a shoulder tap
+    /// (coalesced into the endpoint's pending, unleased tap if any). A high-priority notification
+    /// with a fallback policy also schedules a `fallback` delivery at `now + timeout` for every
+    /// non-polling endpoint that got a tap (see ``enqueueFallback(_:to:version:now:)``).
+    public func publish(_ request: PublishRequest) async throws -> (notification: UserNotification, created: Bool) {
+        try await write { db in
+            let draft = request.draft
+            let key = request.key
+            let now = request.now.canonical
+            let existing = try Self.fetchNotification(db, key, appNotificationId: draft.appNotificationId)
+            let version = try Self.nextChangeVersion(db)
+
+            var notification: UserNotification
+            let created: Bool
+            if var current = existing, current.status == .active {
+                current.apply(draft, expiration: request.expirationDateTime)
+                current.lastModifiedDateTime = now
+                current.changeVersion = version
+                notification = current
+                created = false
+            } else {
+                notification = UserNotification(
+                    id: existing?.id ?? request.newId, appId: key.appId, userId: key.userId,
+                    appNotificationId: draft.appNotificationId, payload: draft.payload,
+                    expirationDateTime: request.expirationDateTime, createdDateTime: now, lastModifiedDateTime: now,
+                    changeVersion: version)
+                notification.apply(draft, expiration: request.expirationDateTime)
+                created = true
+            }
+            if existing == nil {
+                try NotificationRecord(notification).insert(db)
+            } else {
+                try NotificationRecord(notification).update(db)
+            }
+
+            let visible = request.deliveryMode == .visible && draft.payload.visualContent != nil
+            for endpoint in try Self.activeEndpoints(db, key) where draft.targetPolicy.includes(endpoint.platform) {
+                if visible && endpoint.transport != .polling {
+                    var delivery = DeliveryRecord(
+                        to: endpoint, kind: .visible, notificationId: notification.id, changeVersion: version,
+                        priority: notification.priority, createdAt: now, dueAt: now)
+                    try delivery.insert(db)
+                } else {
+                    try Self.enqueueTap(db, to: endpoint, for: notification, now: now)
+                    try Self.enqueueFallback(db, notification, to: endpoint, now: now)
+                }
+            }
+            return (Self.canonical(notification), created)
+        }
+    }
+
+    /// Marks the notification (by `appNotificationId`, else by hub ID) deleted: a tombstone with a
+    /// new change version, announced by a tap to every active endpoint of the user.
+    ///
+    /// - Returns: the tombstone; an already deleted notification unchanged; `nil` if none.
+    public func delete(_ key: FeedKey, appNotificationId: String, at now: Date) async throws -> UserNotification? {
+        try await write { db in
+            guard
+                var notification = try Self.fetchNotification(db, key, appNotificationId: appNotificationId)
+                    ?? Self.fetchNotification(db, key, id: appNotificationId)
+            else { return nil }
+            guard notification.status != .deleted else { return notification }
+            notification.status = .deleted
+            notification.lastModifiedDateTime = now.canonical
+            notification.changeVersion = try Self.nextChangeVersion(db)
+            try NotificationRecord(notification).update(db)
+            try Self.tapAll(db, about: notification, except: nil, now: now.canonical)
+            return notification
+        }
+    }
+
+    /// Applies a device's read / action state change (by hub ID, else by `appNotificationId`).
+    ///
+    /// A change that sets nothing new returns the stored notification unchanged (no new version,
+    /// no taps). Otherwise the notification gets a new change version and every active endpoint
+    /// of the user but `exceptEndpoint` is tapped.
+    public func updateState(_ change: StateChange) async throws -> UserNotification? {
+        try await write { db in
+            guard var notification = try Self.findNotification(db, change.key, id: change.id) else { return nil }
+            let readChanges = change.readState.map { $0 != notification.readState } ?? false
+            let actionChanges = change.userActionState.map { $0 != notification.userActionState } ?? false
+            guard readChanges || actionChanges else { return notification }
+            if let readState = change.readState { notification.readState = readState }
+            if let userActionState = change.userActionState { notification.userActionState = userActionState }
+            notification.lastModifiedDateTime = change.now.canonical
+            notification.changeVersion = try Self.nextChangeVersion(db)
+            try NotificationRecord(notification).update(db)
+            try Self.tapAll(db, about: notification, except: change.exceptEndpoint, now: change.now.canonical)
+            return notification
+        }
+    }
+
+    /// One notification of the feed, by hub ID, else by `appNotificationId`; tombstones included.
+    public func notification(_ key: FeedKey, id: String) async throws -> UserNotification? {
+        try await read { db in try Self.findNotification(db, key, id: id) }
+    }
+
+    /// The user's notifications matching `filter`, newest first (created, then change version),
+    /// at most `filter.limit`.
+    public func history(_ key: FeedKey, filter: HistoryFilter) async throws -> [UserNotification] {
+        guard filter.limit > 0 else { return [] }
+        return try await read { db in
+            var sql = "SELECT * FROM notification WHERE appId = ? AND userId = ?"
+            var arguments: StatementArguments = [key.appId, key.userId]
+            if let readState = filter.readState {
+                sql += " AND readState = ?"
+                arguments += [readState.rawValue]
+            }
+            if let userActionState = filter.userActionState {
+                sql += " AND userActionState = ?"
+                arguments += [userActionState.rawValue]
+            }
+            if let status = filter.status {
+                sql += " AND status = ?"
+                arguments += [status.rawValue]
+            }
+            sql += " ORDER BY createdDateTime DESC, changeVersion DESC LIMIT ?"
+            arguments += [filter.limit]
+            return try NotificationRecord.fetchAll(db, sql: sql, arguments: arguments).map(\.notification)
+        }
+    }
+
+    /// The changes of the feed after `version`, oldest first, at most `limit` (tombstones included).
+    /// `hasMore` tells whether later changes exist; `version` is the last change's, or `version`
+    /// itself when there is none.
+    public func feed(_ key: FeedKey, after version: Int64, limit: Int) async throws -> FeedPage {
+        let pageSize = min(max(limit, 0), Int(Int32.max))
+        return try await read { db in
+            let rows = try NotificationRecord.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM notification WHERE appId = ? AND userId = ? AND changeVersion > ?
+                    ORDER BY changeVersion LIMIT ?
+                    """,
+                arguments: [key.appId, key.userId, version, pageSize + 1])
+            let changes = rows.prefix(pageSize).map(\.notification)
+            return FeedPage(
+                changes: changes, version: changes.last?.changeVersion ?? version, hasMore: rows.count > changes.count)
+        }
+    }
+
+    /// Expires active notifications whose `expirationDateTime <= now` (a new version and taps to
+    /// every active endpoint of their user each), deletes tombstones last modified before
+    /// `purgeBefore`, and deletes deliveries finished before `purgeBefore`.
+    ///
+    /// - Returns: the feeds that got a new change version.
+    public func sweep(now: Date, purgeBefore: Date) async throws -> Set<FeedKey> {
+        try await write { db in
+            let now = now.canonical
+            let expiring = try NotificationRecord.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM notification WHERE status = 'active' AND expirationDateTime <= ?
+                    ORDER BY changeVersion
+                    """,
+                arguments: [now.storedSeconds])
+            var changed = Set<FeedKey>()
+            for record in expiring {
+                var notification = record.notification
+                notification.status = .expired
+                notification.lastModifiedDateTime = now
+                notification.changeVersion = try Self.nextChangeVersion(db)
+                try NotificationRecord(notification).update(db)
+                try Self.tapAll(db, about: notification, except: nil, now: now)
+                changed.insert(FeedKey(appId: notification.appId, userId: notification.userId))
+            }
+            try db.execute(
+                sql: "DELETE FROM notification WHERE status <> 'active' AND lastModifiedDateTime < ?",
+                arguments: [purgeBefore.storedSeconds])
+            try db.execute(
+                sql: "DELETE FROM delivery WHERE state = 'finished' AND finishedAt < ?",
+                arguments: [purgeBefore.storedSeconds])
+            return changed
+        }
+    }
+}
+
+// MARK: - Helpers
+
+extension SQLiteStore {
+    static func fetchNotification(_ db: Database, _ key: FeedKey, id: String) throws -> UserNotification? {
+        try NotificationRecord.fetchOne(
+            db, sql: "SELECT * FROM notification WHERE appId = ? AND userId = ? AND id = ?",
+            arguments: [key.appId, key.userId, id]
+        )?.notification
+    }
+
+    static func fetchNotification(
+        _ db: Database, _ key: FeedKey, appNotificationId: String
+    ) throws -> UserNotification? {
+        try NotificationRecord.fetchOne(
+            db, sql: "SELECT * FROM notification WHERE appId = ? AND userId = ? AND appNotificationId = ?",
+            arguments: [key.appId, key.userId, appNotificationId]
+        )?.notification
+    }
+
+    /// By hub ID, else by `appNotificationId`.
+    static func findNotification(_ db: Database, _ key: FeedKey, id: String) throws -> UserNotification? {
+        try fetchNotification(db, key, id: id) ?? fetchNotification(db, key, appNotificationId: id)
+    }
+
+    /// `notification` with every time as it reads back from the database.
+    static func canonical(_ notification: UserNotification) -> UserNotification {
+        var copy = notification
+        copy.expirationDateTime = copy.expirationDateTime.canonical
+        copy.createdDateTime = copy.createdDateTime.canonical
+        copy.lastModifiedDateTime = copy.lastModifiedDateTime.canonical
+        return copy
+    }
+}
+
+extension UserNotification {
+    /// Replaces the content fields with the draft's; keeps identity, times and states.
+    mutating func apply(_ draft: NotificationDraft, expiration: Date) {
+        groupName = draft.groupName
+        priority = draft.priority
+        payload = draft.payload
+        targetPolicy = draft.targetPolicy
+        displayTimeToLive = draft.displayTimeToLive
+        expirationDateTime = expiration
+        fallbackPolicy = draft.fallbackPolicy
+        deliveryMode = draft.deliveryMode
+    }
+}

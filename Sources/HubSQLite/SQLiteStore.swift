@@ -1,0 +1,168 @@
+import Foundation
+import GRDB
+public import HubCore
+
+/// The embedded default ``Store``: one SQLite database file, accessed through GRDB.
+///
+/// - Durability: a file store runs in WAL mode with `synchronous = FULL`, so every method that
+///   returned has its transaction on disk (a publish answered with 2xx survives a power loss).
+/// - Transactions: every ``Store`` method is one immediate write (or one read) transaction.
+///   Writes are serialized by SQLite; reads run concurrently with them (file store).
+/// - Schema: created or upgraded by named migrations (`v1`, …) when the store opens; ``migrate()``
+///   may be called again and is then a no-op.
+/// - Times: stored as seconds since 1970 (REAL). Values returned by the store are the stored ones,
+///   so a time read back compares equal to the time returned by the write.
+/// - Errors: a busy or locked database surfaces as `HubError(.unavailable, …)`; other errors
+///   (I/O, corruption, constraint violations) propagate as GRDB's `DatabaseError`.
+public final class SQLiteStore: Store {
+    /// The connection (pool) all accesses go through.
+    let writer: any DatabaseWriter
+
+    /// The database file, or `nil` for an in-memory store.
+    public let path: String?
+
+    /// How long a write waits for another process's lock before failing with `.unavailable`.
+    static let busyTimeout: TimeInterval = 10
+
+    /// Opens (creating if needed) the database file at `path` and migrates it.
+    ///
+    /// The parent directory is created if missing. Several processes may open the same file;
+    /// they take turns to write (waiting up to ``busyTimeout`` for the lock).
+    public convenience init(path: String) throws {
+        let url = URL(fileURLWithPath: path)
+        try FileManager.default.createDirectory(
+            at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let pool = try Self.translatingErrors {
+            let pool = try DatabasePool(path: url.path, configuration: Self.configuration())
+            // GRDB sets `synchronous = NORMAL` when it enables WAL mode; NORMAL may lose the last
+            // transactions on power loss, which would break "a 2xx publish is durable".
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            return pool
+        }
+        try self.init(writer: pool, path: url.path)
+    }
+
+    /// A store in memory, for tests: fast, private to this instance, gone when released.
+    public static func inMemory() throws -> SQLiteStore {
+        let queue = try translatingErrors { try DatabaseQueue(configuration: configuration()) }
+        return try SQLiteStore(writer: queue, path: nil)
+    }
+
+    /// Wraps an opened connection and brings its schema up to date.
+    init(writer: any DatabaseWriter, path: String?) throws {
+        self.writer = writer
+        self.path = path
+        try Self.translatingErrors { try Self.migrator.migrate(writer) }
+    }
+
+    /// The connection settings shared by file and in-memory stores.
+    static func configuration() -> Configuration {
+        var configuration = Configuration()
+        configuration.label = "HubSQLite"
+        configuration.foreignKeysEnabled = true
+        configuration.busyMode = .timeout(busyTimeout)
+        return configuration
+    }
+
+    /// Creates or upgrades the schema. The initializers already did; calling again is a no-op.
+    public func migrate() async throws {
+        let writer = self.writer
+        try await Self.translatingErrors {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                Self.migrator.asyncMigrate(writer) { result in
+                    continuation.resume(with: result.map { _ in () })
+                }
+            }
+        }
+    }
+
+    /// Closes the database connections. Further use of the store fails.
+    public func close() throws {
+        try Self.translatingErrors {
+            if let pool = writer as? DatabasePool {
+                try pool.close()
+            } else if let queue = writer as? DatabaseQueue {
+                try queue.close()
+            }
+        }
+    }
+
+    // MARK: Transactions
+
+    /// Runs `updates` in one immediate write transaction, translating busy errors.
+    func write<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        let writer = self.writer
+        return try await Self.translatingErrors { try await writer.write(updates) }
+    }
+
+    /// Runs `value` in one read transaction (a snapshot), translating busy errors.
+    func read<T: Sendable>(_ value: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        let writer = self.writer
+        return try await Self.translatingErrors { try await writer.read(value) }
+    }
+
+    // MARK: Errors
+
+    /// Whether `error` means "the database is busy or locked; try again later".
+    static func isBusy(_ error: any Error) -> Bool {
+        guard let error = error as? DatabaseError else { return false }
+        return error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED
+    }
+
+    /// The error the store throws for `error`: `.unavailable` for busy/locked, else `error` itself.
+    static func translate(_ error: any Error) -> any Error {
+        guard isBusy(error), let databaseError = error as? DatabaseError else { return error }
+        return HubError(
+            .unavailable,
+            "The SQLite database is busy (\(databaseError.message ?? "locked")); retry the request later.")
+    }
+
+    static func translatingErrors<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch { throw translate(error) }
+    }
+
+    static func translatingErrors<T>(_ body: () async throws -> T) async throws -> T {
+        do { return try await body() } catch { throw translate(error) }
+    }
+
+    // MARK: Inspection (tests and diagnostics)
+
+    /// The value of a read-only pragma on the writer connection, e.g. `journal_mode`.
+    func pragma(_ name: String) async throws -> String? {
+        let writer = self.writer
+        return try await writer.writeWithoutTransaction { db in
+            guard let value = try DatabaseValue.fetchOne(db, sql: "PRAGMA \(name)") else { return nil }
+            switch value.storage {
+            case .null: return nil
+            case .int64(let number): return String(number)
+            case .double(let number): return String(number)
+            case .string(let text): return text
+            case .blob(let data): return data.base64EncodedString()
+            }
+        }
+    }
+
+    /// An error like SQLite's for a busy (`true`) or a constraint violation (`false`), to test
+    /// ``translate(_:)`` without provoking one.
+    static func sampleDatabaseError(busy: Bool) -> any Error {
+        DatabaseError(resultCode: busy ? .SQLITE_BUSY : .SQLITE_CONSTRAINT, message: "sample")
+    }
+
+    /// The identifiers of the migrations applied to the database, in order.
+    func appliedMigrations() async throws -> [String] {
+        try await read { db in try Self.migrator.appliedMigrations(db) }
+    }
+}
+
+// MARK: - Change versions
+
+extension SQLiteStore {
+    /// Takes the next value of the store-wide change counter. Call inside a write transaction.
+    static func nextChangeVersion(_ db: Database) throws -> Int64 {
+        try db.execute(sql: "UPDATE changeCounter SET lastVersion = lastVersion + 1 WHERE id = 1")
+        guard let version = try Int64.fetchOne(db, sql: "SELECT lastVersion FROM changeCounter WHERE id = 1") else {
+            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "the changeCounter row is missing")
+        }
+        return version
+    }
+}

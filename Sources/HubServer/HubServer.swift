@@ -1,0 +1,4 @@
+import Hummingbird
+import JWTKit
+import Prometheus
+import AsyncHTTPClient

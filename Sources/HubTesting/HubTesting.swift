@@ -1,0 +1,3 @@
+import NIOSSL
+import X509
+import NIOHTTP1

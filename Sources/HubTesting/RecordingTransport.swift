@@ -1,0 +1,61 @@
+public import HubCore
+import Synchronization
+
+/// A transport for tests: records every delivery it is given and answers with a scripted outcome.
+///
+/// ```swift
+/// let transport = RecordingTransport(id: .apns) { delivery in
+///     delivery.endpoint.token == "dead" ? .endpointGone(since: nil, reason: "Unregistered") : .accepted
+/// }
+/// ```
+public final class RecordingTransport: Transport {
+    public let id: TransportID
+    private let script: @Sendable (OutboundDelivery) async -> DeliveryOutcome
+    private let log = Mutex<[OutboundDelivery]>([])
+    private let registrationProblem: (@Sendable (Endpoint) -> String?)?
+
+    /// - Parameters:
+    ///   - registrationProblem: what ``problem(registering:for:)`` answers; nothing by default.
+    ///   - script: the outcome of each send; `.accepted` by default.
+    public init(
+        id: TransportID,
+        script: @escaping @Sendable (OutboundDelivery) async -> DeliveryOutcome = { _ in .accepted },
+        registrationProblem: (@Sendable (Endpoint) -> String?)? = nil
+    ) {
+        self.id = id
+        self.script = script
+        self.registrationProblem = registrationProblem
+    }
+
+    public func send(_ delivery: OutboundDelivery) async -> DeliveryOutcome {
+        log.withLock { $0.append(delivery) }
+        return await script(delivery)
+    }
+
+    public func problem(registering endpoint: Endpoint, for app: CrossDeviceApp) -> String? {
+        registrationProblem?(endpoint)
+    }
+
+    /// Every delivery sent so far, in order.
+    public var deliveries: [OutboundDelivery] { log.withLock { $0 } }
+
+    /// The deliveries sent to one endpoint.
+    public func deliveries(to endpointID: String) -> [OutboundDelivery] {
+        deliveries.filter { $0.endpoint.id == endpointID }
+    }
+
+    public func reset() { log.withLock { $0.removeAll() } }
+}
+
+/// Waits until `condition` holds, checking every few milliseconds, for at most `timeout`.
+/// - Returns: whether it held. For tests that wait on background work without fixed sleeps.
+public func eventually(
+    timeout: Duration = .seconds(10), _ condition: @Sendable () async throws -> Bool
+) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return try await condition()
+}

@@ -1,0 +1,133 @@
+public import HubCore
+
+// Checks of the delivery outbox.
+extension StoreConformance {
+    /// Taps to one endpoint coalesce into its pending, unleased tap (newest version, highest
+    /// priority, earliest due time); a leased tap is not coalesced into.
+    public static func coalescing(_ store: any Store) async throws {
+        let expect = Expect()
+        try await store.migrate()
+        let e1 = try await store.upsertEndpoint(Fixture.endpoint("e1"))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("e2", platform: .web, transport: .polling))
+        try await Fixture.publish(store, Fixture.draft("c-1", priority: .low), at: Fixture.t0)
+        try await Fixture.publish(store, Fixture.draft("c-2", priority: .high), at: Fixture.at(1))
+        let (third, _) = try await Fixture.publish(store, Fixture.draft("c-3"), at: Fixture.at(2))
+
+        let claimed = try await Fixture.claim(store, at: Fixture.at(10))
+        try expect.equal(
+            Fixture.summary(claimed), ["e1:shoulderTap:\(third.id)", "e2:shoulderTap:\(third.id)"], "coalesced taps")
+        let tap = claimed[0]
+        try expect.equal(
+            tap.delivery.changeVersion, third.changeVersion, "a coalesced tap announces the newest version")
+        try expect.equal(tap.delivery.priority, .high, "a coalesced tap keeps the highest priority")
+        try expect.equal(tap.delivery.dueAt, Fixture.t0, "a coalesced tap keeps the earliest due time")
+        try expect.equal(tap.delivery.createdAt, Fixture.t0, "createdAt")
+        try expect.equal(tap.delivery.attempts, 1, "a claim counts an attempt")
+        try expect.equal(tap.delivery.appId, Fixture.app, "appId")
+        try expect.equal(tap.delivery.userId, "alice", "userId")
+        try expect.equal(tap.endpoint, e1, "the claimed endpoint")
+        try expect.equal(tap.notification, third, "the claimed notification")
+
+        let (fourth, _) = try await Fixture.publish(store, Fixture.draft("c-4"), at: Fixture.at(11))
+        let next = try await Fixture.claim(store, at: Fixture.at(12), owner: "worker-b")
+        try expect.equal(
+            Fixture.summary(next), ["e1:shoulderTap:\(fourth.id)", "e2:shoulderTap:\(fourth.id)"],
+            "a change after the claim queues new taps")
+        try expect.that(Set(next.map(\.delivery.id)).isDisjoint(with: claimed.map(\.delivery.id)), "new tap rows")
+    }
+
+    /// Only endpoints on the targeted platforms get deliveries; an empty policy targets all.
+    public static func targetPolicyFilters(_ store: any Store) async throws {
+        let expect = Expect()
+        try await store.migrate()
+        _ = try await store.upsertEndpoint(Fixture.endpoint("e-android", platform: .android, transport: .fcm))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("e-ios"))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("e-web", platform: .web, transport: .polling))
+        let (android, _) = try await Fixture.publish(store, Fixture.draft("t-1", platforms: [.android]))
+        try expect.equal(
+            Fixture.summary(try await Fixture.drain(store, at: Fixture.t0)), ["e-android:shoulderTap:\(android.id)"],
+            "deliveries for an Android-only notification")
+        let (all, _) = try await Fixture.publish(store, Fixture.draft("t-2"), at: Fixture.at(1))
+        try expect.equal(
+            Fixture.summary(try await Fixture.drain(store, at: Fixture.at(1))),
+            ["e-android:shoulderTap:\(all.id)", "e-ios:shoulderTap:\(all.id)", "e-web:shoulderTap:\(all.id)"],
+            "deliveries for a notification to all platforms")
+    }
+
+    /// A lease hides a delivery from other owners until it ends; then another owner takes it
+    /// over. A retry puts it back with a new due time.
+    public static func claimLeaseAndTakeover(_ store: any Store) async throws {
+        let expect = Expect()
+        try await store.migrate()
+        try expect.that(try await store.nextDueDate() == nil, "nothing due in an empty outbox")
+        _ = try await store.upsertEndpoint(Fixture.endpoint("e1"))
+        try await Fixture.publish(store, Fixture.draft("l-1"))
+        try expect.equal(try await store.nextDueDate(), Fixture.t0, "due at publish")
+
+        let first = try await Fixture.claim(store, at: Fixture.t0, owner: "worker-a", lease: 30)
+        try expect.equal(first.count, 1, "claimed deliveries")
+        let id = first[0].delivery.id
+        try expect.equal(try await Fixture.claim(store, at: Fixture.at(10), owner: "worker-b"), [], "leased elsewhere")
+        try expect.equal(try await store.nextDueDate(), Fixture.at(30), "a leased delivery is due when its lease ends")
+
+        let takeover = try await Fixture.claim(store, at: Fixture.at(31), owner: "worker-b")
+        try expect.equal(takeover.map(\.delivery.id), [id], "an expired lease is taken over")
+        try expect.equal(takeover[0].delivery.attempts, 2, "attempts after a takeover")
+
+        try await store.retryDelivery(
+            id: id, dueAt: Fixture.at(100), error: "503 Service Unavailable", at: Fixture.at(32))
+        try expect.equal(try await store.nextDueDate(), Fixture.at(100), "due again at the retry time")
+        try expect.equal(try await Fixture.claim(store, at: Fixture.at(50)), [], "not due before the retry time")
+        let retried = try await Fixture.claim(store, at: Fixture.at(100))
+        try expect.equal(retried.map(\.delivery.id), [id], "claimed again at the retry time")
+        try expect.equal(retried[0].delivery.attempts, 3, "attempts after a retry")
+        try expect.equal(retried[0].delivery.lastError, "503 Service Unavailable", "lastError")
+        try expect.equal(retried[0].delivery.dueAt, Fixture.at(100), "dueAt after a retry")
+
+        try await store.finishDelivery(id: id, result: .delivered, detail: nil, goneSince: nil, at: Fixture.at(101))
+        try expect.that(try await store.nextDueDate() == nil, "nothing due after finishing")
+        try await store.finishDelivery(id: id, result: .rejected, detail: "late", goneSince: nil, at: Fixture.at(102))
+        try expect.equal(
+            try await store.deliveryStatistics().finished, ["apns": ["delivered": 1]], "finishing twice counts once")
+        try expect.equal(
+            try await Fixture.claim(store, at: Fixture.at(1000)), [], "a finished delivery is never claimed")
+    }
+
+    /// High-priority deliveries are claimed before others, then earlier due times first.
+    public static func claimOrder(_ store: any Store) async throws {
+        let expect = Expect()
+        try await store.migrate()
+        _ = try await store.upsertEndpoint(Fixture.endpoint("a1"))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("b1", of: Fixture.bob))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("c1", of: FeedKey(appId: Fixture.app, userId: "carol")))
+        try await Fixture.publish(store, Fixture.draft("o-1", priority: .low), for: Fixture.alice, at: Fixture.t0)
+        try await Fixture.publish(
+            store, Fixture.draft("o-2"), for: FeedKey(appId: Fixture.app, userId: "carol"), at: Fixture.at(1))
+        try await Fixture.publish(store, Fixture.draft("o-3", priority: .high), for: Fixture.bob, at: Fixture.at(2))
+        var order: [String] = []
+        for _ in 0..<3 {
+            let claimed = try await Fixture.claim(store, at: Fixture.at(10), limit: 1)
+            try expect.equal(claimed.count, 1, "a claim with limit 1")
+            order.append(claimed[0].delivery.endpointId)
+        }
+        try expect.equal(order, ["b1", "a1", "c1"], "claim order")
+    }
+
+    /// A tap retried after a newer tap was queued for its endpoint does not produce a second
+    /// pending tap: the endpoint is tapped once, with the newest version.
+    public static func retryAfterNewerTap(_ store: any Store) async throws {
+        let expect = Expect()
+        try await store.migrate()
+        _ = try await store.upsertEndpoint(Fixture.endpoint("e1"))
+        try await Fixture.publish(store, Fixture.draft("r-1", priority: .high))
+        let claimed = try await Fixture.claim(store, at: Fixture.t0)
+        let (newer, _) = try await Fixture.publish(store, Fixture.draft("r-2"), at: Fixture.at(1))
+        try await store.retryDelivery(
+            id: claimed[0].delivery.id, dueAt: Fixture.at(5), error: "timeout", at: Fixture.at(2))
+        let taps = try await Fixture.drain(store, at: Fixture.at(100))
+        try expect.equal(Fixture.summary(taps), ["e1:shoulderTap:\(newer.id)"], "taps after the retry")
+        try expect.equal(
+            taps.first?.delivery.changeVersion, newer.changeVersion, "the tap announces the newest version")
+        try expect.that(try await store.nextDueDate() == nil, "nothing left pending")
+    }
+}

@@ -1,0 +1,62 @@
+import HubCore
+import Testing
+
+@Suite("feed wake-ups")
+struct FeedSignalsTests {
+    let key = FeedKey(appId: "a.contoso.com", userId: "alice")
+
+    @Test("a wake-up between ticket and wait is not lost")
+    func wakeBeforeWait() async {
+        let signals = FeedSignals()
+        let ticket = signals.ticket()
+        signals.wake(key)
+        #expect(await signals.wait(key, endpoint: nil, after: ticket, timeout: .seconds(30)))
+    }
+
+    @Test("a wait without a wake-up times out")
+    func timeout() async {
+        let signals = FeedSignals()
+        #expect(await !signals.wait(key, endpoint: nil, after: signals.ticket(), timeout: .milliseconds(20)))
+        #expect(signals.waiterCount == 0)
+    }
+
+    @Test("a waiting request is woken by a later wake-up")
+    func wakesWaiter() async {
+        let signals = FeedSignals()
+        let key = key
+        async let woken = signals.wait(key, endpoint: nil, after: signals.ticket(), timeout: .seconds(30))
+        let registered = await eventuallyTrue { signals.waiterCount == 1 }
+        #expect(registered)
+        signals.wake(key)
+        #expect(await woken)
+    }
+
+    @Test("an endpoint's waiter wakes for its endpoint only, not for other endpoints or other users")
+    func endpointScoped() async {
+        let signals = FeedSignals()
+        let ticket = signals.ticket()
+        signals.wake(key, endpoint: "phone")
+        signals.wake(FeedKey(appId: "a.contoso.com", userId: "bob"), endpoint: "tablet")
+        #expect(await !signals.wait(key, endpoint: "tablet", after: ticket, timeout: .milliseconds(20)))
+        #expect(await signals.wait(key, endpoint: "phone", after: ticket, timeout: .seconds(30)))
+    }
+
+    @Test("cancelling a waiting task ends the wait at once")
+    func cancellation() async {
+        let signals = FeedSignals()
+        let key = key
+        let task = Task { await signals.wait(key, endpoint: nil, after: signals.ticket(), timeout: .seconds(60)) }
+        _ = await eventuallyTrue { signals.waiterCount == 1 }
+        task.cancel()
+        #expect(await task.value == false)
+        #expect(signals.waiterCount == 0)
+    }
+}
+
+func eventuallyTrue(_ condition: @Sendable () -> Bool) async -> Bool {
+    for _ in 0..<1000 {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
+}

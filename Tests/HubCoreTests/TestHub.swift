@@ -1,0 +1,98 @@
+import Foundation
+import HubPolling
+import HubSQLite
+import HubTesting
+import Synchronization
+import Testing
+
+@testable import HubCore
+
+/// A clock the test moves by hand.
+final class TestClock: Sendable {
+    private let current = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+    var now: Date { current.withLock { $0 } }
+    func advance(by seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
+}
+
+/// One app with iOS and Android IDs, an in-memory SQLite store, recording APNs/FCM transports and polling.
+struct TestHub {
+    static let app = CrossDeviceApp(
+        id: "notes.contoso.com", name: "Notes",
+        platforms: [
+            .ios: ["com.contoso.notes"], .android: ["com.contoso.notes"], .windows: ["Contoso.Notes_8wekyb3d8bbwe"],
+        ])
+
+    let hub: Hub
+    let apns: RecordingTransport
+    let fcm: RecordingTransport
+    let store: SQLiteStore
+    let clock: TestClock?
+
+    init(
+        apns: RecordingTransport = RecordingTransport(id: .apns),
+        fcm: RecordingTransport = RecordingTransport(id: .fcm),
+        clock: TestClock? = nil,
+        dispatcher: DispatcherConfiguration = TestHub.fastDispatcher
+    ) throws {
+        let store = try SQLiteStore.inMemory()
+        let signals = FeedSignals()
+        var configuration = HubConfiguration(apps: [Self.app])
+        configuration.dispatcher = dispatcher
+        let now: @Sendable () -> Date
+        if let clock {
+            now = { clock.now }
+        } else {
+            now = { Date() }
+        }
+        self.hub = try Hub(
+            configuration: configuration, store: store,
+            transports: [apns, fcm, PollingTransport(signals: signals)], signals: signals, now: now)
+        self.apns = apns
+        self.fcm = fcm
+        self.store = store
+        self.clock = clock
+    }
+
+    static var fastDispatcher: DispatcherConfiguration {
+        var configuration = DispatcherConfiguration()
+        configuration.initialBackoff = .milliseconds(10)
+        configuration.maxBackoff = .milliseconds(50)
+        configuration.idleInterval = .milliseconds(20)
+        configuration.maxAttempts = 3
+        return configuration
+    }
+
+    /// Runs the hub's dispatcher and sweeper around `body`.
+    func running(_ body: () async throws -> Void) async throws {
+        try await hub.store.migrate()
+        let task = Task { try await hub.run() }
+        defer { task.cancel() }
+        try await body()
+    }
+
+    @discardableResult
+    func register(
+        _ id: String, user: String = "alice", platform: Platform, transport: TransportID, token: String? = nil
+    )
+        async throws -> Endpoint
+    {
+        try await hub.registerEndpoint(
+            app: Self.app.id, user: user, id: id,
+            EndpointRegistration(
+                platform: platform, appId: Self.app.platforms[platform]![0], transport: transport, token: token))
+    }
+
+    @discardableResult
+    func publish(
+        _ id: String, user: String = "alice", priority: NotificationPriority = .none
+    ) async throws
+        -> UserNotification
+    {
+        try await hub.publish(
+            app: Self.app.id, user: user,
+            NotificationDraft(
+                appNotificationId: id, priority: priority,
+                payload: NotificationPayload(rawContent: "{\"n\":\"\(id)\"}", visualContent: VisualContent(title: id)))
+        ).notification
+    }
+}

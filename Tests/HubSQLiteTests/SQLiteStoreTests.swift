@@ -1,0 +1,172 @@
+import Foundation
+import HubCore
+import HubTesting
+import Testing
+
+@testable import HubSQLite
+
+/// Which kind of SQLite store a test runs against.
+enum StoreKind: String, CaseIterable, Sendable, CustomStringConvertible {
+    case memory, file
+    var description: String { rawValue }
+}
+
+/// A temporary directory removed when the test ends.
+final class TemporaryDirectory: Sendable {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("HubSQLiteTests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    /// A database path in a subdirectory that does not exist yet (the store creates it).
+    var databasePath: String { url.appendingPathComponent("data/hub.sqlite").path }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+@Suite("SQLiteStore")
+struct SQLiteStoreTests {
+    @Test("Store conformance", arguments: StoreKind.allCases, StoreConformance.all)
+    func conformance(kind: StoreKind, check: StoreConformance.Check) async throws {
+        switch kind {
+        case .memory:
+            try await check.run(try SQLiteStore.inMemory())
+        case .file:
+            let directory = try TemporaryDirectory()
+            let store = try SQLiteStore(path: directory.databasePath)
+            try await check.run(store)
+            try store.close()
+        }
+    }
+
+    @Test("The whole conformance suite runs through its runner")
+    func conformanceRunner() async throws {
+        try await StoreConformance.run { try SQLiteStore.inMemory() }
+    }
+
+    @Test("Running the migrations again is a no-op")
+    func migrationsTwice() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteStore(path: directory.databasePath)
+        let key = FeedKey(appId: "notes.contoso.com", userId: "alice")
+        let published = try await store.publish(request(key, "m-1"))
+        #expect(try await store.appliedMigrations() == ["v1"])
+        try await store.migrate()
+        try await store.migrate()
+        #expect(try await store.appliedMigrations() == ["v1"])
+        #expect(try await store.notification(key, id: "m-1") == published.notification)
+        try store.close()
+
+        let reopened = try SQLiteStore(path: directory.databasePath)
+        #expect(try await reopened.appliedMigrations() == ["v1"])
+        try reopened.close()
+    }
+
+    @Test("A file store closed and reopened keeps everything")
+    func reopen() async throws {
+        let directory = try TemporaryDirectory()
+        let key = FeedKey(appId: "notes.contoso.com", userId: "alice")
+        let endpoint = Endpoint(
+            id: "e1", appId: key.appId, userId: key.userId, platform: .ios, platformAppId: "com.contoso.notes",
+            transport: .apns, token: "tok", environment: .production, registeredAt: Date(timeIntervalSince1970: 1))
+
+        let store = try SQLiteStore(path: directory.databasePath)
+        let stored = try await store.upsertEndpoint(endpoint)
+        let published = try await store.publish(request(key, "r-1")).notification
+        let feed = try await store.feed(key, after: 0, limit: 10)
+        let statistics = try await store.deliveryStatistics()
+        try store.close()
+
+        let reopened = try SQLiteStore(path: directory.databasePath)
+        #expect(try await reopened.endpoint(key, id: "e1") == stored)
+        #expect(try await reopened.notification(key, id: published.id) == published)
+        #expect(try await reopened.feed(key, after: 0, limit: 10) == feed)
+        #expect(try await reopened.deliveryStatistics() == statistics)
+        let next = try await reopened.publish(request(key, "r-2")).notification
+        #expect(next.changeVersion > published.changeVersion, "the change counter survives a restart")
+        try reopened.close()
+    }
+
+    @Test("A file store runs in WAL mode with synchronous FULL, foreign keys and a busy timeout")
+    func pragmas() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteStore(path: directory.databasePath)
+        #expect(try await store.pragma("journal_mode") == "wal")
+        #expect(try await store.pragma("synchronous") == "2")  // FULL
+        #expect(try await store.pragma("foreign_keys") == "1")
+        #expect(try await store.pragma("busy_timeout") != "0")
+        #expect(FileManager.default.fileExists(atPath: directory.databasePath))
+        try store.close()
+    }
+
+    @Test("Concurrent publishes get distinct, increasing versions", arguments: StoreKind.allCases)
+    func concurrentPublishes(kind: StoreKind) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try kind == .memory ? SQLiteStore.inMemory() : SQLiteStore(path: directory.databasePath)
+        let endpointKey = FeedKey(appId: "notes.contoso.com", userId: "user-0")
+        _ = try await store.upsertEndpoint(
+            Endpoint(
+                id: "e1", appId: endpointKey.appId, userId: endpointKey.userId, platform: .ios,
+                platformAppId: "com.contoso.notes", transport: .apns, token: "tok", registeredAt: Date()))
+        let tasks = 8
+        let perTask = 25
+        let clock = ContinuousClock()
+        let start = clock.now
+        let versions = try await withThrowingTaskGroup(of: [Int64].self) { group in
+            for task in 0..<tasks {
+                group.addTask {
+                    var versions: [Int64] = []
+                    for index in 0..<perTask {
+                        let key = FeedKey(appId: "notes.contoso.com", userId: "user-\(index % 3)")
+                        let result = try await store.publish(request(key, "t\(task)-n\(index)"))
+                        versions.append(result.notification.changeVersion)
+                    }
+                    #expect(versions == versions.sorted(), "one task's publishes are ordered")
+                    return versions
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        let elapsed = clock.now - start
+        print("\(kind): \(tasks * perTask) concurrent publishes in \(elapsed)")
+        #expect(versions.count == tasks * perTask)
+        #expect(Set(versions).count == versions.count, "versions are distinct")
+        #expect(Set(versions) == Set(1...Int64(tasks * perTask)), "versions have no gaps")
+
+        var all: [UserNotification] = []
+        for user in 0..<3 {
+            all += try await store.feed(
+                FeedKey(appId: "notes.contoso.com", userId: "user-\(user)"), after: 0, limit: 1000
+            )
+            .changes
+        }
+        #expect(all.count == tasks * perTask)
+        let claimed = try await store.claimDeliveries(
+            limit: 100, now: Date().addingTimeInterval(1), owner: "test", leaseUntil: Date().addingTimeInterval(60))
+        #expect(claimed.count == 1, "all taps to the one endpoint coalesced")
+        #expect(
+            claimed.first?.delivery.changeVersion == all.filter { $0.userId == "user-0" }.map(\.changeVersion).max())
+        if kind == .file { try store.close() }
+    }
+
+    @Test("Busy and locked errors become HubError.unavailable; others propagate")
+    func errorTranslation() throws {
+        let busy = SQLiteStore.translate(SQLiteStore.sampleDatabaseError(busy: true))
+        #expect((busy as? HubError)?.code == .unavailable)
+        let constraint = SQLiteStore.translate(SQLiteStore.sampleDatabaseError(busy: false))
+        #expect(!(constraint is HubError))
+    }
+}
+
+/// A publish request for `appNotificationId`, now, expiring in a day.
+private func request(_ key: FeedKey, _ appNotificationId: String) -> PublishRequest {
+    let now = Date()
+    return PublishRequest(
+        key: key,
+        draft: NotificationDraft(
+            appNotificationId: appNotificationId, payload: NotificationPayload(rawContent: appNotificationId)),
+        newId: UUID().uuidString, expirationDateTime: now.addingTimeInterval(86_400), deliveryMode: .shoulderTap,
+        now: now)
+}
