@@ -1,0 +1,243 @@
+public import HubCore
+
+/// What `hub map-app` was asked to do to one app: the onboarding steps as input.
+/// Secret-bearing fields hold references (`file:path`, `env:NAME`), never values.
+public struct AppMappingRequest: Sendable {
+    public var appID: String
+    public var name: String?
+    /// App IDs to add per platform (kept in order; already-mapped IDs are no change).
+    public var addIDs: [Platform: [String]] = [:]
+    /// App IDs to remove per platform.
+    public var removeIDs: [Platform: [String]] = [:]
+    public var identity: [Identity] = []
+    public var apns: APNS?
+    public var fcmServiceAccount: String?
+    public var wns: WNS?
+    public var publishers: [(name: String, key: String)] = []
+    public var deliveryMode: String?
+    /// Written when the app has no domain verification token yet.
+    public var verificationToken: String?
+
+    public init(appID: String) { self.appID = appID }
+
+    public struct Identity: Sendable {
+        public var issuer: String
+        public var audiences: [String]
+        /// `file:…` or `https://…`.
+        public var jwks: String?
+        /// A reference to an HS256 secret.
+        public var secret: String?
+        public init(issuer: String, audiences: [String], jwks: String? = nil, secret: String? = nil) {
+            self.issuer = issuer
+            self.audiences = audiences
+            self.jwks = jwks
+            self.secret = secret
+        }
+    }
+
+    public struct APNS: Sendable {
+        public var teamID: String?
+        public var keyID: String?
+        public var privateKey: String?
+        public var certificate: String?
+        public var password: String?
+        public var environment: String?
+        public init() {}
+    }
+
+    public struct WNS: Sendable {
+        public var packageSID: String?
+        public var clientSecret: String?
+        public var tenantID: String?
+        public var clientID: String?
+        public init() {}
+    }
+}
+
+/// Applies an ``AppMappingRequest`` to the YAML value of an app (new or existing), checking formats
+/// and the limit of ten IDs per platform. Keys it does not manage are kept as they were.
+public enum AppMapper {
+    /// - Returns: the new value of the app's entry under `apps:`.
+    /// - Throws: ``AppMappingError`` listing every problem.
+    public static func apply(_ request: AppMappingRequest, to existing: YAMLValue?) throws -> YAMLValue {
+        var problems: [String] = []
+        if let problem = DomainName.problem(request.appID) { problems.append("--app: \(problem)") }
+        var app = existing ?? .mapping([("id", .scalar(request.appID))])
+        if let name = request.name { app.setEntry("name", .scalar(name)) }
+        if app.entry("name") == nil { app.setEntry("name", .scalar(request.appID)) }
+
+        var platforms = app.entry("platforms") ?? .mapping([])
+        for platform in Platform.known {
+            let adding = request.addIDs[platform] ?? []
+            let removing = request.removeIDs[platform] ?? []
+            guard !adding.isEmpty || !removing.isEmpty else { continue }
+            var ids = platforms.entry(platform.rawValue)?.entry("appIds")?.scalars ?? []
+            for id in removing {
+                if ids.contains(id) {
+                    ids.removeAll { $0 == id }
+                } else {
+                    problems.append("\(platform): '\(id)' is not mapped in \(request.appID), nothing to remove")
+                }
+            }
+            for id in adding where !ids.contains(id) {
+                if let problem = platform.problem(withAppID: id) {
+                    problems.append("--\(platform): \(problem)")
+                    continue
+                }
+                ids.append(id)
+            }
+            if ids.count > Platform.maxAppIDs {
+                problems.append(
+                    "--\(platform): \(ids.count) \(platform.appIDKind)s for \(request.appID); a platform maps at most \(Platform.maxAppIDs) app IDs"
+                )
+            }
+            if ids.isEmpty {
+                platforms.removeEntry(platform.rawValue)
+            } else {
+                var entry = platforms.entry(platform.rawValue) ?? .mapping([])
+                entry.setEntry("appIds", .sequence(ids.map { .scalar($0) }))
+                platforms.setEntry(platform.rawValue, entry)
+            }
+        }
+        app.setEntry("platforms", platforms)
+
+        if !request.identity.isEmpty {
+            var list = app.entry("identity")?.items ?? []
+            for identity in request.identity {
+                var entry: [(key: String, value: YAMLValue)] = [
+                    ("issuer", .scalar(identity.issuer)),
+                    ("audiences", .sequence(identity.audiences.map { .scalar($0) })),
+                ]
+                if let jwks = identity.jwks { entry.append(("jwks", .scalar(jwks))) }
+                if let secret = identity.secret { entry.append(("secret", .scalar(secret))) }
+                if identity.jwks == nil && identity.secret == nil {
+                    problems.append("identity \(identity.issuer): give --jwks or --identity-secret")
+                }
+                // One registration per issuer: replace the one with the same issuer.
+                list.removeAll { $0.entry("issuer")?.scalar == identity.issuer }
+                list.append(.mapping(entry))
+            }
+            app.setEntry("identity", .sequence(list))
+        }
+
+        var credentials = app.entry("credentials") ?? .mapping([])
+        if let apns = request.apns { credentials.setEntry("apns", apnsValue(apns, problems: &problems)) }
+        if let account = request.fcmServiceAccount {
+            credentials.setEntry("fcm", .mapping([("serviceAccount", .scalar(account))]))
+        }
+        if let wns = request.wns { credentials.setEntry("wns", wnsValue(wns, problems: &problems)) }
+        if case .mapping(let entries) = credentials, !entries.isEmpty { app.setEntry("credentials", credentials) }
+
+        if app.entry("domain") == nil, let token = request.verificationToken {
+            app.setEntry("domain", .mapping([("verification", .scalar(token))]))
+        }
+        if !request.publishers.isEmpty {
+            var list = app.entry("publishers")?.items ?? []
+            for publisher in request.publishers {
+                list.removeAll { $0.entry("name")?.scalar == publisher.name }
+                list.append(.mapping([("name", .scalar(publisher.name)), ("key", .scalar(publisher.key))]))
+            }
+            app.setEntry("publishers", .sequence(list))
+        }
+        if let mode = request.deliveryMode {
+            if !DeliveryMode.known.map(\.rawValue).contains(mode) {
+                problems.append("--delivery-mode must be shoulderTap or visible")
+            }
+            var delivery = app.entry("delivery") ?? .mapping([])
+            delivery.setEntry("mode", .scalar(mode))
+            app.setEntry("delivery", delivery)
+        }
+        if !problems.isEmpty { throw AppMappingError(problems: problems) }
+        return app
+    }
+
+    static func apnsValue(_ apns: AppMappingRequest.APNS, problems: inout [String]) -> YAMLValue {
+        var entries: [(key: String, value: YAMLValue)] = []
+        if let certificate = apns.certificate {
+            entries.append(("certificate", .scalar(certificate)))
+            if let password = apns.password { entries.append(("password", .scalar(password))) }
+        } else {
+            for (flag, value) in [("--apns-team-id", apns.teamID), ("--apns-key-id", apns.keyID)] {
+                guard let value else {
+                    problems.append("\(flag) is required with --apns-key")
+                    continue
+                }
+                if value.count != 10 || !value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) {
+                    problems.append("\(flag) must be 10 letters or digits, not '\(value)'")
+                }
+            }
+            entries += [
+                ("teamId", .scalar(apns.teamID ?? "")), ("keyId", .scalar(apns.keyID ?? "")),
+                ("privateKey", .scalar(apns.privateKey ?? "")),
+            ]
+        }
+        if let environment = apns.environment {
+            if !APNSEnvironment.known.map(\.rawValue).contains(environment) {
+                problems.append("--apns-environment must be production or development")
+            }
+            entries.append(("environment", .scalar(environment)))
+        }
+        return .mapping(entries)
+    }
+
+    static func wnsValue(_ wns: AppMappingRequest.WNS, problems: inout [String]) -> YAMLValue {
+        if let sid = wns.packageSID {
+            if let problem = WNSCredentials.packageSIDProblem(sid) { problems.append("--wns-sid: \(problem)") }
+            guard let secret = wns.clientSecret else {
+                problems.append("--wns-secret is required with --wns-sid")
+                return .mapping([])
+            }
+            return .mapping([("packageSid", .scalar(sid)), ("clientSecret", .scalar(secret))])
+        }
+        guard let tenant = wns.tenantID, let client = wns.clientID, let secret = wns.clientSecret else {
+            problems.append("WNS needs --wns-sid and --wns-secret, or --wns-tenant, --wns-client-id and --wns-secret")
+            return .mapping([])
+        }
+        return .mapping([
+            ("tenantId", .scalar(tenant)), ("clientId", .scalar(client)), ("clientSecret", .scalar(secret)),
+        ])
+    }
+}
+
+/// Why `hub map-app` refused a change; one line per problem.
+public struct AppMappingError: Error, Sendable, CustomStringConvertible {
+    public var problems: [String]
+    public var description: String { problems.joined(separator: "\n") }
+}
+
+extension YAMLValue {
+    /// The value of `key` when this is a mapping.
+    func entry(_ key: String) -> YAMLValue? {
+        guard case .mapping(let entries) = self else { return nil }
+        return entries.first { $0.key == key }?.value
+    }
+
+    /// Sets `key` (kept in place, or appended) when this is a mapping.
+    mutating func setEntry(_ key: String, _ value: YAMLValue) {
+        guard case .mapping(var entries) = self else { return }
+        if let index = entries.firstIndex(where: { $0.key == key }) {
+            entries[index].value = value
+        } else {
+            entries.append((key, value))
+        }
+        self = .mapping(entries)
+    }
+
+    mutating func removeEntry(_ key: String) {
+        guard case .mapping(var entries) = self else { return }
+        entries.removeAll { $0.key == key }
+        self = .mapping(entries)
+    }
+
+    var scalar: String? {
+        if case .scalar(let text) = self { return text }
+        return nil
+    }
+
+    var items: [YAMLValue]? {
+        if case .sequence(let items) = self { return items }
+        return nil
+    }
+
+    var scalars: [String]? { items?.compactMap(\.scalar) }
+}

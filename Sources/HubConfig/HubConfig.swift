@@ -1,2 +1,0 @@
-import Yams
-import JWTKit

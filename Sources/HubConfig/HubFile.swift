@@ -1,0 +1,60 @@
+public import HubCore
+
+/// hub.yaml as loaded: server, store, limits, logging and the cross-device apps.
+public struct HubFile: Sendable {
+    /// The path it was loaded from.
+    public var path: String
+    public var server: ServerSettings
+    public var store: StoreSettings
+    public var logging: LoggingSettings
+    public var limits: LimitSettings
+    public var apps: [CrossDeviceApp]
+
+    /// The values `Hub` runs on.
+    public func hubConfiguration() -> HubConfiguration {
+        HubConfiguration(
+            apps: apps, defaultLifetime: limits.defaultLifetime, maxLifetime: limits.maxLifetime,
+            maxPayloadBytes: limits.maxPayloadBytes, retention: limits.retention)
+    }
+}
+
+/// The `server:` section.
+public struct ServerSettings: Sendable {
+    public var host: String = "127.0.0.1"
+    public var port: Int = 8080
+    /// Bearer token of the admin routes; admin routes are off without one.
+    public var adminToken: Secret?
+    /// Key that signs feed cursors and Graph subscription IDs; without one `hub serve` keeps a
+    /// generated key beside the SQLite database.
+    public var cursorSecret: Secret?
+    public var maxBodyBytes: Int = 64 * 1024
+    public init() {}
+}
+
+/// The `store:` section.
+public enum StoreSettings: Sendable {
+    /// The embedded default. A relative path is relative to hub.yaml's folder.
+    case sqlite(path: String)
+    case postgres(url: Secret, poolSize: Int)
+}
+
+/// The `logging:` section.
+public struct LoggingSettings: Sendable {
+    public enum Format: String, Sendable, CaseIterable {
+        case text
+        case json
+    }
+    public var format: Format = .text
+    /// trace, debug, info, notice, warning, error, critical.
+    public var level: String = "info"
+    public init() {}
+}
+
+/// The `limits:` section.
+public struct LimitSettings: Sendable {
+    public var defaultLifetime: Duration = .seconds(7 * 86_400)
+    public var maxLifetime: Duration = .seconds(30 * 86_400)
+    public var maxPayloadBytes: Int = 4096
+    public var retention: Duration = .seconds(7 * 86_400)
+    public init() {}
+}

@@ -1,3 +1,0 @@
-import NIOSSL
-import X509
-import NIOHTTP1
