@@ -1,0 +1,84 @@
+public import HubCore
+public import Hummingbird
+public import Logging
+public import Prometheus
+
+/// The request context of the hub's routes.
+public struct HubRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = CoreRequestContextStorage(source: source)
+    }
+}
+
+/// The router of the hub's HTTP API v1 (DESIGN §4): publisher, Graph-compatible, device, admin
+/// and operations routes, with problem+json errors and request metrics.
+///
+/// Test it without a socket through HummingbirdTesting:
+/// ```swift
+/// let router = buildRouter(hub: hub, configuration: configuration, identity: identity, metrics: nil)
+/// try await Application(router: router).test(.router) { client in
+///     try await client.execute(uri: "/healthz", method: .get) { #expect($0.status == .ok) }
+/// }
+/// ```
+///
+/// - Parameters:
+///   - hub: the hub whose operations the routes expose.
+///   - configuration: limits, the admin token and the cursor key.
+///   - identity: verifies the user tokens of the device routes.
+///   - metrics: served at `/metrics`; `nil` answers 404 there. The routes record their metrics
+///     through swift-metrics whatever this is; the `hub` executable bootstraps the backend.
+public func buildRouter(
+    hub: Hub, configuration: HubServerConfiguration, identity: IdentityVerifier,
+    metrics: PrometheusCollectorRegistry?
+) -> Hummingbird.Router<HubRequestContext> {
+    let api = HubAPI(hub: hub, configuration: configuration, identity: identity)
+    let router = Hummingbird.Router(context: HubRequestContext.self)
+    // Middleware applies to routes added after it, and to the unknown-route responder.
+    router.add(middleware: RequestMetricsMiddleware())
+    router.add(middleware: ProblemMiddleware())
+    api.addOperationRoutes(to: router, metrics: metrics)
+    api.addPublisherRoutes(to: router)
+    api.addDeviceRoutes(to: router)
+    api.addAdminRoutes(to: router)
+    return router
+}
+
+/// The HTTP server of the hub, bound to ``HubServerConfiguration/host`` and
+/// ``HubServerConfiguration/port``. `hub serve` runs it in one `ServiceGroup` next to the
+/// ``Hub`` service; graceful shutdown ends long-polls and event streams, then the server.
+///
+/// ```swift
+/// let server = buildApplication(hub: hub, configuration: configuration, identity: identity,
+///                               metrics: registry, logger: logger)
+/// try await ServiceGroup(services: [hub, server], gracefulShutdownSignals: [.sigterm],
+///                        logger: logger).run()
+/// ```
+public func buildApplication(
+    hub: Hub, configuration: HubServerConfiguration, identity: IdentityVerifier,
+    metrics: PrometheusCollectorRegistry?, logger: Logger
+) -> some ApplicationProtocol {
+    Application(
+        router: buildRouter(hub: hub, configuration: configuration, identity: identity, metrics: metrics),
+        configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port)),
+        logger: logger)
+}
+
+/// What every route handler needs.
+struct HubAPI: Sendable {
+    let hub: Hub
+    let configuration: HubServerConfiguration
+    let identity: IdentityVerifier
+    let tokens: TokenCodec
+
+    init(hub: Hub, configuration: HubServerConfiguration, identity: IdentityVerifier) {
+        self.hub = hub
+        self.configuration = configuration
+        self.identity = identity
+        self.tokens = TokenCodec(key: configuration.cursorKey)
+    }
+}
+
+/// The router type of the hub's routes (`Router` alone would be HubCore's).
+typealias HubRouter = Hummingbird.Router<HubRequestContext>

@@ -1,0 +1,90 @@
+import Foundation
+import HTTPTypes
+import HubCore
+import Hummingbird
+
+// The three kinds of callers: publishers (an app server, with a publisher key of the app),
+// devices (a user, with a token of one of the app's identity registrations) and admins.
+// Keys and tokens are compared in constant time and never logged or echoed.
+
+extension HubAPI {
+    /// The bearer token of the request.
+    /// - Throws: ``Problem`` 401 when there is none.
+    func bearerToken(_ request: Request, expecting what: String) throws -> String {
+        guard let header = request.headers[.authorization] else {
+            throw Problem.unauthorized("Send 'Authorization: Bearer <\(what)>'.")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw Problem.unauthorized("Use the Bearer scheme: 'Authorization: Bearer <\(what)>'.")
+        }
+        return parts[1].trimmingCharacters(in: .whitespaces)
+    }
+
+    /// Checks that the request carries a publisher key of `app`. Every key is compared, in
+    /// constant time, so the answer time tells nothing about which key came close.
+    func authenticatePublisher(_ request: Request, app: CrossDeviceApp) throws {
+        let token = try bearerToken(request, expecting: "publisher key")
+        let matches = app.publishers.reduce(false) { found, publisher in
+            publisher.key.constantTimeEquals(token) || found
+        }
+        guard matches else {
+            throw Problem.unauthorized("The publisher key is not one of the app '\(app.id)'.")
+        }
+    }
+
+    /// The app named by the path and the user its token signs in.
+    func authenticateDevice(
+        _ request: Request, context: HubRequestContext
+    ) async throws -> (
+        app: CrossDeviceApp, user: String
+    ) {
+        let app = try hub.app(try context.pathParameter("app"))
+        let token = try bearerToken(request, expecting: "user token")
+        let user = try await identity.verify(token: token, app: app.id)
+        return (app, user)
+    }
+
+    /// Checks the admin token; without one configured, admin routes are off (403).
+    func authenticateAdmin(_ request: Request) throws {
+        guard let adminToken = configuration.adminToken, !adminToken.isEmpty else {
+            throw Problem(
+                .forbidden, "The admin routes are disabled: set server.adminToken in hub.yaml to enable them.")
+        }
+        let token = try bearerToken(request, expecting: "admin token")
+        guard adminToken.constantTimeEquals(token) else {
+            throw Problem.unauthorized("The admin token is not valid.")
+        }
+    }
+
+    /// The endpoint a device names in `X-Hub-Endpoint`, if any.
+    func callerEndpoint(_ request: Request) throws -> String? {
+        guard let value = request.headers[.hubEndpoint]?.trimmingCharacters(in: .whitespaces), !value.isEmpty
+        else { return nil }
+        guard value.utf8.count <= 128,
+            value.unicodeScalars.allSatisfy({ Self.endpointCharacters.contains($0) })
+        else {
+            throw Problem(
+                .invalidRequest, "X-Hub-Endpoint must be an endpoint ID: 1–128 letters, digits, '.', '_' or '-'.",
+                errors: [.init(field: "X-Hub-Endpoint", message: "is not an endpoint ID")])
+        }
+        return value
+    }
+
+    private static let endpointCharacters = Set(
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-".unicodeScalars)
+}
+
+extension HubRequestContext {
+    /// A path parameter, percent-decoded (user IDs such as `auth0|42` arrive encoded).
+    func pathParameter(_ name: String) throws -> String {
+        let raw = try parameters.require(name)
+        return raw.removingPercentEncoding ?? raw
+    }
+}
+
+extension HTTPField.Name {
+    static let hubEndpoint = HTTPField.Name("X-Hub-Endpoint")!
+    static let unsID = HTTPField.Name("X-UNS-ID")!
+    static let lastEventID = HTTPField.Name("Last-Event-ID")!
+}

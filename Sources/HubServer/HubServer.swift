@@ -1,4 +1,0 @@
-import Hummingbird
-import JWTKit
-import Prometheus
-import AsyncHTTPClient

@@ -1,0 +1,50 @@
+public import HubCore
+
+/// How the HTTP API of a hub listens and protects itself; `HubConfig` maps hub.yaml's `server`
+/// section onto it.
+///
+/// ```swift
+/// let configuration = HubServerConfiguration(
+///     port: 8080, adminToken: Secret("…", source: "env:HUB_ADMIN_TOKEN"),
+///     cursorKey: Array(cursorKeySecret.revealBytes()))
+/// ```
+public struct HubServerConfiguration: Sendable {
+    /// The address to bind; `127.0.0.1` keeps the hub private to the machine (put a TLS proxy in front).
+    public var host: String
+    /// The TCP port to bind; `0` picks a free one.
+    public var port: Int
+    /// The bearer token of the admin routes. `nil` disables them: they answer 403.
+    public var adminToken: Secret?
+    /// The largest request body accepted, in bytes; larger bodies are refused with 413 `body-too-large`.
+    public var maxBodyBytes: Int
+    /// The HMAC-SHA256 key that makes feed cursors and Graph subscription IDs (`X-UNS-ID`)
+    /// tamper-evident. Use at least 32 random bytes and keep it across restarts, or every
+    /// cursor and subscription ID handed out before becomes invalid.
+    public var cursorKey: [UInt8]
+    /// How often a server-sent-event stream writes a `: keepalive` comment when nothing changed.
+    public var sseHeartbeat: Duration
+    /// The longest a long-poll (`wait=`) may wait; longer requests are clamped to it.
+    public var maxWait: Duration
+    /// How long a Graph subscription ID from `POST /v1/apps/{app}/me/subscription` stays valid.
+    public var subscriptionLifetime: Duration
+
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 8080,
+        adminToken: Secret? = nil,
+        maxBodyBytes: Int = 64 * 1024,
+        cursorKey: [UInt8],
+        sseHeartbeat: Duration = .seconds(15),
+        maxWait: Duration = .seconds(60),
+        subscriptionLifetime: Duration = .seconds(30 * 86_400)
+    ) {
+        self.host = host
+        self.port = port
+        self.adminToken = adminToken
+        self.maxBodyBytes = maxBodyBytes
+        self.cursorKey = cursorKey
+        self.sseHeartbeat = sseHeartbeat
+        self.maxWait = maxWait
+        self.subscriptionLifetime = subscriptionLifetime
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import HubCore
+
+// Lenient readers of the request bodies: each returns what it could read and every field error.
+
+/// A Graph-shaped publish body (DESIGN §1): `appNotificationId`, `payload {rawContent,
+/// visualContent {title, body}}`, `targetPolicy {platformTypes}`, `priority` (any case),
+/// `groupName`, `displayTimeToLive`, `expirationDateTime`, `fallbackPolicy {timeoutSeconds}`,
+/// `deliveryMode`. Graph's `targetHostName`, when given, must name the app published to; other
+/// unknown fields are ignored, as Graph did.
+struct PublishBody {
+    var draft: NotificationDraft
+    var reader: FieldReader
+
+    init(_ body: [String: JSONValue], app: CrossDeviceApp) {
+        var reader = FieldReader()
+        if let host = reader.string(body, "targetHostName"), host.lowercased() != app.id.lowercased() {
+            reader.fail("targetHostName", "is '\(host.prefix(256))', but this request publishes to the app '\(app.id)'")
+        }
+        let appNotificationId = reader.string(body, "appNotificationId")
+        if body["appNotificationId"] == nil || body["appNotificationId"] == .null {
+            reader.fail("appNotificationId", "is required")
+        }
+        var payload = NotificationPayload()
+        if let fields = reader.object(body, "payload") {
+            payload.rawContent = reader.string(fields, "rawContent", in: "payload")
+            if let visual = reader.object(fields, "visualContent", in: "payload") {
+                let title = reader.string(visual, "title", in: "payload.visualContent")
+                let text = reader.string(visual, "body", in: "payload.visualContent")
+                payload.visualContent = VisualContent(title: title ?? "", body: text)
+            }
+        }
+        var target = TargetPolicy()
+        if let fields = reader.object(body, "targetPolicy") {
+            let names = reader.strings(fields, "platformTypes", in: "targetPolicy") ?? []
+            // An unreadable item stays in place (as no platform) so that the hub's errors about
+            // later items name their index in the body.
+            target.platformTypes = names.map { Platform(rawValue: $0?.lowercased() ?? "") }
+        }
+        var priority = NotificationPriority.none
+        if let text = reader.string(body, "priority") {
+            priority = NotificationPriority(caseInsensitive: text) ?? NotificationPriority(rawValue: text)
+        }
+        var fallback: FallbackPolicy?
+        if let fields = reader.object(body, "fallbackPolicy") {
+            if let seconds = reader.integer(fields, "timeoutSeconds", in: "fallbackPolicy") {
+                fallback = FallbackPolicy(timeoutSeconds: seconds)
+            } else if !reader.hasError(at: "fallbackPolicy.timeoutSeconds") {
+                reader.fail("fallbackPolicy.timeoutSeconds", "is required when fallbackPolicy is given")
+            }
+        }
+        var mode: DeliveryMode?
+        if let text = reader.string(body, "deliveryMode") {
+            mode =
+                DeliveryMode.known.first { $0.rawValue.lowercased() == text.lowercased() }
+                ?? DeliveryMode(rawValue: text)
+        }
+        draft = NotificationDraft(
+            appNotificationId: appNotificationId ?? "",
+            groupName: reader.string(body, "groupName"),
+            priority: priority,
+            payload: payload,
+            targetPolicy: target,
+            displayTimeToLive: reader.integer(body, "displayTimeToLive"),
+            expirationDateTime: reader.date(body, "expirationDateTime"),
+            fallbackPolicy: fallback,
+            deliveryMode: mode)
+        self.reader = reader
+    }
+
+    /// The decode errors followed by the hub's semantic ones, leaving out semantic errors of
+    /// fields that already failed to decode (a field is reported once).
+    func merged(with semantic: [HubError.FieldError]) -> [HubError.FieldError] {
+        reader.errors + semantic.filter { !reader.hasError(at: $0.field) }
+    }
+}
+
+/// `{platform, appId, transport, token?, channelUri?, environment?, appDisplayName?}`;
+/// `channelUri` is the WNS / Web Push name of the token.
+struct RegistrationBody {
+    var registration: EndpointRegistration
+    var reader: FieldReader
+
+    init(_ body: [String: JSONValue]) {
+        var reader = FieldReader()
+        func required(_ key: String) -> String {
+            let value = reader.string(body, key)
+            if value == nil && !reader.hasError(at: key) { reader.fail(key, "is required") }
+            return value ?? ""
+        }
+        let platform = required("platform")
+        let appId = required("appId")
+        let transport = required("transport")
+        let token = reader.string(body, "token")
+        let channelUri = reader.string(body, "channelUri")
+        if let token, let channelUri, token != channelUri {
+            reader.fail("channelUri", "give the token or the channel URI, not both")
+        }
+        let environment = reader.string(body, "environment")
+        registration = EndpointRegistration(
+            platform: Platform(rawValue: platform.lowercased()),
+            appId: appId,
+            transport: TransportID(transport),
+            token: token ?? channelUri,
+            environment: environment.map { APNSEnvironment(rawValue: $0.lowercased()) },
+            appDisplayName: reader.string(body, "appDisplayName"))
+        self.reader = reader
+    }
+}
+
+/// `{readState?, userActionState?}` of a device's PATCH.
+struct StateBody {
+    var readState: ReadState?
+    var userActionState: UserActionState?
+    var reader: FieldReader
+
+    init(_ body: [String: JSONValue]) {
+        var reader = FieldReader()
+        readState = reader.string(body, "readState").map { ReadState(rawValue: $0) }
+        userActionState = reader.string(body, "userActionState").map { UserActionState(rawValue: $0) }
+        self.reader = reader
+    }
+}

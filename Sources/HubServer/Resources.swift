@@ -1,0 +1,215 @@
+import Foundation
+import HubCore
+import Hummingbird
+import NIOCore
+
+// The JSON shapes of the API (DESIGN §4): camelCase keys, ISO 8601 UTC times with fractional
+// seconds, `nil` fields left out. Push tokens and secrets never appear in any of them.
+
+/// A user notification as publishers and devices see it.
+struct NotificationResource: Encodable, Sendable {
+    struct Payload: Encodable, Sendable {
+        var rawContent: String?
+        var visualContent: VisualContent?
+    }
+    struct Target: Encodable, Sendable {
+        var platformTypes: [String]
+    }
+
+    var id: String
+    var appNotificationId: String
+    var groupName: String?
+    var priority: String
+    var payload: Payload
+    var targetPolicy: Target
+    var displayTimeToLive: Int?
+    var expirationDateTime: Date
+    var createdDateTime: Date
+    var lastModifiedDateTime: Date
+    var readState: String
+    var userActionState: String
+    var status: String
+    var changeVersion: Int64
+
+    init(_ notification: UserNotification) {
+        id = notification.id
+        appNotificationId = notification.appNotificationId
+        groupName = notification.groupName
+        priority = notification.priority.rawValue
+        payload = Payload(
+            rawContent: notification.payload.rawContent, visualContent: notification.payload.visualContent)
+        targetPolicy = Target(platformTypes: notification.targetPolicy.platformTypes.map(\.rawValue))
+        displayTimeToLive = notification.displayTimeToLive
+        expirationDateTime = notification.expirationDateTime
+        createdDateTime = notification.createdDateTime
+        lastModifiedDateTime = notification.lastModifiedDateTime
+        readState = notification.readState.rawValue
+        userActionState = notification.userActionState.rawValue
+        status = notification.status.rawValue
+        changeVersion = notification.changeVersion
+    }
+}
+
+/// A list of notifications (history).
+struct NotificationList: Encodable, Sendable {
+    var notifications: [NotificationResource]
+}
+
+/// One app install on one device. `userId` is filled in for admins only; the push token is
+/// never included.
+struct EndpointResource: Encodable, Sendable {
+    var id: String
+    var userId: String?
+    var platform: String
+    var appId: String
+    var transport: String
+    var environment: String?
+    var appDisplayName: String?
+    var state: String
+    var inactiveReason: String?
+    var inactiveSince: Date?
+    var registeredDateTime: Date
+    var lastSyncDateTime: Date?
+
+    init(_ endpoint: Endpoint, includeUser: Bool = false) {
+        id = endpoint.id
+        userId = includeUser ? endpoint.userId : nil
+        platform = endpoint.platform.rawValue
+        appId = endpoint.platformAppId
+        transport = endpoint.transport.rawValue
+        environment = endpoint.environment?.rawValue
+        appDisplayName = endpoint.appDisplayName
+        state = endpoint.state.rawValue
+        inactiveReason = endpoint.inactiveReason
+        inactiveSince = endpoint.inactiveSince
+        registeredDateTime = endpoint.registeredAt
+        lastSyncDateTime = endpoint.lastSyncAt
+    }
+}
+
+struct EndpointList: Encodable, Sendable {
+    var endpoints: [EndpointResource]
+}
+
+/// Changes of a feed since a cursor.
+struct FeedPageResource: Encodable, Sendable {
+    var changes: [NotificationResource]
+    /// Pass it as `cursor` next time.
+    var cursor: String
+    var hasMore: Bool
+}
+
+/// A Graph subscription ID (`X-UNS-ID`) for the calling user.
+struct SubscriptionResource: Encodable, Sendable {
+    var id: String
+    var expirationDateTime: Date
+}
+
+/// What an admin sees of a configured app: IDs, names and kinds, never a secret.
+struct AppResource: Encodable, Sendable {
+    struct PlatformIDs: Encodable, Sendable {
+        var platform: String
+        var appIds: [String]
+    }
+    struct Identity: Encodable, Sendable {
+        var issuer: String
+        var audiences: [String]
+        /// `jwksFile`, `jwksURL` or `secret`.
+        var keys: String
+        var userClaim: String
+    }
+    struct Credentials: Encodable, Sendable {
+        var apns: String?
+        var fcm: String?
+        var wns: String?
+    }
+    struct Domain: Encodable, Sendable {
+        var verified: Bool
+        var verifiedDateTime: Date?
+    }
+
+    var id: String
+    var name: String
+    var platforms: [PlatformIDs]
+    var identity: [Identity]
+    var credentials: Credentials
+    var publishers: [String]
+    var deliveryMode: String
+    var domain: Domain?
+
+    init(_ app: CrossDeviceApp) {
+        id = app.id
+        name = app.name
+        platforms = app.supportedPlatforms.map { PlatformIDs(platform: $0.rawValue, appIds: app.platforms[$0] ?? []) }
+        identity = app.identity.map { registration in
+            let keys =
+                switch registration.keys {
+                case .jwksFile: "jwksFile"
+                case .jwksURL: "jwksURL"
+                case .secret: "secret"
+                }
+            return Identity(
+                issuer: registration.issuer, audiences: registration.audiences, keys: keys,
+                userClaim: registration.userClaim)
+        }
+        credentials = Credentials(
+            apns: app.credentials.apns?.kind, fcm: app.credentials.fcm.map { _ in "service account" },
+            wns: app.credentials.wns?.kind)
+        publishers = app.publishers.map(\.name)
+        deliveryMode = app.delivery.mode.rawValue
+        domain = app.domain.map { Domain(verified: $0.verifiedAt != nil, verifiedDateTime: $0.verifiedAt) }
+    }
+}
+
+struct AppList: Encodable, Sendable {
+    var apps: [AppResource]
+}
+
+/// Outbox counts.
+struct StatisticsResource: Encodable, Sendable {
+    var appId: String
+    /// `hub`: the counts cover every app of the hub (the store does not break them down per app).
+    var scope: String
+    var pending: Int
+    var finished: [String: [String: Int]]
+}
+
+struct StatusResource: Encodable, Sendable {
+    var status: String
+}
+
+// MARK: Encoding
+
+enum JSON {
+    /// Output times: `2025-01-31T12:00:00.000Z`.
+    static let dateStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
+    static func encoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(date.formatted(dateStyle))
+        }
+        return encoder
+    }
+
+    /// Parses an ISO 8601 date-time, with or without fractional seconds, `Z` or an offset.
+    static func date(_ text: String) -> Date? {
+        (try? dateStyle.parse(text)) ?? (try? Date.ISO8601FormatStyle().parse(text))
+    }
+
+    static func data(_ value: some Encodable) throws -> Data {
+        try encoder().encode(value)
+    }
+
+    /// A JSON response.
+    static func response(
+        _ value: some Encodable, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]
+    ) throws -> Response {
+        var headers = headers
+        headers[.contentType] = "application/json; charset=utf-8"
+        let data = try data(value)
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import HubCore
+import Hummingbird
+
+extension HubAPI {
+    /// Device routes (`Authorization: Bearer <user token>` of one of the app's identity
+    /// registrations). The user always comes from the token, so a device only ever sees and
+    /// changes its own user's data in the app of the path.
+    ///
+    /// - `PUT /v1/apps/{app}/me/endpoints/{endpointId}`: register (201) or refresh (200).
+    /// - `GET /v1/apps/{app}/me/endpoints`, `GET|DELETE /v1/apps/{app}/me/endpoints/{endpointId}`.
+    /// - `GET /v1/apps/{app}/me/feed?cursor=&limit=&wait=`: changes since a cursor; `wait` long-polls;
+    ///   `Accept: text/event-stream` streams them (see `ServerSentEvents.swift`).
+    /// - `GET /v1/apps/{app}/me/notifications?readState=&userActionState=&status=&limit=`: history.
+    /// - `GET|PATCH /v1/apps/{app}/me/notifications/{id}`: one notification; PATCH changes
+    ///   `readState` / `userActionState` and taps the user's other endpoints (`X-Hub-Endpoint`
+    ///   names the caller's).
+    /// - `POST /v1/apps/{app}/me/subscription`: the Graph `X-UNS-ID` of this user.
+    func addDeviceRoutes(to router: HubRouter) {
+        let me = "/v1/apps/:app/me"
+        router.put(RouterPath(me + "/endpoints/:endpointId")) { request, context in
+            let (app, user) = try await authenticateDevice(request, context: context)
+            let id = try context.pathParameter("endpointId")
+            var request = request
+            let body = RegistrationBody(try await request.jsonObject(maxBytes: configuration.maxBodyBytes))
+            if !body.reader.errors.isEmpty { throw HubError.invalid(body.reader.errors) }
+            let existed = try await existingEndpoint(app: app, user: user, id: id) != nil
+            let endpoint = try await hub.registerEndpoint(app: app.id, user: user, id: id, body.registration)
+            return try JSON.response(EndpointResource(endpoint), status: existed ? .ok : .created)
+        }
+        router.get(RouterPath(me + "/endpoints")) { request, context in
+            let (app, user) = try await authenticateDevice(request, context: context)
+            let endpoints = try await hub.endpoints(app: app.id, user: user)
+            return try JSON.response(EndpointList(endpoints: endpoints.map { EndpointResource($0) }))
+        }
+        router.get(RouterPath(me + "/endpoints/:endpointId")) { request, context in
+            let (app, user) = try await authenticateDevice(request, context: context)
+            let endpoint = try await hub.endpoint(app: app.id, user: user, id: try context.pathParameter("endpointId"))
+            return try JSON.response(EndpointResource(endpoint))
+        }
+        router.delete(RouterPath(me + "/endpoints/:endpointId")) { request, context in
+            let (app, user) = try await authenticateDevice(request, context: context)
+            try await hub.unregisterEndpoint(app: app.id, user: user, id: try context.pathParameter("endpointId"))
+            return Response(status: .noContent)
+        }
+        router.get(RouterPath(me + "/feed")) { request, context in
+            let (app, user) = try await authenticateDevice(request, context: context)
+            return try await feed(request, app: app, user: user)
+        }
+        router.get(RouterPath(me + "/notifications")) { request, context in
+            let (app, user) = try await authenticateDevice(request, context: context)
+            let history = try await hub.history(app: app.id, user: user, filter: try historyFilter(request))
+            return try JSON.response(NotificationList(notifications: history.map(NotificationResource.init)))
+        }
+        router.get(RouterPath(me + "/notifications/:id")) { request, context in
+            let (app, user) = try await authenticateDevice(request, context: context)
+            let found = try await hub.notification(app: app.id, user: user, id: try context.pathParameter("id"))
+            return try JSON.response(NotificationResource(found))
+        }
+        router.patch(RouterPath(me + "/notifications/:id")) { request, context in
+            let (app, user) = try await authenticateDevice(request, context: context)
+            let endpoint = try callerEndpoint(request)
+            var request = request
+            let body = StateBody(try await request.jsonObject(maxBytes: configuration.maxBodyBytes))
+            if !body.reader.errors.isEmpty { throw HubError.invalid(body.reader.errors) }
+            let updated = try await hub.updateState(
+                app: app.id, user: user, id: try context.pathParameter("id"), readState: body.readState,
+                userActionState: body.userActionState, fromEndpoint: endpoint)
+            return try JSON.response(NotificationResource(updated))
+        }
+        router.post(RouterPath(me + "/subscription")) { request, context in
+            let (app, user) = try await authenticateDevice(request, context: context)
+            let expiry = Date().addingTimeInterval(configuration.subscriptionLifetime.seconds)
+            let subscription = TokenCodec.Subscription(
+                app: app.id, user: user,
+                expiration: Date(timeIntervalSince1970: expiry.timeIntervalSince1970.rounded(.down)))
+            return try JSON.response(
+                SubscriptionResource(
+                    id: tokens.subscriptionID(subscription), expirationDateTime: subscription.expiration))
+        }
+    }
+
+    private func existingEndpoint(app: CrossDeviceApp, user: String, id: String) async throws -> Endpoint? {
+        do {
+            return try await hub.endpoint(app: app.id, user: user, id: id)
+        } catch let error as HubError where error.code == .notFound {
+            return nil
+        }
+    }
+
+    // MARK: Feed
+
+    /// `GET …/me/feed`: one page (poll or long-poll) or, with `Accept: text/event-stream`, a stream.
+    private func feed(_ request: Request, app: CrossDeviceApp, user: String) async throws -> Response {
+        let query = request.uri.queryParameters
+        var errors: [HubError.FieldError] = []
+        var limit = 100
+        if let text = query["limit"] {
+            if let value = Int(text), (1...1000).contains(value) {
+                limit = value
+            } else {
+                errors.append(.init(field: "limit", message: "must be a whole number from 1 to 1000"))
+            }
+        }
+        var wait: Duration?
+        if let text = query["wait"] {
+            if let seconds = Double(text), seconds >= 0, seconds.isFinite {
+                wait = min(.milliseconds(Int64(min(seconds, 3600) * 1000)), configuration.maxWait)
+            } else {
+                errors.append(.init(field: "wait", message: "must be a number of seconds, 0 or more"))
+            }
+        }
+        if !errors.isEmpty { throw HubError.invalid(errors) }
+        let streaming = request.headers[.accept]?.lowercased().contains("text/event-stream") ?? false
+        let cursor = (streaming ? request.headers[.lastEventID] : nil) ?? query["cursor"].map(String.init)
+        let version = try cursor.map { try self.version(fromCursor: $0, app: app, user: user) } ?? 0
+        let binding = try await binding(of: try callerEndpoint(request), app: app, user: user)
+        if streaming {
+            return serverSentEvents(request, app: app, user: user, after: version, binding: binding)
+        }
+        let page = try await sync(app: app, user: user, after: version, limit: limit, wait: wait, binding: binding)
+        HubMetrics.sync(app: app.id, mode: (wait ?? .zero) > .zero ? .longpoll : .poll)
+        return try JSON.response(
+            FeedPageResource(
+                changes: page.changes.map(NotificationResource.init),
+                cursor: tokens.cursor(version: page.version, app: app.id, user: user), hasMore: page.hasMore))
+    }
+
+    func version(fromCursor cursor: String, app: CrossDeviceApp, user: String) throws -> Int64 {
+        guard let version = tokens.version(fromCursor: cursor, app: app.id, user: user) else {
+            throw Problem(
+                .invalidCursor,
+                "The cursor was not issued for this user's feed of this app, or it was altered; sync again without a cursor."
+            )
+        }
+        return version
+    }
+
+    /// How a sync relates to the caller's endpoint (`X-Hub-Endpoint`).
+    enum EndpointBinding: Sendable {
+        /// No endpoint named, or one this user does not have: any change of the feed wakes a wait.
+        case none
+        /// A polling endpoint: only deliveries to it wake a wait, so the device's own changes
+        /// (universal dismiss) do not; the sync is recorded for fallback policies.
+        case polling(String)
+        /// A push endpoint syncing by hand: any change wakes a wait; the sync is recorded.
+        case push(String)
+    }
+
+    func binding(of endpoint: String?, app: CrossDeviceApp, user: String) async throws -> EndpointBinding {
+        guard let endpoint, let found = try await existingEndpoint(app: app, user: user, id: endpoint) else {
+            return .none
+        }
+        return found.transport == .polling ? .polling(endpoint) : .push(endpoint)
+    }
+
+    /// One sync of the feed, waiting up to `wait` for a change when there is none.
+    func sync(
+        app: CrossDeviceApp, user: String, after version: Int64, limit: Int, wait: Duration?,
+        binding: EndpointBinding
+    ) async throws -> FeedPage {
+        switch binding {
+        case .none:
+            return try await hub.feed(app: app.id, user: user, after: version, limit: limit, wait: wait)
+        case .polling(let endpoint):
+            return try await hub.feed(
+                app: app.id, user: user, after: version, limit: limit, wait: wait, endpoint: endpoint)
+        case .push(let endpoint):
+            let page = try await hub.feed(app: app.id, user: user, after: version, limit: limit, wait: wait)
+            try await hub.store.touchEndpoint(FeedKey(appId: app.id, userId: user), id: endpoint, syncedAt: Date())
+            return page
+        }
+    }
+}

@@ -1,0 +1,191 @@
+import Foundation
+import HTTPTypes
+import HubCore
+import HubPolling
+import HubSQLite
+import HubServer
+import HubTesting
+import Hummingbird
+import HummingbirdTesting
+import JWTKit
+import NIOCore
+import Prometheus
+
+/// A hub with two apps behind the HTTP API, as the tests drive it.
+///
+/// - `notes.contoso.com`: iOS / Android / web; users sign in with ES256 tokens whose key is in a
+///   JWKS file; publisher key ``Harness/notesKey``.
+/// - `tasks.fabrikam.com`: Android / Windows; users sign in with HS256 tokens of a shared secret;
+///   publisher key ``Harness/tasksKey``.
+///
+/// Polling deliveries go through a ``RecordingTransport`` (so tests see every tap) that forwards
+/// to the real ``PollingTransport``; the `recording` transport declares tokens `dead` gone.
+struct Harness: Sendable {
+    static let notes = "notes.contoso.com"
+    static let tasks = "tasks.fabrikam.com"
+    static let notesKey = "pk-notes-7b0e4c1d9a"
+    static let tasksKey = "pk-tasks-52f1a8e3c6"
+    static let adminToken = "admin-9c2d7e4f1b"
+    static let notesIssuer = "https://login.contoso.com"
+    static let notesAudience = "notes-ios-client"
+    static let tasksIssuer = "https://auth.fabrikam.com"
+    static let tasksAudience = "tasks-api"
+    static let tasksSecret = "hs256-shared-secret-for-fabrikam-tasks"
+
+    let hub: Hub
+    let polling: RecordingTransport
+    let custom: RecordingTransport
+    let configuration: HubServerConfiguration
+    let identity: IdentityVerifier
+    let signingKeys: JWTKeyCollection
+    let metrics: PrometheusCollectorRegistry?
+    /// What ``IdentityVerifier/loadKeys()`` threw, if anything.
+    let keyLoadingError: HubError?
+
+    init(
+        maxPayloadBytes: Int = 4096, maxBodyBytes: Int = 16 * 1024, adminToken: String? = Harness.adminToken,
+        subscriptionLifetime: Duration = .seconds(3600), metrics: PrometheusCollectorRegistry? = nil,
+        extraIdentity: [IdentityRegistration] = []
+    ) async throws {
+        let key = ES256PrivateKey()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hubserver-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let jwksFile = directory.appendingPathComponent("jwks.json")
+        let (x, y) = key.publicKey.parameters!
+        let jwks =
+            #"{"keys":[{"kty":"EC","crv":"P-256","use":"sig","alg":"ES256","kid":"notes-1","x":"\#(x)","y":"\#(y)"}]}"#
+        try Data(jwks.utf8).write(to: jwksFile)
+
+        let apps = [
+            CrossDeviceApp(
+                id: Self.notes, name: "Contoso Notes",
+                platforms: [
+                    .ios: ["com.contoso.notes"], .android: ["com.contoso.notes"], .web: ["https://notes.contoso.com"],
+                ],
+                identity: [
+                    IdentityRegistration(
+                        issuer: Self.notesIssuer, audiences: [Self.notesAudience], keys: .jwksFile(path: jwksFile.path))
+                ] + extraIdentity,
+                publishers: [Publisher(name: "backend", key: Secret(Self.notesKey, source: "env:NOTES_KEY"))]),
+            CrossDeviceApp(
+                id: Self.tasks, name: "Fabrikam Tasks",
+                platforms: [.android: ["com.fabrikam.tasks"], .windows: ["Fabrikam.Tasks_8wekyb3d8bbwe"]],
+                identity: [
+                    IdentityRegistration(
+                        issuer: Self.tasksIssuer, audiences: [Self.tasksAudience],
+                        keys: .secret(Secret(Self.tasksSecret, source: "env:TASKS_SECRET")))
+                ],
+                publishers: [Publisher(name: "backend", key: Secret(Self.tasksKey, source: "env:TASKS_KEY"))]),
+        ]
+        let signals = FeedSignals()
+        let forward = PollingTransport(signals: signals)
+        polling = RecordingTransport(id: .polling) { await forward.send($0) }
+        custom = RecordingTransport(id: TransportID("recording")) { delivery in
+            delivery.endpoint.token == "dead" ? .endpointGone(since: nil, reason: "Unregistered") : .accepted
+        }
+        var hubConfiguration = HubConfiguration(apps: apps, maxPayloadBytes: maxPayloadBytes)
+        hubConfiguration.dispatcher.idleInterval = .milliseconds(50)
+        hub = try Hub(
+            configuration: hubConfiguration, store: try SQLiteStore.inMemory(), transports: [polling, custom],
+            signals: signals)
+        configuration = HubServerConfiguration(
+            adminToken: adminToken.map { Secret($0, source: "env:HUB_ADMIN_TOKEN") }, maxBodyBytes: maxBodyBytes,
+            cursorKey: Array("cursor-key-for-tests-0123456789ab".utf8), sseHeartbeat: .milliseconds(300),
+            maxWait: .seconds(10), subscriptionLifetime: subscriptionLifetime)
+        identity = IdentityVerifier(apps: apps)
+        do {
+            try await identity.loadKeys()
+            keyLoadingError = nil
+        } catch let error as HubError {
+            keyLoadingError = error
+        }
+        signingKeys = JWTKeyCollection()
+        await signingKeys.add(ecdsa: key, kid: "notes-1")
+        await signingKeys.add(hmac: HMACKey(from: Self.tasksSecret), digestAlgorithm: .sha256, kid: "tasks")
+        self.metrics = metrics
+    }
+
+    /// Runs the hub's dispatcher while `test` drives the API through HummingbirdTesting; the
+    /// hub runs as a service of the application, so it stops by graceful shutdown at the end.
+    func run<Value: Sendable>(
+        _ setup: TestingSetup = .router, _ test: @Sendable @escaping (any TestClientProtocol) async throws -> Value
+    ) async throws -> Value {
+        let app = Application(
+            router: buildRouter(hub: hub, configuration: configuration, identity: identity, metrics: metrics),
+            services: [hub])
+        return try await app.test(setup, test)
+    }
+
+    // MARK: Tokens
+
+    /// A user token of `app`'s registration, with claims that can be spoiled one at a time.
+    func token(
+        app: String = Harness.notes, user: String, issuer: String? = nil, audience: String? = nil,
+        expiresIn: TimeInterval = 600
+    ) async throws -> String {
+        let notes = app == Self.notes
+        let claims = TestClaims(
+            iss: IssuerClaim(value: issuer ?? (notes ? Self.notesIssuer : Self.tasksIssuer)),
+            aud: AudienceClaim(value: [audience ?? (notes ? Self.notesAudience : Self.tasksAudience)]),
+            sub: SubjectClaim(value: user), exp: ExpirationClaim(value: Date().addingTimeInterval(expiresIn)))
+        return try await signingKeys.sign(claims, kid: JWKIdentifier(string: notes ? "notes-1" : "tasks"))
+    }
+}
+
+struct TestClaims: JWTPayload {
+    var iss: IssuerClaim
+    var aud: AudienceClaim
+    var sub: SubjectClaim
+    var exp: ExpirationClaim
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
+
+// MARK: Requests
+
+extension TestClientProtocol {
+    /// Sends a request with an optional bearer token and JSON body.
+    func send(
+        _ method: HTTPRequest.Method, _ uri: String, bearer: String? = nil, json: String? = nil,
+        headers: HTTPFields = [:]
+    ) async throws -> TestResponse {
+        var headers = headers
+        if let bearer { headers[.authorization] = "Bearer \(bearer)" }
+        if json != nil && headers[.contentType] == nil { headers[.contentType] = "application/json" }
+        return try await execute(uri: uri, method: method, headers: headers, body: json.map { ByteBuffer(string: $0) })
+    }
+
+    /// Publishes `body` for `user` of `app` with the app's publisher key.
+    func publish(
+        _ body: String, user: String, app: String = Harness.notes, key: String? = nil
+    ) async throws -> TestResponse {
+        try await send(
+            .post, "/v1/apps/\(app)/users/\(user)/notifications",
+            bearer: key ?? (app == Harness.notes ? Harness.notesKey : Harness.tasksKey), json: body)
+    }
+}
+
+/// A minimal valid publish body.
+func notification(_ id: String, title: String = "Hello", extra: String = "") -> String {
+    #"{"appNotificationId":"\#(id)","payload":{"visualContent":{"title":"\#(title)","body":"Body"}}\#(extra)}"#
+}
+
+extension TestResponse {
+    /// The body as a JSON object (empty when it is not one).
+    var object: [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any] ?? [:]
+    }
+    var text: String { String(buffer: body) }
+    /// The `type` slug of a problem response.
+    var problemType: String? {
+        (object["type"] as? String)?.replacingOccurrences(of: "https://notificationhub.dev/problems/", with: "")
+    }
+    /// The `field`s of a problem's `errors`.
+    var errorFields: [String] {
+        (object["errors"] as? [[String: Any]] ?? []).compactMap { $0["field"] as? String }
+    }
+}
+
+extension Dictionary where Key == String, Value == Any {
+    func string(_ key: String) -> String? { self[key] as? String }
+    func objects(_ key: String) -> [[String: Any]] { self[key] as? [[String: Any]] ?? [] }
+}
