@@ -1,0 +1,48 @@
+import Foundation
+import HubConfig
+import Logging
+
+/// Sets up swift-log once for the executable: text (the default) or one JSON object per line.
+enum LogBootstrap {
+    static func bootstrap(_ settings: LoggingSettings) {
+        let level = Logger.Level(rawValue: settings.level) ?? .info
+        switch settings.format {
+        case .text:
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+        case .json:
+            LoggingSystem.bootstrap { label in JSONLogHandler(label: label, logLevel: level) }
+        }
+    }
+}
+
+/// Writes each record as one JSON line on standard error: time, level, label, message, metadata.
+struct JSONLogHandler: LogHandler {
+    let label: String
+    var logLevel: Logger.Level
+    var metadata: Logger.Metadata = [:]
+
+    init(label: String, logLevel: Logger.Level) {
+        self.label = label
+        self.logLevel = logLevel
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var object: [String: Any] = [
+            "time": ISO8601DateFormatter().string(from: Date()), "level": event.level.rawValue, "label": label,
+            "message": event.message.description,
+        ]
+        let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
+        for (key, value) in merged { object[key] = value.description }
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        FileHandle.standardError.write(data + Data("\n".utf8))
+    }
+}

@@ -1,0 +1,183 @@
+import ArgumentParser
+import Foundation
+import HubConfig
+import HubCore
+
+/// Asks the onboarding steps one by one, re-asking until each answer is valid.
+struct Prompter {
+    let session: MapAppSession
+
+    struct Cancelled: Error {}
+
+    /// - Returns: the request, or `nil` when input ended.
+    mutating func ask() async throws -> AppMappingRequest? {
+        do {
+            return try askSteps()
+        } catch is Cancelled {
+            print("\nCancelled; nothing written.")
+            return nil
+        }
+    }
+
+    private func askSteps() throws -> AppMappingRequest {
+        print("Map a cross-device app into \(session.path). Press Ctrl-D to cancel.")
+        let appID = try Self.prompt("App domain (e.g. notes.contoso.com)") { DomainName.problem($0) }
+        var request = AppMappingRequest(appID: appID)
+        let existing = session.currentApp(appID)
+        if existing != nil { print("  \(appID) is already mapped: answers add to it.") }
+        request.name = try Self.prompt("Display name", default: appID) { _ in nil }
+
+        print("\nStep 1 of 5: platforms")
+        let names = Platform.known.map(\.rawValue)
+        let chosen = try Self.prompt("Platforms (comma-separated: \(names.joined(separator: ", ")))") { answer in
+            let picked = Self.list(answer)
+            if picked.isEmpty { return "name at least one platform" }
+            let unknown = picked.filter { !names.contains($0) }
+            return unknown.isEmpty
+                ? nil : "unknown platform(s) \(unknown.joined(separator: ", ")); use \(names.joined(separator: ", "))"
+        }
+        let platforms = Self.list(chosen).map { Platform(rawValue: $0) }
+
+        print("\nStep 2 of 5: app IDs (at most \(Platform.maxAppIDs) per platform)")
+        for platform in platforms {
+            var count = existingCount(existing, platform)
+            var ids: [String] = []
+            print("  \(platform) \(platform.appIDKind)s, one per line; an empty line ends:")
+            while true {
+                guard let line = readLine() else { throw Cancelled() }
+                let id = line.trimmingCharacters(in: .whitespaces)
+                if id.isEmpty {
+                    if ids.isEmpty && count == 0 {
+                        print("  ✗ give at least one \(platform.appIDKind)")
+                        continue
+                    }
+                    break
+                }
+                if count >= Platform.maxAppIDs {
+                    print("  ✗ '\(id)' not added: the limit of \(Platform.maxAppIDs) \(platform) app IDs is reached.")
+                    break
+                }
+                if let problem = platform.problem(withAppID: id) {
+                    print("  ✗ \(problem); try again")
+                    continue
+                }
+                if !ids.contains(id) {
+                    ids.append(id)
+                    count += 1
+                }
+            }
+            request.addIDs[platform] = ids
+        }
+
+        print("\nStep 3 of 5: identity (the app registration whose tokens sign users in)")
+        let issuer = try Self.prompt("Token issuer URL (empty to skip)", default: "") { _ in nil }
+        if !issuer.isEmpty {
+            let audiences = try Self.prompt("Audiences (comma-separated client IDs)") {
+                Self.list($0).isEmpty ? "give at least one audience" : nil
+            }
+            let keys = try Self.prompt("Keys: file:jwks.json, https://…/keys, or secret:env:NAME for HS256") { answer in
+                answer.hasPrefix("file:") || answer.hasPrefix("https://") || answer.hasPrefix("secret:")
+                    ? nil : "start with file:, https:// or secret:"
+            }
+            request.identity = [
+                keys.hasPrefix("secret:")
+                    ? .init(issuer: issuer, audiences: Self.list(audiences), secret: String(keys.dropFirst(7)))
+                    : .init(issuer: issuer, audiences: Self.list(audiences), jwks: keys)
+            ]
+        }
+
+        print("\nStep 4 of 5: push credentials (empty answers skip a provider; devices can still poll)")
+        if platforms.contains(.ios) { try askAPNS(&request) }
+        if platforms.contains(.android) {
+            let path = try Self.prompt("FCM service-account JSON file", default: "") { answer in
+                answer.isEmpty || FileManager.default.fileExists(atPath: answer) ? nil : "\(answer) does not exist"
+            }
+            if !path.isEmpty { request.fcmServiceAccount = FlagPath.reference(path, base: session.directory) }
+        }
+        if platforms.contains(.windows) {
+            let sid = try Self.prompt("WNS package SID (ms-app://s-1-15-2-…)", default: "") { answer in
+                answer.isEmpty ? nil : WNSCredentials.packageSIDProblem(answer)
+            }
+            if !sid.isEmpty {
+                var wns = AppMappingRequest.WNS()
+                wns.packageSID = sid
+                wns.clientSecret = try Self.prompt("WNS client secret reference (env:NAME or file:path)") {
+                    $0.hasPrefix("env:") || $0.hasPrefix("file:") ? nil : "write env:NAME or file:path"
+                }
+                request.wns = wns
+            }
+        }
+        let publisher = try Self.prompt("Publisher name for your app server (empty to skip)", default: "") { _ in nil }
+        if !publisher.isEmpty {
+            let key = try Self.prompt("Publisher key reference (env:NAME or file:path)") {
+                $0.hasPrefix("env:") || $0.hasPrefix("file:") ? nil : "write env:NAME or file:path"
+            }
+            request.publishers = [(publisher, key)]
+        }
+        print("\nStep 5 of 5: domain verification — a token is generated; instructions follow the save.")
+        return request
+    }
+
+    private func askAPNS(_ request: inout AppMappingRequest) throws {
+        let path = try Self.prompt("APNs .p8 key file", default: "") { answer in
+            guard !answer.isEmpty else { return nil }
+            guard let data = FileManager.default.contents(atPath: answer) else { return "\(answer) does not exist" }
+            return CredentialCheck.p8Problem(String(decoding: data, as: UTF8.self)).map { "the file \($0)" }
+        }
+        guard !path.isEmpty else { return }
+        var apns = AppMappingRequest.APNS()
+        apns.privateKey = FlagPath.reference(path, base: session.directory)
+        let tenCharacters: (String) -> String? = { value in
+            value.count == 10 && value.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+                ? nil : "must be 10 letters or digits"
+        }
+        apns.keyID = try Self.prompt("APNs key ID", check: tenCharacters)
+        apns.teamID = try Self.prompt("Apple team ID", check: tenCharacters)
+        apns.environment = try Self.prompt("APNs environment (production/development)", default: "production") {
+            ["production", "development"].contains($0) ? nil : "answer production or development"
+        }
+        request.apns = apns
+    }
+
+    private func existingCount(_ app: YAMLValue?, _ platform: Platform) -> Int {
+        guard case .mapping(let entries)? = app,
+            case .mapping(let platforms)? = entries.first(where: { $0.key == "platforms" })?.value,
+            case .mapping(let sub)? = platforms.first(where: { $0.key == platform.rawValue })?.value,
+            case .sequence(let ids)? = sub.first(where: { $0.key == "appIds" })?.value
+        else { return 0 }
+        return ids.count
+    }
+
+    static func list(_ answer: String) -> [String] {
+        answer.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    /// Asks until `check` accepts the answer (`nil` = fine). Throws ``Cancelled`` at end of input.
+    static func prompt(
+        _ question: String, default fallback: String? = nil, check: (String) -> String?
+    ) throws
+        -> String
+    {
+        while true {
+            let suffix = fallback.map { $0.isEmpty ? "" : " [\($0)]" } ?? ""
+            print("\(question)\(suffix): ", terminator: "")
+            fflush(nil)
+            guard let line = readLine() else { throw Cancelled() }
+            var answer = line.trimmingCharacters(in: .whitespaces)
+            if answer.isEmpty, let fallback { answer = fallback }
+            if answer.isEmpty && fallback != nil { return answer }
+            if let problem = check(answer) {
+                print("  ✗ \(problem); try again")
+                continue
+            }
+            return answer
+        }
+    }
+
+    static func confirm(_ question: String) -> Bool {
+        print("\(question) [y/N]: ", terminator: "")
+        fflush(nil)
+        guard let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() else { return false }
+        return answer == "y" || answer == "yes"
+    }
+}

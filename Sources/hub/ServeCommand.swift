@@ -1,0 +1,104 @@
+import ArgumentParser
+import Foundation
+import HubConfig
+import HubCore
+import HubPolling
+import HubSQLite
+import HubServer
+import Logging
+import Metrics
+import Prometheus
+import ServiceLifecycle
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the hub: HTTP API, dispatcher and sweeper, until SIGTERM or SIGINT (then drain and exit 0).")
+
+    @OptionGroup var options: ConfigOption
+
+    func run() async throws {
+        let result = ConfigLoader().load(path: options.config)
+        for diagnostic in result.diagnostics { printError(diagnostic.description) }
+        guard let file = result.file, result.errors.isEmpty else {
+            printError("\(options.config): \(result.errors.count) error(s); the hub did not start")
+            throw ExitCode(1)
+        }
+        LogBootstrap.bootstrap(file.logging)
+        let logger = Logger(label: "hub")
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+
+        let store: any Store
+        let cursorKey: [UInt8]
+        switch file.store {
+        case .sqlite(let path):
+            store = try SQLiteStore(path: path)
+            cursorKey = try file.server.cursorSecret?.revealBytes() ?? KeyFile.load(beside: path)
+            logger.info("store: sqlite", metadata: ["path": "\(path)"])
+        case .postgres:
+            printError("error: the postgres store is not in this build yet; use store: { sqlite: { path: … } }")
+            throw ExitCode(1)
+        }
+        try await store.migrate()
+
+        let signals = FeedSignals()
+        let transports = try Transports.make(for: file, signals: signals, logger: logger)
+        TransportReport.warnAboutDisabled(apps: file.apps, enabled: transports.map(\.id), logger: logger)
+
+        var hubConfiguration = file.hubConfiguration()
+        hubConfiguration.instanceID = ProcessInfo.processInfo.hostName + "-\(ProcessInfo.processInfo.processIdentifier)"
+        let hub = try Hub(
+            configuration: hubConfiguration, store: store, transports: transports, signals: signals, logger: logger)
+        let identity = IdentityVerifier(apps: file.apps)
+        try await identity.loadKeys()
+        let server = HubServerConfiguration(
+            host: file.server.host, port: file.server.port, adminToken: file.server.adminToken,
+            maxBodyBytes: file.server.maxBodyBytes, cursorKey: cursorKey)
+        let application = buildApplication(
+            hub: hub, configuration: server, identity: identity, metrics: registry, logger: logger)
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [hub, application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        logger.info(
+            "hub serving",
+            metadata: ["listen": "\(file.server.host):\(file.server.port)", "apps": "\(file.apps.count)"])
+        try await group.run()
+        logger.info("hub stopped")
+    }
+}
+
+/// Warns once per provider whose transport is not running although apps map its platform.
+enum TransportReport {
+    static func warnAboutDisabled(apps: [CrossDeviceApp], enabled: [TransportID], logger: Logger) {
+        let providers: [(TransportID, Platform, (CrossDeviceApp) -> Bool)] = [
+            (.apns, .ios, { $0.credentials.apns != nil }),
+            (.fcm, .android, { $0.credentials.fcm != nil }),
+            (.wns, .windows, { $0.credentials.wns != nil }),
+        ]
+        for (transport, platform, hasCredentials) in providers where !enabled.contains(transport) {
+            let mapping = apps.filter { $0.platforms[platform] != nil }
+            guard !mapping.isEmpty else { continue }
+            let configured = mapping.filter(hasCredentials).map(\.id)
+            let reason =
+                configured.isEmpty
+                ? "no app has credentials.\(transport)"
+                : "this build has no \(transport) transport yet (credentials of \(configured.joined(separator: ", ")) are unused)"
+            logger.warning(
+                "\(transport) transport disabled: \(reason); \(platform) devices can register with transport polling")
+        }
+    }
+}
+
+/// A random key kept in a file with mode 0600, created on first use.
+enum KeyFile {
+    static func load(beside databasePath: String) throws -> [UInt8] {
+        let path = databasePath + ".cursor-key"
+        if let data = FileManager.default.contents(atPath: path), data.count >= 32 { return Array(data) }
+        let key = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        guard FileManager.default.createFile(atPath: path, contents: Data(key), attributes: [.posixPermissions: 0o600])
+        else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path]) }
+        return key
+    }
+}
