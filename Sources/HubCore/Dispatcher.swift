@@ -43,7 +43,10 @@ final class Dispatcher: Sendable {
                 claimed = try await store.claimDeliveries(
                     limit: configuration.batchSize, now: start, owner: instanceID,
                     leaseUntil: start.addingTimeInterval(configuration.lease.seconds))
+            } catch is CancellationError {
+                break
             } catch {
+                if Task.isCancelled { break }
                 logger.error("claiming deliveries failed; retrying in a second", metadata: ["error": "\(error)"])
                 await idle(ticket: ticket, for: .seconds(1))
                 continue

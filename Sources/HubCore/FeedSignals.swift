@@ -4,8 +4,9 @@ import Synchronization
 ///
 /// Race-free use: take a ``ticket()`` *before* reading the feed; if the read found nothing,
 /// ``wait(_:endpoint:after:timeout:)`` with that ticket returns at once when a wake-up came in
-/// between. A waiter that names its endpoint is woken by a delivery to that endpoint (the polling
-/// transport) or by a change of the whole feed; one without an endpoint by any change of the feed.
+/// between. A waiter that names its endpoint is woken only by a delivery to that endpoint (the
+/// polling transport), so the endpoint that made a change is not woken by it; a waiter without an
+/// endpoint is woken by any committed change of the feed.
 public final class FeedSignals: Sendable {
     private struct Target: Hashable {
         let key: FeedKey

@@ -4,8 +4,17 @@ import ServiceLifecycle
 extension Hub {
     /// Runs the dispatcher and the expiry sweeper until graceful shutdown, then drains in-flight sends.
     public func run() async throws {
+        if configuration.dispatcher.enabled {
+            do {
+                try await store.releaseLeases(owner: configuration.instanceID)
+            } catch {
+                logger.warning("releasing this instance's old leases failed", metadata: ["error": "\(error)"])
+            }
+        }
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.dispatcher.run() }
+            if self.configuration.dispatcher.enabled {
+                group.addTask { await self.dispatcher.run() }
+            }
             group.addTask { await self.runSweeper() }
             await group.waitForAll()
         }
@@ -31,7 +40,9 @@ extension Hub {
             for key in changed { self.changed(key) }
             return changed
         } catch {
-            logger.error("sweeping expired notifications failed", metadata: ["error": "\(error)"])
+            if !(error is CancellationError) && !Task.isCancelled {
+                logger.error("sweeping expired notifications failed", metadata: ["error": "\(error)"])
+            }
             return []
         }
     }

@@ -44,11 +44,15 @@ extension Hub {
         if let mode = draft.deliveryMode, !DeliveryMode.known.contains(mode) {
             fail("deliveryMode", "must be shoulderTap or visible")
         }
-        let size = Self.encodedSize(of: payload)
-        if size > configuration.maxPayloadBytes {
-            fail("payload", "is \(size) bytes; the limit is \(configuration.maxPayloadBytes) bytes")
-        }
+        if let tooLarge = payloadSizeError(payload) { errors.append(tooLarge) }
         return errors
+    }
+
+    /// The error of a payload over `maxPayloadBytes` (JSON-encoded), if it is.
+    func payloadSizeError(_ payload: NotificationPayload) -> HubError.FieldError? {
+        let size = Self.encodedSize(of: payload)
+        guard size > configuration.maxPayloadBytes else { return nil }
+        return .init(field: "payload", message: "is \(size) bytes; the limit is \(configuration.maxPayloadBytes) bytes")
     }
 
     static func encodedSize(of payload: NotificationPayload) -> Int {

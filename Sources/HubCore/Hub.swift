@@ -19,11 +19,18 @@ public final class Hub: Service, Sendable {
     /// Wakes long-polls and event streams; shared with the polling transport.
     public let signals: FeedSignals
     public let logger: Logger
-    let now: @Sendable () -> Date
+    /// The hub's clock: every timestamp it stores comes from here.
+    public let now: @Sendable () -> Date
     let dispatcher: Dispatcher
 
+    /// Creates a hub; it dispatches nothing until it runs as a service.
+    ///
     /// - Parameters:
+    ///   - configuration: the apps, limits and dispatcher settings.
+    ///   - store: where notifications, feeds, endpoints and the outbox live (migrated already).
+    ///   - transports: the transport plugins endpoints may name; one per ``TransportID``.
     ///   - signals: the wake-up hub shared with the polling transport (pass the same instance).
+    ///   - logger: where the hub and its dispatcher log.
     ///   - now: the clock for timestamps; tests inject their own.
     /// - Throws: ``HubError`` when apps conflict (one platform app ID in two apps).
     public init(
@@ -63,10 +70,8 @@ public final class Hub: Service, Sendable {
         let app = try app(appID)
         let now = now()
         let errors = validate(draft, for: app, userID: userID, now: now)
-        if let tooLarge = errors.first(where: { $0.field == "payload" && $0.message.contains("bytes") }),
-            errors.count == 1
-        {
-            throw HubError(.payloadTooLarge, tooLarge.message, fieldErrors: errors)
+        if let tooLarge = payloadSizeError(draft.payload), errors == [tooLarge] {
+            throw HubError(.payloadTooLarge, "The payload \(tooLarge.message).", fieldErrors: errors)
         }
         if !errors.isEmpty { throw HubError.invalid(errors) }
         let request = PublishRequest(

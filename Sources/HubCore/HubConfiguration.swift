@@ -34,6 +34,9 @@ public struct HubConfiguration: Sendable {
 
 /// How the dispatcher works the outbox.
 public struct DispatcherConfiguration: Sendable {
+    /// Whether this instance sends deliveries. An API-only instance (`hub serve --no-dispatch`)
+    /// still enqueues them; another instance on the same store sends them.
+    public var enabled: Bool = true
     /// Deliveries claimed per round.
     public var batchSize: Int = 256
     /// Sends in flight at once.

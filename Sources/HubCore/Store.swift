@@ -79,9 +79,16 @@ public protocol Store: Sendable {
     ) async throws
     /// Puts a claimed delivery back for another attempt at `dueAt`.
     func retryDelivery(id: Int64, dueAt: Date, error: String, at now: Date) async throws
+    /// Puts back the deliveries `owner` claimed and never finished (it crashed), so that an instance
+    /// restarted under the same name sends them at once. Stores without this wait for the leases.
+    func releaseLeases(owner: String) async throws
     /// The earliest due time of a pending delivery, to sleep until.
     func nextDueDate() async throws -> Date?
     func deliveryStatistics() async throws -> DeliveryStatistics
+}
+
+extension Store {
+    public func releaseLeases(owner: String) async throws {}
 }
 
 /// A publish as the store takes it: validated, with IDs and times filled in.

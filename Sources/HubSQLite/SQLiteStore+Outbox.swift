@@ -105,6 +105,29 @@ extension SQLiteStore {
         }
     }
 
+    /// Puts back the deliveries `owner` had claimed when it stopped without finishing them (a
+    /// crash), so a restarted instance of the same name sends them at once instead of waiting for
+    /// the leases to expire. A released tap whose endpoint has a newer pending tap is superseded.
+    public func releaseLeases(owner: String) async throws {
+        try await write { db in
+            let leased = try DeliveryRecord.filter(sql: "state = 'pending' AND leaseOwner = ?", arguments: [owner])
+                .fetchAll(db)
+            for var record in leased {
+                if record.kind == .shoulderTap, var newer = try Self.pendingTap(db, endpointOf: record),
+                    newer.id != record.id
+                {
+                    newer.priority = newer.priority.higher(record.priority)
+                    try newer.update(db)
+                    record.finish(.superseded, detail: "A newer tap to the endpoint replaced it.", at: Date().canonical)
+                } else {
+                    record.leaseOwner = nil
+                    record.leaseUntil = nil
+                }
+                try record.update(db)
+            }
+        }
+    }
+
     /// The earliest time a pending delivery becomes claimable: its `dueAt`, or for a leased one
     /// the later of `dueAt` and `leaseUntil`. `nil` when nothing is pending.
     public func nextDueDate() async throws -> Date? {

@@ -6,8 +6,9 @@ public import HubCore
 ///
 /// - Durability: a file store runs in WAL mode with `synchronous = FULL`, so every method that
 ///   returned has its transaction on disk (a publish answered with 2xx survives a power loss).
-/// - Transactions: every ``Store`` method is one immediate write (or one read) transaction.
-///   Writes are serialized by SQLite; reads run concurrently with them (file store).
+/// - Transactions: every ``Store`` method is atomic: a read transaction, or a write in its own
+///   savepoint of a group transaction that commits concurrent writes together (one fsync for many;
+///   each caller is answered after the commit). Reads run concurrently with writes (file store).
 /// - Schema: created or upgraded by named migrations (`v1`, …) when the store opens; ``migrate()``
 ///   may be called again and is then a no-op.
 /// - Times: stored as seconds since 1970 (REAL). Values returned by the store are the stored ones,
@@ -17,6 +18,8 @@ public import HubCore
 public final class SQLiteStore: Store {
     /// The connection (pool) all accesses go through.
     let writer: any DatabaseWriter
+    /// Batches concurrent writes into shared transactions (one fsync for many publishes).
+    let groupCommit: GroupCommit
 
     /// The database file, or `nil` for an in-memory store.
     public let path: String?
@@ -51,6 +54,7 @@ public final class SQLiteStore: Store {
     /// Wraps an opened connection and brings its schema up to date.
     init(writer: any DatabaseWriter, path: String?) throws {
         self.writer = writer
+        self.groupCommit = GroupCommit(writer: writer)
         self.path = path
         try Self.translatingErrors { try Self.migrator.migrate(writer) }
     }
@@ -89,10 +93,11 @@ public final class SQLiteStore: Store {
 
     // MARK: Transactions
 
-    /// Runs `updates` in one immediate write transaction, translating busy errors.
+    /// Runs `updates` atomically (its own savepoint in a group transaction, see ``GroupCommit``)
+    /// and returns once that transaction committed, translating busy errors.
     func write<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        let writer = self.writer
-        return try await Self.translatingErrors { try await writer.write(updates) }
+        let groupCommit = self.groupCommit
+        return try await Self.translatingErrors { try await groupCommit.write(updates) }
     }
 
     /// Runs `value` in one read transaction (a snapshot), translating busy errors.
