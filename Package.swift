@@ -183,7 +183,31 @@ let package = Package(
             dependencies: [
                 "HubServer", "HubSQLite", "HubPolling", "HubTesting", "HubConfig",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Yams", package: "Yams"),
             ],
+            swiftSettings: strictness
+        ),
+        .executableTarget(
+            name: "device-simulator",
+            dependencies: ["HubClient", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "examples/device-simulator",
+            swiftSettings: strictness
+        ),
+        .target(
+            name: "CustomTransportExample",
+            dependencies: [
+                "HubCore", "HubSQLite", "HubServer", "HubPolling",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "examples/custom-transport/Sources/CustomTransportExample",
+            swiftSettings: strictness
+        ),
+        .testTarget(
+            name: "CustomTransportExampleTests",
+            dependencies: ["CustomTransportExample", "HubTesting"],
+            path: "examples/custom-transport/Tests/CustomTransportExampleTests",
             swiftSettings: strictness
         ),
         .testTarget(
@@ -202,6 +226,15 @@ let package = Package(
             dependencies: ["HubClient", "HubServer", "HubSQLite", "HubPolling", "HubTesting"],
             swiftSettings: strictness
         ),
-        .testTarget(name: "HubCLITests", dependencies: ["hub", "HubTesting", "HubConfig"], swiftSettings: strictness),
+        .testTarget(
+            name: "HubCLITests",
+            dependencies: [
+                "hub", "HubTesting", "HubConfig", .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strictness
+        ),
     ]
 )

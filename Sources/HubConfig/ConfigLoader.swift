@@ -89,7 +89,7 @@ public struct ConfigLoader: Sendable {
 extension ConfigReader {
     mutating func readServer(_ node: Node) -> ServerSettings {
         var server = ServerSettings()
-        let allowed = ["listen", "adminToken", "cursorSecret", "maxBodyBytes"]
+        let allowed = ["listen", "adminToken", "cursorSecret", "maxBodyBytes", "instanceId"]
         guard let entries = mapping(node, at: "server", allowed: allowed) else { return server }
         if let listen = entries["listen"], let text = string(listen, at: "server.listen") {
             if let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
@@ -101,6 +101,7 @@ extension ConfigReader {
                 error(listen, "'server.listen' must be host:port, such as 127.0.0.1:8080")
             }
         }
+        server.instanceID = string(entries["instanceId"], at: "server.instanceId")
         server.adminToken = secret(entries["adminToken"], at: "server.adminToken")
         server.cursorSecret = secret(entries["cursorSecret"], at: "server.cursorSecret")
         if let bytes = integer(entries["maxBodyBytes"], at: "server.maxBodyBytes", in: 1024...(16 << 20)) {

@@ -5,8 +5,9 @@ import Yams
 extension ConfigReader {
     /// Resolves a secret reference: `env:NAME` (an environment variable), `file:path` (a file,
     /// relative to hub.yaml), or an inline value (allowed, with a warning, unless `inline` is false).
-    /// Diagnostics name the variable or path, never the secret.
-    mutating func secret(_ node: Node?, at path: String, inline: Bool = true) -> Secret? {
+    /// A text file's final line break is dropped (`echo key > file` writes one); `binary` files
+    /// (a .p12) are kept byte for byte. Diagnostics name the variable or path, never the secret.
+    mutating func secret(_ node: Node?, at path: String, inline: Bool = true, binary: Bool = false) -> Secret? {
         guard let reference = string(node, at: path) else { return nil }
         if reference.hasPrefix("env:") {
             let name = String(reference.dropFirst(4))
@@ -32,7 +33,13 @@ extension ConfigReader {
                         : "'\(path)' refers to \(full), which does not exist; create it or fix the path")
                 return nil
             }
-            return Secret(bytes: Array(data), source: reference)
+            var bytes = Array(data)
+            if !binary {
+                while let last = bytes.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") {
+                    bytes.removeLast()
+                }
+            }
+            return Secret(bytes: bytes, source: reference)
         }
         if !inline {
             error(node, "'\(path)' must be a reference: file:path or env:NAME")

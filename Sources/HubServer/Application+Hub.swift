@@ -55,13 +55,18 @@ public func buildRouter(
 /// try await ServiceGroup(services: [hub, server], gracefulShutdownSignals: [.sigterm],
 ///                        logger: logger).run()
 /// ```
+///
+/// - Parameter onListening: called with the bound port once the server accepts connections
+///   (useful with port 0).
 public func buildApplication(
     hub: Hub, configuration: HubServerConfiguration, identity: IdentityVerifier,
-    metrics: PrometheusCollectorRegistry?, logger: Logger
+    metrics: PrometheusCollectorRegistry?, logger: Logger,
+    onListening: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     Application(
         router: buildRouter(hub: hub, configuration: configuration, identity: identity, metrics: metrics),
         configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port)),
+        onServerRunning: { channel in await onListening(channel.localAddress?.port ?? configuration.port) },
         logger: logger)
 }
 

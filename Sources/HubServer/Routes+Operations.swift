@@ -1,6 +1,7 @@
 import Foundation
 import HubCore
 import Hummingbird
+import Metrics
 import NIOCore
 import Prometheus
 
@@ -24,9 +25,17 @@ extension HubAPI {
             }
             return try JSON.response(StatusResource(status: "ready"))
         }
-        router.get("/metrics") { _, _ in
+        router.get("/metrics") { _, context in
             guard let metrics else {
                 throw Problem(.notFound, "This hub runs without a Prometheus registry.")
+            }
+            // Queue depth is read from the store at scrape time, so every instance reports the shared outbox.
+            do {
+                let statistics = try await hub.deliveryStatistics()
+                Gauge(label: "hub_outbox_pending").record(statistics.pending)
+                Gauge(label: "hub_feed_waiters").record(hub.signals.waiterCount)
+            } catch {
+                context.logger.warning("reading the outbox depth failed", metadata: ["error": "\(error)"])
             }
             var bytes: [UInt8] = []
             metrics.emit(into: &bytes)

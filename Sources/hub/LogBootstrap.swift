@@ -42,7 +42,10 @@ struct JSONLogHandler: LogHandler {
         ]
         let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
         for (key, value) in merged { object[key] = value.description }
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        guard
+            let data = try? JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        else { return }
         FileHandle.standardError.write(data + Data("\n".utf8))
     }
 }

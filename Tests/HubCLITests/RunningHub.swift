@@ -1,0 +1,177 @@
+import AsyncHTTPClient
+import Foundation
+import JWTKit
+import NIOCore
+import NIOHTTP1
+import Testing
+
+/// A `hub serve` process on port 0, for tests of the daemon's life cycle.
+final class RunningHub: @unchecked Sendable {
+    let process = Process()
+    let directory: URL
+    private let lock = NSLock()
+    private var errorText = ""
+    private(set) var port = 0
+
+    /// Starts `hub serve` in `directory` and waits until it listens.
+    init(directory: URL, arguments: [String] = []) throws {
+        self.directory = directory
+        process.executableURL = HubProcess.executable
+        process.arguments = ["serve", "--config", "hub.yaml"] + arguments
+        process.currentDirectoryURL = directory
+        let stderr = Pipe()
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        stderr.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            self.lock.lock()
+            self.errorText += String(decoding: data, as: UTF8.self)
+            self.lock.unlock()
+        }
+        try process.run()
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            if let line = log.split(separator: "\n").first(where: { $0.contains("hub listening on") }),
+                let range = line.range(of: "127.0.0.1:")
+            {
+                let digits = line[range.upperBound...].prefix { $0.isNumber }
+                port = Int(digits) ?? 0
+                if port > 0 { return }
+            }
+            if !process.isRunning { break }
+            usleep(20_000)
+        }
+        process.terminate()
+        throw HubDidNotStart(log: log)
+    }
+
+    var log: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return errorText
+    }
+
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    /// Waits for the process to exit, at most `timeout` seconds. - Returns: its status, or nil.
+    func waitForExit(timeout: TimeInterval = 20) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}
+
+struct HubDidNotStart: Error, CustomStringConvertible {
+    let log: String
+    var description: String { "hub serve did not start:\n\(log)" }
+}
+
+/// Writes a hub.yaml with one app, an admin token, an HS256 identity and a publisher key.
+func writeServeConfig(in directory: URL, extra: String = "") throws {
+    try "test-admin-token-0123456789".write(
+        to: directory.appendingPathComponent("admin.token"), atomically: true, encoding: .utf8)
+    try "test-user-token-secret-0123456789".write(
+        to: directory.appendingPathComponent("user.secret"), atomically: true, encoding: .utf8)
+    let yaml = """
+        server: { listen: "127.0.0.1:0", adminToken: file:admin.token, instanceId: test-hub }
+        store: { sqlite: { path: data/hub.sqlite } }
+        \(extra)
+        apps:
+          - id: notes.contoso.com
+            platforms:
+              ios: { appIds: [com.contoso.notes] }
+              windows: { appIds: [Contoso.Notes_8wekyb3d8bbwe] }
+            identity:
+              - { issuer: "https://login.contoso.com", audiences: [contoso-notes], secret: file:user.secret }
+            publishers: [ { name: backend, key: file:publisher.key } ]
+        """
+    try yaml.write(to: directory.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
+}
+
+struct UserClaims: JWTPayload {
+    var sub: SubjectClaim
+    var iss: IssuerClaim
+    var aud: AudienceClaim
+    var exp: ExpirationClaim
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
+
+/// An HTTP client for the hub under test.
+struct HubHTTP {
+    let base: String
+    let publisherKey = "fixture-publisher-key-0123456789"
+    let adminToken = "test-admin-token-0123456789"
+
+    func userToken(_ user: String) async throws -> String {
+        let keys = JWTKeyCollection()
+        await keys.add(hmac: HMACKey(from: "test-user-token-secret-0123456789"), digestAlgorithm: .sha256)
+        return try await keys.sign(
+            UserClaims(
+                sub: SubjectClaim(value: user), iss: IssuerClaim(value: "https://login.contoso.com"),
+                aud: AudienceClaim(value: "contoso-notes"), exp: ExpirationClaim(value: Date().addingTimeInterval(600)))
+        )
+    }
+
+    @discardableResult
+    func request(
+        _ method: HTTPMethod, _ path: String, bearer: String, json: String? = nil, timeout: Int64 = 30
+    )
+        async throws -> (status: Int, body: String)
+    {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer \(bearer)")
+        if let json {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: json))
+        }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(timeout))
+        let body = try await response.body.collect(upTo: 16 << 20)
+        return (Int(response.status.code), String(buffer: body))
+    }
+
+    func publish(user: String, id: String) async throws -> Int {
+        try await request(
+            .POST, "/v1/apps/notes.contoso.com/users/\(user)/notifications", bearer: publisherKey,
+            json: #"{"appNotificationId":"\#(id)","payload":{"rawContent":"\#(id)"}}"#
+        ).status
+    }
+
+    func registerPolling(user: String, endpoint: String) async throws -> Int {
+        try await request(
+            .PUT, "/v1/apps/notes.contoso.com/me/endpoints/\(endpoint)", bearer: try await userToken(user),
+            json: #"{"platform":"windows","appId":"Contoso.Notes_8wekyb3d8bbwe","transport":"polling"}"#
+        ).status
+    }
+
+    /// The app's delivery statistics: pending count and delivered count.
+    func statistics() async throws -> (pending: Int, delivered: Int) {
+        let body = try await request(.GET, "/v1/apps/notes.contoso.com/statistics", bearer: adminToken).body
+        let object = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] ?? [:]
+        let finished = object["finished"] as? [String: [String: Int]] ?? [:]
+        return (object["pending"] as? Int ?? -1, finished.values.reduce(0) { $0 + ($1["delivered"] ?? 0) })
+    }
+
+    /// Every notification id in the user's feed, following cursors to the end.
+    func feedIDs(user: String) async throws -> [String] {
+        var ids: [String] = []
+        var cursor = ""
+        let token = try await userToken(user)
+        while true {
+            let path = "/v1/apps/notes.contoso.com/me/feed?limit=500" + (cursor.isEmpty ? "" : "&cursor=\(cursor)")
+            let body = try await request(.GET, path, bearer: token).body
+            let page = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] ?? [:]
+            let changes = page["changes"] as? [[String: Any]] ?? []
+            ids += changes.compactMap { $0["appNotificationId"] as? String }
+            cursor = page["cursor"] as? String ?? ""
+            if page["hasMore"] as? Bool != true { return ids }
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import AsyncHTTPClient
+import Foundation
+import Testing
+
+@Suite("hub serve")
+struct ServeCommandTests {
+    @Test("the sample hub.yaml starts on a fresh checkout, answers health checks, and SIGTERM exits 0")
+    func sampleStarts() async throws {
+        let workspace = try makeWorkspace()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let sample = try String(contentsOf: root.appendingPathComponent("hub.yaml"), encoding: .utf8)
+        try sample.replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:0")
+            .write(to: workspace.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
+        try FileManager.default.copyItem(
+            at: root.appendingPathComponent("examples"), to: workspace.appendingPathComponent("examples"))
+        let hub = try RunningHub(directory: workspace)
+        let http = HubHTTP(base: hub.baseURL)
+        #expect(try await http.request(.GET, "/healthz", bearer: "").status == 200)
+        #expect(try await http.request(.GET, "/readyz", bearer: "").status == 200)
+        let metrics = try await http.request(.GET, "/metrics", bearer: "")
+        #expect(metrics.status == 200)
+        let publisherKey = try String(
+            contentsOf: root.appendingPathComponent("examples/dev/publisher.key"), encoding: .utf8)
+        let publish = try await http.request(
+            .POST, "/v1/apps/notes.contoso.com/users/alice/notifications", bearer: publisherKey,
+            json: #"{"appNotificationId":"hello","payload":{"visualContent":{"title":"Hello"}}}"#)
+        #expect(publish.status == 201, "\(publish.body)")
+        #expect(hub.log.contains("apns transport disabled"))
+        #expect(!hub.log.contains(publisherKey))
+        hub.signal(SIGTERM)
+        #expect(hub.waitForExit() == 0, "\(hub.log)")
+        #expect(hub.log.contains("hub stopped"))
+    }
+
+    @Test("SIGTERM ends a waiting long-poll, drains, and exits 0; metrics count publishes and queue depth")
+    func gracefulShutdown() async throws {
+        let workspace = try makeWorkspace()
+        try writeServeConfig(in: workspace)
+        let hub = try RunningHub(directory: workspace)
+        let http = HubHTTP(base: hub.baseURL)
+        #expect(try await http.registerPolling(user: "alice", endpoint: "tablet") == 201)
+        #expect(try await http.publish(user: "alice", id: "n1") == 201)
+        let metrics = try await http.request(.GET, "/metrics", bearer: "").body
+        #expect(metrics.contains("hub_publishes_total"))
+        #expect(metrics.contains("hub_outbox_pending"))
+        let token = try await http.userToken("alice")
+        let longPoll = Task {
+            try await http.request(.GET, "/v1/apps/notes.contoso.com/me/feed?cursor=&wait=60", bearer: token)
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let sent = Date()
+        hub.signal(SIGTERM)
+        #expect(hub.waitForExit() == 0, "\(hub.log)")
+        _ = try? await longPoll.value
+        #expect(Date().timeIntervalSince(sent) < 15, "the long-poll must not hold the shutdown for its full wait")
+    }
+
+    @Test(
+        "killed with publishes pending, the hub restarts on the same SQLite file, loses nothing, and finishes the deliveries"
+    )
+    func killAndRestart() async throws {
+        let workspace = try makeWorkspace()
+        try writeServeConfig(in: workspace)
+        // An API-only instance enqueues deliveries without sending them: they are pending when it dies.
+        var hub = try RunningHub(directory: workspace, arguments: ["--no-dispatch"])
+        var http = HubHTTP(base: hub.baseURL)
+        for (user, endpoint) in [("alice", "a1"), ("alice", "a2"), ("bob", "b1")] {
+            #expect(try await http.registerPolling(user: user, endpoint: endpoint) == 201)
+        }
+        for index in 0..<40 {
+            #expect(try await http.publish(user: index.isMultiple(of: 2) ? "alice" : "bob", id: "p\(index)") == 201)
+        }
+        #expect(try await http.statistics().pending > 0)
+        hub.signal(SIGKILL)
+        #expect(hub.waitForExit() != nil)
+
+        // A dispatching instance on the same file picks the outbox up.
+        hub = try RunningHub(directory: workspace)
+        http = HubHTTP(base: hub.baseURL)
+        let drained = try await eventuallyAsync { try await http.statistics().pending == 0 }
+        #expect(drained)
+        #expect(try await http.statistics().delivered >= 3)
+        #expect(
+            Set(try await http.feedIDs(user: "alice")) == Set((0..<40).filter { $0.isMultiple(of: 2) }.map { "p\($0)" })
+        )
+
+        // Killed in the middle of dispatching: every accepted publish is still there after a restart.
+        let client = http
+        let accepted = try await withThrowingTaskGroup(of: String?.self) { group in
+            for index in 0..<200 {
+                group.addTask { try await client.publish(user: "alice", id: "q\(index)") == 201 ? "q\(index)" : nil }
+            }
+            var ids: [String] = []
+            for try await id in group { if let id { ids.append(id) } }
+            return ids
+        }
+        hub.signal(SIGKILL)
+        #expect(hub.waitForExit() != nil)
+        hub = try RunningHub(directory: workspace)
+        http = HubHTTP(base: hub.baseURL)
+        let feed = Set(try await http.feedIDs(user: "alice"))
+        #expect(accepted.count == 200)
+        #expect(Set(accepted).isSubset(of: feed))
+        #expect(try await eventuallyAsync { try await http.statistics().pending == 0 })
+        hub.signal(SIGTERM)
+        #expect(hub.waitForExit() == 0)
+    }
+
+    @Test("logging.format json writes one JSON object per line")
+    func jsonLogs() async throws {
+        let workspace = try makeWorkspace()
+        try writeServeConfig(in: workspace, extra: "logging: { format: json }")
+        let hub = try RunningHub(directory: workspace)
+        hub.signal(SIGTERM)
+        #expect(hub.waitForExit() == 0)
+        let lines = hub.log.split(separator: "\n").filter { !$0.isEmpty }
+        #expect(!lines.isEmpty)
+        for line in lines {
+            let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(object?["message"] != nil, "not a JSON log line: \(line)")
+        }
+    }
+}
+
+func eventuallyAsync(timeout: TimeInterval = 20, _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if try await condition() { return true }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    return try await condition()
+}
