@@ -3,6 +3,7 @@ import Foundation
 import HubConfig
 import HubCore
 import HubPolling
+import HubPostgres
 import HubSQLite
 import HubServer
 import Logging
@@ -12,17 +13,15 @@ import ServiceLifecycle
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "serve",
         abstract: "Run the hub: HTTP API, dispatcher and sweeper, until SIGTERM or SIGINT (then drain and exit 0).")
 
     @OptionGroup var options: ConfigOption
+    @Flag(help: "Serve the API without sending deliveries; another instance on the same store sends them.")
+    var noDispatch = false
 
     func run() async throws {
-        let result = ConfigLoader().load(path: options.config)
-        for diagnostic in result.diagnostics { printError(diagnostic.description) }
-        guard let file = result.file, result.errors.isEmpty else {
-            printError("\(options.config): \(result.errors.count) error(s); the hub did not start")
-            throw ExitCode(1)
-        }
+        let file = try options.loadOrExit()
         LogBootstrap.bootstrap(file.logging)
         let logger = Logger(label: "hub")
         let registry = PrometheusCollectorRegistry()
@@ -30,23 +29,47 @@ struct ServeCommand: AsyncParsableCommand {
 
         let store: any Store
         let cursorKey: [UInt8]
+        // A PostgreSQL store is a service (its pool and wake-up relay), first in the group so
+        // that it stops last, after the hub has recorded its in-flight sends.
+        var storeServices: [any Service] = []
         switch file.store {
         case .sqlite(let path):
             store = try SQLiteStore(path: path)
             cursorKey = try file.server.cursorSecret?.revealBytes() ?? KeyFile.load(beside: path)
             logger.info("store: sqlite", metadata: ["path": "\(path)"])
-        case .postgres:
-            printError("error: the postgres store is not in this build yet; use store: { sqlite: { path: … } }")
-            throw ExitCode(1)
+        case .postgres(let url, let poolSize):
+            var storeLogger = logger
+            storeLogger[metadataKey: "store"] = "postgres"
+            let postgres = PostgresStore(
+                configuration: try .init(url: url, poolSize: poolSize), logger: storeLogger)
+            // The shared cursor key lives in the schema: migrate first (the call below is then a no-op).
+            try await postgres.migrate()
+            // Every instance must sign cursors with the same key: without a configured one, the
+            // database keeps a shared random key.
+            if let secret = file.server.cursorSecret {
+                cursorKey = secret.revealBytes()
+            } else {
+                cursorKey = try await postgres.sharedKey(named: "cursor")
+            }
+            store = postgres
+            storeServices = [postgres]
+            // Never the URL: it holds the password.
+            logger.info("store: postgres", metadata: ["poolSize": "\(poolSize)", "url": "\(url.source)"])
         }
         try await store.migrate()
 
         let signals = FeedSignals()
+        (store as? PostgresStore)?.relay(into: signals)  // wake-ups cross instances
         let transports = try Transports.make(for: file, signals: signals, logger: logger)
         TransportReport.warnAboutDisabled(apps: file.apps, enabled: transports.map(\.id), logger: logger)
 
         var hubConfiguration = file.hubConfiguration()
-        hubConfiguration.instanceID = ProcessInfo.processInfo.hostName + "-\(ProcessInfo.processInfo.processIdentifier)"
+        hubConfiguration.dispatcher.enabled = !noDispatch
+        hubConfiguration.instanceID =
+            file.server.instanceID
+            ?? (file.server.port == 0
+                ? "\(ProcessInfo.processInfo.hostName)-pid\(ProcessInfo.processInfo.processIdentifier)"
+                : "\(ProcessInfo.processInfo.hostName):\(file.server.port)")
         let hub = try Hub(
             configuration: hubConfiguration, store: store, transports: transports, signals: signals, logger: logger)
         let identity = IdentityVerifier(apps: file.apps)
@@ -54,14 +77,14 @@ struct ServeCommand: AsyncParsableCommand {
         let server = HubServerConfiguration(
             host: file.server.host, port: file.server.port, adminToken: file.server.adminToken,
             maxBodyBytes: file.server.maxBodyBytes, cursorKey: cursorKey)
+        let host = file.server.host
         let application = buildApplication(
-            hub: hub, configuration: server, identity: identity, metrics: registry, logger: logger)
+            hub: hub, configuration: server, identity: identity, metrics: registry, logger: logger,
+            onListening: { port in logger.notice("hub listening on http://\(host):\(port)") })
         let group = ServiceGroup(
             configuration: .init(
-                services: [hub, application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        logger.info(
-            "hub serving",
-            metadata: ["listen": "\(file.server.host):\(file.server.port)", "apps": "\(file.apps.count)"])
+                services: storeServices + [hub, application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        logger.info("hub starting", metadata: ["apps": "\(file.apps.count)", "instance": "\(hubConfiguration.instanceID)"])
         try await group.run()
         logger.info("hub stopped")
     }

@@ -2,7 +2,9 @@ import ArgumentParser
 import Foundation
 import HubCore
 import HubPolling
+import HubPostgres
 import HubSQLite
+import Logging
 import Synchronization
 
 /// Durable publishes per second and publish-to-wake latency through the real store and dispatcher.
@@ -10,7 +12,12 @@ struct PublishBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "publish",
         abstract: "Durable publishes/s, then publish-to-wake latency p50/p99 with polling endpoints.",
-        discussion: "Run a release build: swift run -c release hub bench publish")
+        discussion: """
+            Run a release build: swift run -c release hub bench publish. PostgreSQL: pass --store postgres \
+            (or --compare) and the URL in HUB_DATABASE_URL (or --database-url); each run uses a schema of its \
+            own and drops it. scripts/with-postgres starts a throw-away server and exports HUB_TEST_DATABASE_URL, \
+            which is used too.
+            """)
 
     @Option(help: "Users, each with --endpoints polling endpoints.") var users = 1000
     @Option(help: "Polling endpoints per user.") var endpoints = 3
@@ -18,46 +25,127 @@ struct PublishBench: AsyncParsableCommand {
     @Option(help: "Concurrent publishers in the throughput phase.") var concurrency = 64
     @Option(help: "Publishes per second in the latency phase.") var rate = 1000
     @Option(help: "Seconds of the latency phase.") var seconds = 5
+    @Option(help: "The store: sqlite or postgres.") var store = "sqlite"
+    @Option(help: "PostgreSQL URL; default $HUB_DATABASE_URL, then $HUB_TEST_DATABASE_URL (a URL here shows in ps).")
+    var databaseURL: String?
+    @Option(help: "Hub instances sharing the PostgreSQL database (1 or 2): publishes alternate between them.")
+    var instances = 1
+    @Option(help: "PostgreSQL connections per instance.") var poolSize = 16
+    @Flag(help: "Run sqlite, then postgres with 1 and with 2 instances, and print every figure.") var compare = false
+
+    func validate() throws {
+        guard ["sqlite", "postgres"].contains(store) else { throw ValidationError("--store is sqlite or postgres") }
+        guard (1...2).contains(instances) else { throw ValidationError("--instances is 1 or 2") }
+        guard store == "sqlite" ? instances == 1 : true else {
+            throw ValidationError("several instances need --store postgres (SQLite is one process's store)")
+        }
+        if (store == "postgres" || compare) && url == nil {
+            throw ValidationError("give the PostgreSQL URL in HUB_DATABASE_URL or --database-url")
+        }
+    }
+
+    private var url: Secret? {
+        if let databaseURL { return Secret(databaseURL, source: "--database-url") }
+        let environment = ProcessInfo.processInfo.environment
+        for name in ["HUB_DATABASE_URL", "HUB_TEST_DATABASE_URL"] {
+            if let value = environment[name], !value.isEmpty { return Secret(value, source: "env:\(name)") }
+        }
+        return nil
+    }
 
     func run() async throws {
+        let runs: [(store: String, instances: Int)] =
+            compare ? [("sqlite", 1), ("postgres", 1), ("postgres", 2)] : [(store, instances)]
+        for (index, setup) in runs.enumerated() {
+            if index > 0 { print("") }
+            print(try await setup.store == "sqlite" ? runSQLite() : runPostgres(instances: setup.instances))
+        }
+    }
+
+    private func runSQLite() async throws -> String {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hub-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let store = try SQLiteStore(path: directory.appendingPathComponent("bench.sqlite").path)
         try await store.migrate()
-        let figures = try await PublishBenchmark(
-            store: store, users: users, endpointsPerUser: endpoints, label: "sqlite (WAL, synchronous=FULL)"
+        return try await benchmark(
+            [(store, FeedSignals())], label: "sqlite (WAL, synchronous=FULL)")
+    }
+
+    /// `count` instances, each with its own store (pool and relay) and signals, on one fresh schema.
+    private func runPostgres(instances count: Int) async throws -> String {
+        guard let url else { throw ValidationError("no PostgreSQL URL") }
+        let schema = "bench_" + String(UInt64.random(in: 1 ... .max), radix: 16)
+        let stores = try (0..<count).map { _ in
+            PostgresStore(
+                configuration: try .init(url: url, poolSize: poolSize, schema: schema),
+                logger: PublishBenchmark.quietLogger)
+        }
+        try await stores[0].migrate()
+        let outcome: Result<String, any Error>
+        do {
+            outcome = .success(
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for store in stores { group.addTask { await store.run() } }
+                    defer { group.cancelAll() }
+                    let pairs = stores.map { store in
+                        let signals = FeedSignals()
+                        store.relay(into: signals)
+                        return (store as any Store, signals)
+                    }
+                    let label = "postgres, \(count) instance\(count == 1 ? "" : "s") (pool \(poolSize) each)"
+                    return try await benchmark(pairs, label: label)
+                })
+        } catch {
+            outcome = .failure(error)
+        }
+        try? await stores[0].dropSchema()
+        return try outcome.get()
+    }
+
+    private func benchmark(_ instances: [(any Store, FeedSignals)], label: String) async throws -> String {
+        try await PublishBenchmark(
+            instances: instances, users: users, endpointsPerUser: endpoints, label: label
         ).run(publishes: publishes, concurrency: concurrency, rate: rate, seconds: seconds)
-        print(figures)
     }
 }
 
 /// The publish benchmark on any store, so every store reports the same figures.
+///
+/// With several instances (hubs on one shared store, each with its own signals), the publishes of
+/// user `u` go through instance `u % n` and its devices long-poll instance `(u + 1) % n`: with
+/// two instances every wake-up crosses from one instance to the other.
 struct PublishBenchmark {
     static let app = CrossDeviceApp(
         id: "bench.example.com", name: "Bench", platforms: [.web: ["https://bench.example.com"]])
-    let store: any Store
+    let instances: [(store: any Store, signals: FeedSignals)]
     let users: Int
     let endpointsPerUser: Int
     let label: String
 
     func run(publishes: Int, concurrency: Int, rate: Int, seconds: Int) async throws -> String {
-        let signals = FeedSignals()
         var configuration = HubConfiguration(apps: [Self.app])
         configuration.dispatcher.idleInterval = .milliseconds(200)
-        let hub = try Hub(
-            configuration: configuration, store: store, transports: [PollingTransport(signals: signals)],
-            signals: signals)
+        let hubs = try instances.enumerated().map { index, instance in
+            var named = configuration
+            named.instanceID = "bench-\(index)"
+            return try Hub(
+                configuration: named, store: instance.store,
+                transports: [PollingTransport(signals: instance.signals)], signals: instance.signals,
+                logger: Self.quietLogger)
+        }
+        let store = instances[0].store
         for user in 0..<users {
             for endpoint in 0..<endpointsPerUser {
-                _ = try await hub.registerEndpoint(
+                _ = try await hubs[0].registerEndpoint(
                     app: Self.app.id, user: "user\(user)", id: "e\(endpoint)",
                     EndpointRegistration(platform: .web, appId: "https://bench.example.com", transport: .polling))
             }
         }
         var lines = ["hub bench publish — \(label), \(users) users × \(endpointsPerUser) polling endpoints"]
-        let hubTask = Task { try await hub.run() }
-        defer { hubTask.cancel() }
+        let hubTasks = hubs.map { hub in Task { try await hub.run() } }
+        defer { for task in hubTasks { task.cancel() } }
+        let publisher: @Sendable (_ user: Int) -> Hub = { hubs[$0 % hubs.count] }
 
         // Phase 1: throughput of durable publishes (each returned publish is committed).
         let counter = Shared(0)
@@ -71,8 +159,9 @@ struct PublishBenchmark {
                             return value
                         }
                         guard index <= publishes else { return }
-                        _ = try await hub.publish(
-                            app: Self.app.id, user: "user\((index * 7 + worker) % users)", Self.draft("t\(index)"))
+                        let user = (index * 7 + worker) % users
+                        _ = try await publisher(user).publish(
+                            app: Self.app.id, user: "user\(user)", Self.draft("t\(index)"))
                     }
                 }
             }
@@ -84,7 +173,7 @@ struct PublishBenchmark {
                 format: "durable publishes: %d in %.2f s = %.0f publishes/s (%d concurrent publishers)",
                 publishes, elapsed, Double(publishes) / elapsed, concurrency))
 
-        // Let the dispatcher drain the taps of phase 1 before measuring latency.
+        // Let the dispatchers drain the taps of phase 1 before measuring latency.
         while try await store.deliveryStatistics().pending > 0 { try await Task.sleep(for: .milliseconds(50)) }
 
         // Phase 2: publish-to-wake latency at a steady rate, every endpoint long-polling.
@@ -93,12 +182,13 @@ struct PublishBenchmark {
         let publishTimes = Shared<[String: ContinuousClock.Instant]>([:])
         try await withThrowingTaskGroup(of: Void.self) { group in
             for user in 0..<users {
+                let poller = hubs[(user + 1) % hubs.count]
                 for endpoint in 0..<endpointsPerUser {
                     group.addTask {
                         let key = FeedKey(appId: Self.app.id, userId: "user\(user)")
                         var version = try await store.feed(key, after: 0, limit: 1_000_000).version
                         while !stop.withLock({ $0 }) {
-                            let page = try await hub.feed(
+                            let page = try await poller.feed(
                                 app: Self.app.id, user: "user\(user)", after: version, limit: 1000,
                                 wait: .seconds(1), endpoint: "e\(endpoint)")
                             let now = ContinuousClock.now
@@ -120,7 +210,8 @@ struct PublishBenchmark {
                 try await Task.sleep(until: next, clock: .continuous)
                 let id = "l\(index)"
                 publishTimes.withLock { $0[id] = ContinuousClock.now }
-                _ = try await hub.publish(app: Self.app.id, user: "user\(index % users)", Self.draft(id))
+                let user = index % users
+                _ = try await publisher(user).publish(app: Self.app.id, user: "user\(user)", Self.draft(id))
             }
             try await Task.sleep(for: .seconds(2))
             stop.withLock { $0 = true }
@@ -131,13 +222,21 @@ struct PublishBenchmark {
             sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
         }
         let expected = rate * seconds * endpointsPerUser
+        let across = hubs.count > 1 ? ", long-polls on the other instance" : ""
         lines.append(
             String(
-                format: "publish-to-wake at %d publishes/s: p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d of %d wakes)",
-                rate, percentile(0.5), percentile(0.99), sorted.last ?? .nan, sorted.count, expected))
+                format: "publish-to-wake at %d publishes/s%@: p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d of %d wakes)",
+                rate, across, percentile(0.5), percentile(0.99), sorted.last ?? .nan, sorted.count, expected))
         lines.append("resident memory: \(Self.residentMegabytes()) MB")
         return lines.joined(separator: "\n")
     }
+
+    /// Warnings and errors only: the benchmark registers thousands of endpoints.
+    static let quietLogger: Logger = {
+        var logger = Logger(label: "hub.bench")
+        logger.logLevel = .warning
+        return logger
+    }()
 
     static func draft(_ id: String) -> NotificationDraft {
         NotificationDraft(

@@ -1,0 +1,149 @@
+import Foundation
+public import HubCore
+import PostgresNIO
+
+extension PostgresStore {
+    /// Where the database is and how the store uses it.
+    ///
+    /// Build it from a connection URL (hub.yaml's `store.postgres.url`, usually `env:HUB_DATABASE_URL`):
+    /// ```swift
+    /// let configuration = try PostgresStore.Configuration(url: url, poolSize: 20)
+    /// ```
+    /// The password is kept as a ``HubCore/Secret``: ``description`` and logs never show it.
+    public struct Configuration: Sendable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+        public var username: String
+        /// Sent only during authentication.
+        public var password: Secret?
+        /// `nil`: the server's default (the user's name).
+        public var database: String?
+        public var tls: TLSMode
+        /// Most connections the store opens for queries (one more is opened for wake-ups).
+        public var poolSize: Int
+        /// The schema that holds the hub's tables, created by ``PostgresStore/migrate()`` if
+        /// missing; `nil` uses the connection's `search_path` (normally `public`). Lower-case
+        /// letters, digits and `_`; one hub deployment per schema.
+        public var schema: String?
+        /// Shown in `pg_stat_activity`.
+        public var applicationName: String
+
+        /// - Throws: ``PostgresStoreError`` with code `invalidConfiguration` when the schema name
+        ///   or pool size is unusable.
+        public init(
+            host: String, port: Int = 5432, username: String, password: Secret?, database: String?,
+            tls: TLSMode = .prefer, poolSize: Int = 10, schema: String? = nil,
+            applicationName: String = "notification-hub"
+        ) throws(PostgresStoreError) {
+            guard poolSize >= 1 else { throw .invalidConfiguration("poolSize must be at least 1, got \(poolSize)") }
+            if let schema, !Self.isValidSchemaName(schema) {
+                throw .invalidConfiguration(
+                    "schema '\(schema)' must be 1–63 lower-case letters, digits or '_', starting with a letter or '_'")
+            }
+            self.host = host
+            self.port = port
+            self.username = username
+            self.password = password
+            self.database = database
+            self.tls = tls
+            self.poolSize = poolSize
+            self.schema = schema
+            self.applicationName = applicationName
+        }
+
+        /// Parses `postgres://user:password@host:port/database?sslmode=…` (or `postgresql://`).
+        ///
+        /// User, password and database are percent-decoded. Query parameters: `sslmode`
+        /// (`disable`; `allow` and `prefer` = ``TLSMode/prefer``; `require`, `verify-ca` and
+        /// `verify-full` = ``TLSMode/require``, which always verifies the certificate) and
+        /// `application_name`. Error messages never repeat the URL.
+        public init(url: Secret, poolSize: Int = 10, schema: String? = nil) throws(PostgresStoreError) {
+            let text = url.reveal()
+            guard let components = URLComponents(string: text),
+                let scheme = components.scheme?.lowercased(), ["postgres", "postgresql"].contains(scheme)
+            else { throw .invalidConfiguration("the database URL must look like postgres://user:password@host/db") }
+            guard let host = components.host, !host.isEmpty else {
+                throw .invalidConfiguration("the database URL has no host")
+            }
+            guard let username = components.user?.removingPercentEncoding, !username.isEmpty else {
+                throw .invalidConfiguration("the database URL has no user name")
+            }
+            var tls = TLSMode.prefer
+            var applicationName = "notification-hub"
+            for item in components.queryItems ?? [] {
+                switch (item.name, item.value ?? "") {
+                case ("sslmode", "disable"): tls = .disable
+                case ("sslmode", "allow"), ("sslmode", "prefer"): tls = .prefer
+                case ("sslmode", "require"), ("sslmode", "verify-ca"), ("sslmode", "verify-full"): tls = .require
+                case ("application_name", let name) where !name.isEmpty: applicationName = name
+                default:
+                    throw .invalidConfiguration(
+                        "the database URL parameter '\(item.name)' is not supported (use sslmode, application_name)")
+                }
+            }
+            let path = components.percentEncodedPath.drop { $0 == "/" }
+            try self.init(
+                host: host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host,
+                port: components.port ?? 5432, username: username,
+                password: components.password?.removingPercentEncoding.map { Secret($0, source: url.source) },
+                database: path.isEmpty ? nil : String(path).removingPercentEncoding, tls: tls, poolSize: poolSize,
+                schema: schema, applicationName: applicationName)
+        }
+
+        /// The connection target without the password, safe to log.
+        public var description: String {
+            "postgres://\(username)@\(host):\(port)/\(database ?? "") (tls: \(tls), pool: \(poolSize)"
+                + (schema.map { ", schema: \($0))" } ?? ")")
+        }
+
+        static func isValidSchemaName(_ name: String) -> Bool {
+            guard let first = name.unicodeScalars.first, name.unicodeScalars.count <= 63 else { return false }
+            func isLetter(_ scalar: Unicode.Scalar) -> Bool { ("a"..."z").contains(scalar) || scalar == "_" }
+            return isLetter(first) && name.unicodeScalars.allSatisfy { isLetter($0) || ("0"..."9").contains($0) }
+        }
+
+        /// The postgres-nio client settings for a pool of `connections` named `role`.
+        func client(connections: Int, role: String) -> PostgresClient.Configuration {
+            var client = PostgresClient.Configuration(
+                host: host, port: port, username: username, password: password?.reveal(), database: database,
+                tls: tls.client)
+            client.options.maximumConnections = connections
+            client.options.connectTimeout = .seconds(10)
+            // The server keeps 63 bytes of it: shorten the name, never the role.
+            let name =
+                role.isEmpty ? applicationName : "\(applicationName.prefix(max(0, 60 - role.utf8.count))) [\(role)]"
+            var parameters = [("application_name", name)]
+            if let schema { parameters.append(("search_path", schema)) }
+            client.options.additionalStartupParameters = parameters
+            return client
+        }
+    }
+
+    /// Whether connections use TLS.
+    public struct TLSMode: Sendable, Hashable, CustomStringConvertible {
+        private enum Mode: Hashable { case disable, prefer, require }
+        private let mode: Mode
+        /// Plain TCP (a database on the same host or a private network).
+        public static let disable = TLSMode(mode: .disable)
+        /// TLS when the server offers it, with certificate verification; plain TCP otherwise.
+        public static let prefer = TLSMode(mode: .prefer)
+        /// TLS with certificate verification, or no connection.
+        public static let require = TLSMode(mode: .require)
+
+        public var description: String {
+            switch mode {
+            case .disable: "disable"
+            case .prefer: "prefer"
+            case .require: "require"
+            }
+        }
+
+        var client: PostgresClient.Configuration.TLS {
+            switch mode {
+            case .disable: .disable
+            case .prefer: .prefer(.makeClientConfiguration())
+            case .require: .require(.makeClientConfiguration())
+            }
+        }
+    }
+}

@@ -1,0 +1,147 @@
+public import Foundation
+public import HubCore
+import Logging
+import PostgresNIO
+
+// Endpoints: registration, lookup, removal, sync times.
+extension PostgresStore {
+    /// Registers a new endpoint or refreshes the stored one with the same (app, user, id).
+    ///
+    /// A refresh replaces every field, with two exceptions:
+    /// - an inactive endpoint becomes active (reason and since cleared) only when the token changed
+    ///   or `registeredAt` is after its `inactiveSince`; otherwise it stays inactive as it was;
+    /// - a refresh without `lastSyncAt` keeps the stored one.
+    ///
+    /// A non-nil token held by another endpoint of the same app and transport (another user, or
+    /// another ID) moves here: that endpoint and its pending deliveries are removed.
+    ///
+    /// - Returns: the endpoint as stored.
+    public func upsertEndpoint(_ endpoint: Endpoint) async throws -> Endpoint {
+        let logger = self.logger
+        return try await transaction { db in
+            let key = FeedKey(appId: endpoint.appId, userId: endpoint.userId)
+            var stored = endpoint
+            if let existing = try await Self.fetchEndpoint(key, id: endpoint.id, forUpdate: true, db, logger) {
+                if existing.state == .inactive {
+                    let revived =
+                        existing.token != endpoint.token
+                        || existing.inactiveSince.map { endpoint.registeredAt > $0 } ?? true
+                    stored.state = revived ? .active : existing.state
+                    stored.inactiveReason = revived ? nil : existing.inactiveReason
+                    stored.inactiveSince = revived ? nil : existing.inactiveSince
+                }
+                stored.lastSyncAt = stored.lastSyncAt ?? existing.lastSyncAt
+            }
+            let e = stored
+            let rows = try await db.rows(
+                """
+                INSERT INTO hub_endpoint (\(unescaped: EndpointColumns.list))
+                VALUES (\(e.appId), \(e.userId), \(e.id), \(e.platform.rawValue), \(e.platformAppId),
+                    \(e.transport.rawValue), \(e.token), \(e.environment?.rawValue), \(e.appDisplayName),
+                    \(e.state.rawValue), \(e.inactiveReason), \(e.inactiveSince), \(e.registeredAt), \(e.lastSyncAt))
+                ON CONFLICT (app_id, user_id, id) DO UPDATE SET
+                    platform = EXCLUDED.platform, platform_app_id = EXCLUDED.platform_app_id,
+                    transport = EXCLUDED.transport, token = EXCLUDED.token, environment = EXCLUDED.environment,
+                    app_display_name = EXCLUDED.app_display_name, state = EXCLUDED.state,
+                    inactive_reason = EXCLUDED.inactive_reason, inactive_since = EXCLUDED.inactive_since,
+                    registered_at = EXCLUDED.registered_at, last_sync_at = EXCLUDED.last_sync_at
+                RETURNING \(unescaped: EndpointColumns.list)
+                """, logger)
+            guard let row = rows.first else {
+                throw PostgresStoreError(.server, "saving endpoint \(e.id) returned no row")
+            }
+            if let token = endpoint.token {
+                // The token's previous holders lose it: their pending deliveries go, then they do.
+                try await db.rows(
+                    """
+                    WITH holders AS (
+                        DELETE FROM hub_endpoint
+                        WHERE app_id = \(e.appId) AND transport = \(e.transport.rawValue) AND token = \(token)
+                            AND NOT (user_id = \(e.userId) AND id = \(e.id))
+                        RETURNING app_id, user_id, id
+                    )
+                    DELETE FROM hub_delivery d USING holders h
+                    WHERE d.app_id = h.app_id AND d.user_id = h.user_id AND d.endpoint_id = h.id
+                        AND d.state = 'pending'
+                    """, logger)
+            }
+            return try Endpoint(row: row)
+        }
+    }
+
+    /// One endpoint of the user.
+    public func endpoint(_ key: FeedKey, id: String) async throws -> Endpoint? {
+        try await rows(
+            """
+            SELECT \(unescaped: EndpointColumns.list) FROM hub_endpoint
+            WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND id = \(id)
+            """
+        ).first.map(Endpoint.init(row:))
+    }
+
+    /// The user's endpoints (active and inactive), ordered by ID.
+    public func endpoints(_ key: FeedKey) async throws -> [Endpoint] {
+        try await rows(
+            """
+            SELECT \(unescaped: EndpointColumns.list) FROM hub_endpoint
+            WHERE app_id = \(key.appId) AND user_id = \(key.userId) ORDER BY id COLLATE "C"
+            """
+        ).map(Endpoint.init(row:))
+    }
+
+    /// All endpoints of an app, optionally only those in `state` (the feedback list:
+    /// `.inactive`), ordered by user, then ID.
+    public func endpoints(appId: String, state: EndpointState?) async throws -> [Endpoint] {
+        try await rows(
+            """
+            SELECT \(unescaped: EndpointColumns.list) FROM hub_endpoint
+            WHERE app_id = \(appId) AND (\(state?.rawValue)::text IS NULL OR state = \(state?.rawValue))
+            ORDER BY user_id COLLATE "C", id COLLATE "C"
+            """
+        ).map(Endpoint.init(row:))
+    }
+
+    /// Removes the endpoint and its pending deliveries (finished ones stay for statistics).
+    /// - Returns: whether it existed.
+    public func deleteEndpoint(_ key: FeedKey, id: String) async throws -> Bool {
+        let logger = self.logger
+        return try await transaction { db in
+            try await db.rows(
+                """
+                DELETE FROM hub_delivery
+                WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND endpoint_id = \(id) AND state = 'pending'
+                """, logger)
+            return try await !db.rows(
+                """
+                DELETE FROM hub_endpoint WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND id = \(id)
+                RETURNING id
+                """, logger
+            ).isEmpty
+        }
+    }
+
+    /// Records when the endpoint last synced its feed. Unknown endpoints are ignored.
+    public func touchEndpoint(_ key: FeedKey, id: String, syncedAt: Date) async throws {
+        _ = try await rows(
+            """
+            UPDATE hub_endpoint SET last_sync_at = \(syncedAt)
+            WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND id = \(id)
+            """)
+    }
+}
+
+// MARK: - Helpers
+
+extension PostgresStore {
+    static func fetchEndpoint(
+        _ key: FeedKey, id: String, forUpdate: Bool, _ db: PostgresConnection, _ logger: Logger
+    ) async throws -> Endpoint? {
+        try await db.rows(
+            """
+            SELECT \(unescaped: EndpointColumns.list) FROM hub_endpoint
+            WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND id = \(id)
+            \(unescaped: forUpdate ? "FOR UPDATE" : "")
+            """, logger
+        ).first.map(Endpoint.init(row:))
+    }
+}

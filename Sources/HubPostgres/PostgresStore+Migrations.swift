@@ -1,0 +1,226 @@
+import Foundation
+import HubCore
+import Logging
+import PostgresNIO
+
+extension PostgresStore {
+    /// One step of the schema's history. Never edit a shipped migration: append the next version.
+    struct Migration: Sendable {
+        let version: Int
+        let name: String
+        let statements: [String]
+    }
+
+    /// The schema's history, oldest first.
+    static let migrations: [Migration] = [
+        Migration(version: 1, name: "initial schema", statements: schemaV1)
+    ]
+
+    /// Creates or upgrades the schema; safe to call on every start, from every instance at once.
+    ///
+    /// Runs in one transaction on a connection of its own (so it works before ``run()``): takes
+    /// the transaction-level advisory lock of this schema (instances starting together wait for
+    /// each other here), creates the configured schema and `hub_schema_migrations` if missing,
+    /// applies the migrations not recorded there in order, and records them. A database that
+    /// records a version this build does not know is refused with `schemaTooNew`.
+    public func migrate() async throws {
+        let schema = configuration.schema
+        let logger = self.logger
+        try await withDedicatedConnection(role: "migrations") { connection in
+            try await connection.withTransaction(logger: logger) { connection in
+                try await connection.rows(
+                    "SELECT pg_advisory_xact_lock(\(Self.migrationLockSpace), hashtext(\(schema ?? "")))", logger)
+                if let schema {
+                    // Validated by `Configuration` (lower-case letters, digits, `_`).
+                    try await connection.rows("CREATE SCHEMA IF NOT EXISTS \(unescaped: schema)", logger)
+                }
+                try await connection.rows(
+                    """
+                    CREATE TABLE IF NOT EXISTS hub_schema_migrations (
+                        version integer PRIMARY KEY,
+                        name text NOT NULL,
+                        applied_at timestamptz NOT NULL DEFAULT now()
+                    )
+                    """, logger)
+                let applied = try await connection.rows("SELECT version FROM hub_schema_migrations", logger)
+                    .map { try $0.decode(Int.self) }
+                let known = Set(Self.migrations.map(\.version))
+                if let unknown = applied.first(where: { !known.contains($0) }) {
+                    throw PostgresStoreError(
+                        .schemaTooNew,
+                        "the database has schema version \(unknown), newer than this build knows; upgrade the hub")
+                }
+                for migration in Self.migrations where !applied.contains(migration.version) {
+                    for statement in migration.statements {
+                        try await connection.rows(PostgresQuery(unsafeSQL: statement), logger)
+                    }
+                    try await connection.rows(
+                        "INSERT INTO hub_schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))",
+                        logger)
+                    logger.info("applied schema migration", metadata: ["version": "\(migration.version)"])
+                }
+            }
+        }
+    }
+
+    /// The versions recorded in `hub_schema_migrations`, in order.
+    func appliedMigrations() async throws -> [Int] {
+        try await rows("SELECT version FROM hub_schema_migrations ORDER BY version").map { try $0.decode(Int.self) }
+    }
+
+    /// Drops the configured schema with everything in it: for tests and benchmarks that gave
+    /// each run a schema of its own. Refuses when no schema is configured.
+    public func dropSchema() async throws {
+        guard let schema = configuration.schema else {
+            throw PostgresStoreError.invalidConfiguration("dropSchema() needs a configured schema")
+        }
+        try await withDedicatedConnection(role: "cleanup") { [logger] connection in
+            try await connection.rows("DROP SCHEMA IF EXISTS \(unescaped: schema) CASCADE", logger)
+        }
+    }
+
+    /// A random key that every instance on this database shares, created on first use.
+    ///
+    /// For secrets the instances must agree on but nobody configured, such as the key that signs
+    /// feed cursors (a cursor handed out by one instance must verify on another). The first
+    /// caller stores `byteCount` random bytes under `name`; later callers, on any instance, get
+    /// the same bytes. Works before ``run()`` (it opens a connection of its own); needs
+    /// ``migrate()`` first. Never log the result.
+    public func sharedKey(named name: String, byteCount: Int = 32) async throws -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        let candidate = Data((0..<max(byteCount, 1)).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        return try await withDedicatedConnection(role: "shared keys") { [logger] connection in
+            var rows = try await connection.rows(
+                """
+                WITH created AS (
+                    INSERT INTO hub_shared_key (name, value) VALUES (\(name), \(candidate))
+                    ON CONFLICT (name) DO NOTHING
+                    RETURNING value
+                )
+                SELECT value FROM created UNION ALL SELECT value FROM hub_shared_key WHERE name = \(name)
+                """, logger)
+            if rows.isEmpty {
+                // Another instance inserted it concurrently; this statement's snapshot predates
+                // its commit, the next statement's does not.
+                rows = try await connection.rows("SELECT value FROM hub_shared_key WHERE name = \(name)", logger)
+            }
+            guard let row = rows.first else {
+                throw PostgresStoreError(.server, "the shared key '\(name)' could not be stored")
+            }
+            return [UInt8](try row.decode(Data.self))
+        }
+    }
+
+    /// The initial schema. Times are `timestamptz` (microseconds); payloads are `jsonb`.
+    ///
+    /// - `hub_change_version`: the store-wide change counter (see `PostgresStore+Versions.swift`).
+    /// - `hub_notification`: keyed by (app, user, id); unique (app, user, appNotificationId); the
+    ///   feed reads (app, user, change_version); the sweep reads active ones by expiration and
+    ///   tombstones by last modification.
+    /// - `hub_endpoint`: keyed by (app, user, id); found by token to move it between users;
+    ///   listed by (app, state) for the feedback list.
+    /// - `hub_delivery`: the outbox. Claimed in (urgency, due, id) order from the pending rows; at
+    ///   most one pending, unleased shoulder tap per endpoint (new taps coalesce into it with
+    ///   `ON CONFLICT`); finished rows purged by `finished_at`. No foreign keys: finished rows
+    ///   outlive endpoints and notifications (statistics); pending ones are removed explicitly.
+    /// - `hub_shared_key`: random keys all instances must share (the feed-cursor key).
+    static let schemaV1 = [
+        "CREATE SEQUENCE hub_change_version AS bigint",
+        """
+        CREATE TABLE hub_notification (
+            app_id text NOT NULL,
+            user_id text NOT NULL,
+            id text NOT NULL,
+            app_notification_id text NOT NULL,
+            group_name text,
+            priority text NOT NULL,
+            payload jsonb NOT NULL,
+            target_policy jsonb NOT NULL,
+            display_time_to_live integer,
+            expiration_date_time timestamptz NOT NULL,
+            fallback_timeout_seconds integer,
+            delivery_mode text,
+            created_date_time timestamptz NOT NULL,
+            last_modified_date_time timestamptz NOT NULL,
+            read_state text NOT NULL,
+            user_action_state text NOT NULL,
+            status text NOT NULL,
+            change_version bigint NOT NULL,
+            PRIMARY KEY (app_id, user_id, id),
+            UNIQUE (app_id, user_id, app_notification_id)
+        )
+        """,
+        "CREATE INDEX hub_notification_feed ON hub_notification (app_id, user_id, change_version)",
+        """
+        CREATE INDEX hub_notification_expiring ON hub_notification (expiration_date_time)
+            WHERE status = 'active'
+        """,
+        """
+        CREATE INDEX hub_notification_tombstones ON hub_notification (last_modified_date_time)
+            WHERE status <> 'active'
+        """,
+        """
+        CREATE TABLE hub_endpoint (
+            app_id text NOT NULL,
+            user_id text NOT NULL,
+            id text NOT NULL,
+            platform text NOT NULL,
+            platform_app_id text NOT NULL,
+            transport text NOT NULL,
+            token text,
+            environment text,
+            app_display_name text,
+            state text NOT NULL,
+            inactive_reason text,
+            inactive_since timestamptz,
+            registered_at timestamptz NOT NULL,
+            last_sync_at timestamptz,
+            PRIMARY KEY (app_id, user_id, id)
+        )
+        """,
+        "CREATE INDEX hub_endpoint_token ON hub_endpoint (app_id, transport, token) WHERE token IS NOT NULL",
+        "CREATE INDEX hub_endpoint_state ON hub_endpoint (app_id, state, user_id, id)",
+        """
+        CREATE TABLE hub_delivery (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            app_id text NOT NULL,
+            user_id text NOT NULL,
+            endpoint_id text NOT NULL,
+            transport text NOT NULL,
+            kind text NOT NULL,
+            notification_id text,
+            change_version bigint NOT NULL,
+            priority text NOT NULL,
+            urgency smallint NOT NULL,
+            state text NOT NULL CHECK (state IN ('pending', 'finished')),
+            lease_owner text,
+            lease_until timestamptz,
+            claimed_at timestamptz,
+            attempts integer NOT NULL DEFAULT 0,
+            created_at timestamptz NOT NULL,
+            due_at timestamptz NOT NULL,
+            last_error text,
+            result text,
+            detail text,
+            finished_at timestamptz
+        )
+        """,
+        "CREATE INDEX hub_delivery_due ON hub_delivery (urgency DESC, due_at, id) WHERE state = 'pending'",
+        """
+        CREATE UNIQUE INDEX hub_delivery_pending_tap ON hub_delivery (app_id, user_id, endpoint_id)
+            WHERE state = 'pending' AND kind = 'shoulderTap' AND lease_owner IS NULL
+        """,
+        """
+        CREATE INDEX hub_delivery_endpoint ON hub_delivery (app_id, user_id, endpoint_id)
+            WHERE state = 'pending'
+        """,
+        "CREATE INDEX hub_delivery_finished ON hub_delivery (finished_at) WHERE state = 'finished'",
+        """
+        CREATE TABLE hub_shared_key (
+            name text PRIMARY KEY,
+            value bytea NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now()
+        )
+        """,
+    ]
+}

@@ -1,0 +1,204 @@
+public import Foundation
+public import HubCore
+import Logging
+import PostgresNIO
+
+// Notifications and feeds: publish, delete, state changes and reads. The sweep is in
+// `PostgresStore+Sweep.swift`.
+extension PostgresStore {
+    /// Upserts the notification `(app, user, appNotificationId)` and enqueues its deliveries, in
+    /// one transaction that holds the feed's lock (see `PostgresStore+Versions.swift`).
+    ///
+    /// - New: `id = request.newId`, created = last modified = `now`, unread, no interaction, active.
+    /// - Existing and active: content replaced, read/action state kept; `created == false`.
+    /// - Existing tombstone (expired or deleted): revived like a new one but keeping its `id`;
+    ///   `created == true`.
+    ///
+    /// Every case takes the next change version. Deliveries: see
+    /// ``enqueueDeliveries(for:mode:now:on:logger:)``.
+    public func publish(_ request: PublishRequest) async throws -> (notification: UserNotification, created: Bool) {
+        let logger = self.logger
+        return try await transaction { db in
+            let draft = request.draft
+            let key = request.key
+            try await Self.lockFeed(key, on: db, logger: logger)
+            let existing = try await Self.fetchNotification(key, appNotificationId: draft.appNotificationId, db, logger)
+            var notification: UserNotification
+            let created: Bool
+            if var current = existing, current.status == .active {
+                current.apply(draft, expiration: request.expirationDateTime)
+                current.lastModifiedDateTime = request.now
+                notification = current
+                created = false
+            } else {
+                notification = UserNotification(
+                    id: existing?.id ?? request.newId, appId: key.appId, userId: key.userId,
+                    appNotificationId: draft.appNotificationId, payload: draft.payload,
+                    expirationDateTime: request.expirationDateTime, createdDateTime: request.now,
+                    lastModifiedDateTime: request.now)
+                notification.apply(draft, expiration: request.expirationDateTime)
+                created = true
+            }
+            let stored = try await Self.save(notification, db, logger)
+            try await Self.enqueueDeliveries(
+                for: stored, mode: request.deliveryMode, now: request.now, on: db, logger: logger)
+            return (stored, created)
+        }
+    }
+
+    /// Marks the notification (by `appNotificationId`, else by hub ID) deleted: a tombstone with a
+    /// new change version, announced by a tap to every active endpoint of the user.
+    ///
+    /// - Returns: the tombstone; an already deleted notification unchanged; `nil` if none.
+    public func delete(_ key: FeedKey, appNotificationId: String, at now: Date) async throws -> UserNotification? {
+        let logger = self.logger
+        return try await transaction { db in
+            try await Self.lockFeed(key, on: db, logger: logger)
+            var found = try await Self.fetchNotification(key, appNotificationId: appNotificationId, db, logger)
+            if found == nil { found = try await Self.fetchNotification(key, id: appNotificationId, db, logger) }
+            guard var notification = found else { return nil }
+            guard notification.status != .deleted else { return notification }
+            notification.status = .deleted
+            notification.lastModifiedDateTime = now
+            let tombstone = try await Self.save(notification, db, logger)
+            try await Self.enqueueTaps(about: tombstone, except: nil, now: now, on: db, logger: logger)
+            return tombstone
+        }
+    }
+
+    /// Applies a device's read / action state change (by hub ID, else by `appNotificationId`).
+    ///
+    /// A change that sets nothing new returns the stored notification unchanged (no new version,
+    /// no taps). Otherwise the notification gets a new change version and every active endpoint
+    /// of the user but `exceptEndpoint` is tapped. Tombstones change too.
+    public func updateState(_ change: StateChange) async throws -> UserNotification? {
+        let logger = self.logger
+        return try await transaction { db in
+            try await Self.lockFeed(change.key, on: db, logger: logger)
+            guard var notification = try await Self.findNotification(change.key, id: change.id, db, logger) else {
+                return nil
+            }
+            let readChanges = change.readState.map { $0 != notification.readState } ?? false
+            let actionChanges = change.userActionState.map { $0 != notification.userActionState } ?? false
+            guard readChanges || actionChanges else { return notification }
+            if let readState = change.readState { notification.readState = readState }
+            if let userActionState = change.userActionState { notification.userActionState = userActionState }
+            notification.lastModifiedDateTime = change.now
+            let updated = try await Self.save(notification, db, logger)
+            try await Self.enqueueTaps(
+                about: updated, except: change.exceptEndpoint, now: change.now, on: db, logger: logger)
+            return updated
+        }
+    }
+
+    /// One notification of the feed, by hub ID, else by `appNotificationId`; tombstones included.
+    public func notification(_ key: FeedKey, id: String) async throws -> UserNotification? {
+        try await rows(
+            """
+            SELECT \(unescaped: NotificationColumns.list) FROM hub_notification
+            WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND (id = \(id) OR app_notification_id = \(id))
+            ORDER BY id = \(id) DESC LIMIT 1
+            """
+        ).first.map(UserNotification.init(row:))
+    }
+
+    /// The user's notifications matching `filter`, newest first (created, then change version),
+    /// at most `filter.limit`.
+    public func history(_ key: FeedKey, filter: HistoryFilter) async throws -> [UserNotification] {
+        guard filter.limit > 0 else { return [] }
+        let readState = filter.readState?.rawValue
+        let userActionState = filter.userActionState?.rawValue
+        let status = filter.status?.rawValue
+        return try await rows(
+            """
+            SELECT \(unescaped: NotificationColumns.list) FROM hub_notification
+            WHERE app_id = \(key.appId) AND user_id = \(key.userId)
+                AND (\(readState)::text IS NULL OR read_state = \(readState))
+                AND (\(userActionState)::text IS NULL OR user_action_state = \(userActionState))
+                AND (\(status)::text IS NULL OR status = \(status))
+            ORDER BY created_date_time DESC, change_version DESC LIMIT \(filter.limit)
+            """
+        ).map(UserNotification.init(row:))
+    }
+
+    /// The changes of the feed after `version`, oldest first, at most `limit` (tombstones included).
+    /// `hasMore` tells whether later changes exist; `version` is the last change's, or `version`
+    /// itself when there is none.
+    public func feed(_ key: FeedKey, after version: Int64, limit: Int) async throws -> FeedPage {
+        let pageSize = min(max(limit, 0), Int(Int32.max) - 1)
+        let found = try await rows(
+            """
+            SELECT \(unescaped: NotificationColumns.list) FROM hub_notification
+            WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND change_version > \(version)
+            ORDER BY change_version LIMIT \(pageSize + 1)
+            """
+        ).map(UserNotification.init(row:))
+        let changes = Array(found.prefix(pageSize))
+        return FeedPage(
+            changes: changes, version: changes.last?.changeVersion ?? version, hasMore: found.count > changes.count)
+    }
+}
+
+// MARK: - Helpers (inside a transaction)
+
+extension PostgresStore {
+    static func fetchNotification(
+        _ key: FeedKey, id: String, _ db: PostgresConnection, _ logger: Logger
+    ) async throws -> UserNotification? {
+        try await db.rows(
+            """
+            SELECT \(unescaped: NotificationColumns.list) FROM hub_notification
+            WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND id = \(id)
+            """, logger
+        ).first.map(UserNotification.init(row:))
+    }
+
+    static func fetchNotification(
+        _ key: FeedKey, appNotificationId: String, _ db: PostgresConnection, _ logger: Logger
+    ) async throws -> UserNotification? {
+        try await db.rows(
+            """
+            SELECT \(unescaped: NotificationColumns.list) FROM hub_notification
+            WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND app_notification_id = \(appNotificationId)
+            """, logger
+        ).first.map(UserNotification.init(row:))
+    }
+
+    /// By hub ID, else by `appNotificationId`.
+    static func findNotification(
+        _ key: FeedKey, id: String, _ db: PostgresConnection, _ logger: Logger
+    ) async throws -> UserNotification? {
+        if let found = try await fetchNotification(key, id: id, db, logger) { return found }
+        return try await fetchNotification(key, appNotificationId: id, db, logger)
+    }
+
+    /// Inserts or replaces the row of `n` with the next change version. Call with the feed locked.
+    /// - Returns: the row as stored.
+    static func save(_ n: UserNotification, _ db: PostgresConnection, _ logger: Logger) async throws -> UserNotification
+    {
+        let rows = try await db.rows(
+            """
+            INSERT INTO hub_notification (\(unescaped: NotificationColumns.list))
+            VALUES (\(n.appId), \(n.userId), \(n.id), \(n.appNotificationId), \(n.groupName), \(n.priority.rawValue),
+                \(JSONColumn(n.payload)), \(JSONColumn(n.targetPolicy)), \(n.displayTimeToLive),
+                \(n.expirationDateTime), \(n.fallbackPolicy?.timeoutSeconds), \(n.deliveryMode?.rawValue),
+                \(n.createdDateTime), \(n.lastModifiedDateTime), \(n.readState.rawValue),
+                \(n.userActionState.rawValue), \(n.status.rawValue), nextval('hub_change_version'))
+            ON CONFLICT (app_id, user_id, id) DO UPDATE SET
+                app_notification_id = EXCLUDED.app_notification_id, group_name = EXCLUDED.group_name,
+                priority = EXCLUDED.priority, payload = EXCLUDED.payload, target_policy = EXCLUDED.target_policy,
+                display_time_to_live = EXCLUDED.display_time_to_live,
+                expiration_date_time = EXCLUDED.expiration_date_time,
+                fallback_timeout_seconds = EXCLUDED.fallback_timeout_seconds, delivery_mode = EXCLUDED.delivery_mode,
+                created_date_time = EXCLUDED.created_date_time,
+                last_modified_date_time = EXCLUDED.last_modified_date_time, read_state = EXCLUDED.read_state,
+                user_action_state = EXCLUDED.user_action_state, status = EXCLUDED.status,
+                change_version = EXCLUDED.change_version
+            RETURNING \(unescaped: NotificationColumns.list)
+            """, logger)
+        guard let row = rows.first else {
+            throw PostgresStoreError(.server, "saving notification \(n.id) returned no row")
+        }
+        return try UserNotification(row: row)
+    }
+}

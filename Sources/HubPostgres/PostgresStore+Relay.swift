@@ -1,0 +1,220 @@
+import Foundation
+public import HubCore
+import Logging
+import PostgresNIO
+
+/// One wake-up as it travels between instances: a feed and, optionally, one endpoint in it.
+struct Wake: Hashable, Codable, Sendable {
+    var app: String
+    var user: String
+    var endpoint: String?
+    enum CodingKeys: String, CodingKey {
+        case app = "a"
+        case user = "u"
+        case endpoint = "e"
+    }
+}
+
+/// The payload of one `NOTIFY`: who sent it and the wake-ups it carries.
+struct WakeMessage: Codable, Sendable {
+    var from: String
+    var wakes: [Wake]
+}
+
+/// What the relay keeps between calls: where wake-ups go, and those not sent yet.
+struct RelayState {
+    var target: FeedSignals?
+    var pending: [Wake] = []
+    var pendingSet: Set<Wake> = []
+    var dropped = 0
+}
+
+// Wake-ups across instances, over PostgreSQL's LISTEN/NOTIFY, on one connection of their own
+// (outside the pool, so that wake-ups never wait behind busy transactions).
+//
+// Outgoing: the relay closure given to `FeedSignals` only queues the wake-up (it runs on the
+// publishing request's path and must not wait). A sender takes everything queued, drops
+// duplicates, and sends it with `pg_notify` in as few notifications as fit 8000 bytes each; while
+// one batch is being sent the next one gathers, so a burst of publishes costs a few NOTIFYs.
+// Incoming: the same connection LISTENs; each notification from another instance wakes the local
+// waiters it names (this instance's own come back too, and are skipped by instance ID).
+// A lost connection is reopened (100 ms, doubling up to 5 s); a heartbeat query every 15 s
+// notices a connection that died without closing. Wake-ups queued meanwhile are sent after the
+// reconnect; those other instances sent while this one was away are lost, and the long-polls
+// they were for end at their timeout and poll again, which finds the change.
+extension PostgresStore {
+    /// Most wake-ups queued for sending; beyond it new ones are dropped (and counted in a warning).
+    static let relayQueueLimit = 50_000
+    /// NOTIFY payloads must stay under 8000 bytes.
+    static let payloadLimit = 7_900
+    static let heartbeatInterval = Duration.seconds(15)
+    /// The key the sender's doorbell rings on.
+    private static let doorbellKey = FeedKey(appId: "", userId: "relay")
+
+    /// The NOTIFY channel: one per schema, so hubs in different schemas do not wake each other.
+    var wakeChannel: String { String(("hub_wake" + (configuration.schema.map { "_\($0)" } ?? "")).prefix(63)) }
+
+    /// Connects `signals` to the other hub instances on this database.
+    ///
+    /// Sets `signals`' relay so that every local wake-up (a publish, a dismiss, a polling delivery)
+    /// is also sent to the other instances with `NOTIFY`, and, while ``run()`` runs, LISTENs for
+    /// theirs and wakes the matching local waiters with `FeedSignals.wakeLocally`; this instance's
+    /// own notifications are recognised by ``instanceID`` and skipped. Call once, with the
+    /// `FeedSignals` the hub and the polling transport share; calling again moves the relay to
+    /// the new `signals`.
+    public func relay(into signals: FeedSignals) {
+        relayState.withLock { $0.target = signals }
+        signals.setRelay { [weak self] key, endpoint in
+            self?.queue(Wake(app: key.appId, user: key.userId, endpoint: endpoint))
+        }
+        relayStarts.continuation.yield()
+    }
+
+    /// Queues a local wake-up for the other instances.
+    func queue(_ wake: Wake) {
+        let queued = relayState.withLock { state -> Bool in
+            if state.pendingSet.contains(wake) { return true }
+            guard state.pending.count < Self.relayQueueLimit else {
+                state.dropped += 1
+                return false
+            }
+            state.pending.append(wake)
+            state.pendingSet.insert(wake)
+            return true
+        }
+        if queued { relayDoorbell.wakeLocally(Self.doorbellKey) }
+    }
+
+    /// Keeps the relay connection open (reopening it when lost), sending queued wake-ups and
+    /// listening for other instances', until cancelled.
+    func runRelay() async {
+        var delay = Duration.milliseconds(100)
+        while !Task.isCancelled {
+            do {
+                try await listener.withConnection { connection in
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask { try await self.heartbeat(connection) }
+                        group.addTask { try await self.sendWakes(on: connection) }
+                        group.addTask {
+                            try await connection.listen(on: self.wakeChannel) { notifications in
+                                self.logger.debug("listening for wake-ups of other instances")
+                                for try await notification in notifications { self.received(notification.payload) }
+                            }
+                        }
+                        defer { group.cancelAll() }
+                        try await group.next()
+                    }
+                }
+                delay = .milliseconds(100)
+            } catch {
+                guard !Task.isCancelled else { return }
+                logger.warning(
+                    "wake-up relay lost its connection; reconnecting",
+                    metadata: ["error": "\(Self.translate(error))", "retryIn": "\(delay)"])
+            }
+            try? await Task.sleep(for: delay)
+            delay = min(delay * 2, .seconds(5))
+        }
+    }
+
+    /// Sends what is queued whenever something is; throws when the connection fails.
+    private func sendWakes(on connection: PostgresConnection) async throws {
+        while true {
+            let ticket = relayDoorbell.ticket()
+            let (wakes, dropped) = relayState.withLock { state in
+                defer {
+                    state.pending.removeAll(keepingCapacity: true)
+                    state.pendingSet.removeAll(keepingCapacity: true)
+                    state.dropped = 0
+                }
+                return (state.pending, state.dropped)
+            }
+            if dropped > 0 {
+                logger.warning("wake-up relay queue full; wake-ups dropped", metadata: ["dropped": "\(dropped)"])
+            }
+            for payload in Self.payloads(for: wakes, from: instanceID, logger: logger) {
+                try await connection.rows("SELECT pg_notify(\(wakeChannel), \(payload))", logger)
+            }
+            if wakes.isEmpty {
+                _ = await relayDoorbell.wait(Self.doorbellKey, endpoint: nil, after: ticket, timeout: .seconds(60))
+                try Task.checkCancellation()
+            }
+        }
+    }
+
+    /// The NOTIFY payloads carrying `wakes`, each under ``payloadLimit`` bytes.
+    static func payloads(for wakes: [Wake], from instance: String, logger: Logger) -> [String] {
+        guard !wakes.isEmpty else { return [] }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(WakeMessage(from: instance, wakes: wakes)) else { return [] }
+        if data.count <= payloadLimit { return [String(decoding: data, as: UTF8.self)] }
+        guard wakes.count > 1 else {
+            logger.warning("a wake-up is too large to relay", metadata: ["app": "\(wakes[0].app)"])
+            return []
+        }
+        let half = wakes.count / 2
+        return payloads(for: Array(wakes[..<half]), from: instance, logger: logger)
+            + payloads(for: Array(wakes[half...]), from: instance, logger: logger)
+    }
+
+    /// Checks every ``heartbeatInterval`` that the connection answers within 10 s; closes it and
+    /// throws when it does not (a connection that died without closing never ends a LISTEN).
+    private func heartbeat(_ connection: PostgresConnection) async throws {
+        let logger = self.logger
+        while true {
+            try await Task.sleep(for: Self.heartbeatInterval)
+            let answered = try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    _ = try await connection.query("SELECT 1", logger: logger).collect()
+                    return true
+                }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(10))
+                    try? await connection.close()
+                    return false
+                }
+                defer { group.cancelAll() }
+                return try await group.next() ?? false
+            }
+            guard answered else { throw HubError(.unavailable, "the wake-up connection stopped answering") }
+        }
+    }
+
+    /// Wakes the local waiters a notification from another instance names.
+    func received(_ payload: String) {
+        guard let message = try? JSONDecoder().decode(WakeMessage.self, from: Data(payload.utf8)) else {
+            logger.debug("ignored a malformed wake-up notification")
+            return
+        }
+        guard message.from != instanceID, let signals = relayState.withLock({ $0.target }) else { return }
+        for wake in message.wakes {
+            signals.wakeLocally(FeedKey(appId: wake.app, userId: wake.user), endpoint: wake.endpoint)
+        }
+    }
+}
+
+// MARK: - Diagnostics
+
+extension PostgresStore {
+    /// Ends this store's LISTEN connection from the server side, as a failing network or a
+    /// restarting server would (for tests of the reconnect).
+    /// - Returns: how many connections were ended.
+    func terminateWakeConnection() async throws -> Int {
+        try await rows(
+            """
+            SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE application_name LIKE \("%wake-ups \(instanceID)%")
+            """
+        ).count
+    }
+
+    /// How many connections of this store LISTEN for wake-ups right now (0 or 1).
+    func wakeConnectionCount() async throws -> Int {
+        try await rows(
+            """
+            SELECT pid FROM pg_stat_activity WHERE application_name LIKE \("%wake-ups \(instanceID)%")
+            """
+        ).count
+    }
+}

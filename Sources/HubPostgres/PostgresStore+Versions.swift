@@ -1,0 +1,58 @@
+import HubCore
+import Logging
+import PostgresNIO
+
+// Change versions, and why they need a lock.
+//
+// Versions come from the sequence `hub_change_version` (store-wide, so one cursor value means
+// one position in every feed). A sequence alone is not enough: `nextval` is not transactional,
+// so with two concurrent changes of one feed, T1 may take 10 and T2 11, T2 commit first, and a
+// device syncing in between read 11, move its cursor past 10 and never see T1's change.
+//
+// The fix: every transaction that takes a version first takes a transaction-level advisory lock
+// on its feed, `pg_advisory_xact_lock(feedLockSpace, hashtext(app ‖ user))`, and only then calls
+// `nextval` — in a *later statement*, because at READ COMMITTED each statement reads a snapshot
+// taken when it starts. The lock is released at commit or rollback, after the commit is
+// visible. So within one feed, a version is only handed out after every earlier holder of the
+// feed has committed or rolled back: a reader sees a feed's versions appear in increasing order.
+// Different feeds do not wait for each other (two feeds hashing to one key merely share a lock).
+//
+// Cost: one extra statement (a round trip) per change, and changes of the *same* feed are
+// serialized, each waiting for the previous one's commit (including its WAL flush); changes of
+// different feeds run and group-commit in parallel. The alternative — one counter row updated
+// with `UPDATE … RETURNING` — is simpler but serializes every change of the whole store behind
+// one row lock held until commit, so throughput would be bounded by one WAL flush at a time.
+//
+// The sweep changes many feeds in one transaction; it locks them in one statement, in a fixed
+// order (app, then user), in batches of `sweepBatch` feeds so that it never exhausts the
+// server's lock table (`max_locks_per_transaction`).
+extension PostgresStore {
+    /// The first key of every feed lock: "HB" and 1, to stay clear of other advisory locks.
+    static let feedLockSpace: Int32 = 0x4842_0001
+    /// The first key of the migration lock.
+    static let migrationLockSpace: Int32 = 0x4842_0000
+    /// Feeds locked by one sweep transaction at most.
+    static let sweepBatch = 100
+
+    /// Locks the feed `key` until the end of the current transaction. Call before taking a
+    /// change version, and run the statements that read or write the feed after it returns.
+    static func lockFeed(_ key: FeedKey, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.rows(
+            """
+            SELECT pg_advisory_xact_lock(\(feedLockSpace), hashtext(\(key.appId) || E'\\n' || \(key.userId)))
+            """, logger)
+    }
+
+    /// Locks several feeds until the end of the current transaction, in the order given (callers
+    /// sort them the same way everywhere, so two multi-feed transactions never deadlock).
+    static func lockFeeds(_ keys: [FeedKey], on connection: PostgresConnection, logger: Logger) async throws {
+        guard !keys.isEmpty else { return }
+        try await connection.rows(
+            """
+            SELECT pg_advisory_xact_lock(\(feedLockSpace), hashtext(f.app_id || E'\\n' || f.user_id))
+            FROM unnest(\(keys.map(\.appId))::text[], \(keys.map(\.userId))::text[]) WITH ORDINALITY
+                AS f(app_id, user_id, position)
+            ORDER BY f.position
+            """, logger)
+    }
+}

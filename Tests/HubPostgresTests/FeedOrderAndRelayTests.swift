@@ -1,0 +1,151 @@
+import Foundation
+import HubCore
+import HubTesting
+import Synchronization
+import Testing
+
+@testable import HubPostgres
+
+@Suite(
+    "Feed order and the wake-up relay", .enabled(if: PostgresTestDatabase.isEnabled, PostgresTestDatabase.skipReason))
+struct FeedOrderAndRelayTests {
+    static let key = FeedKey(appId: "notes.contoso.com", userId: "alice")
+
+    /// The hazard of a bare sequence: a version taken earlier committing later, after a reader
+    /// already moved its cursor past it. A reader that follows the cursor while two stores
+    /// publish into one feed concurrently must see every change.
+    @Test("A reader following the cursor never skips a change published concurrently by two stores")
+    func readerNeverSkips() async throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let first = try PostgresTestDatabase.makeStore(schema: schema, poolSize: 8)
+        let second = try PostgresTestDatabase.makeStore(schema: schema, poolSize: 8)
+        let publishers = 8
+        let perPublisher = 25
+        try await PostgresTestDatabase.running([first, second]) {
+            try await first.migrate()
+            let done = Mutex(false)
+            async let seen: [UserNotification] = {
+                var cursor: Int64 = 0
+                var seen: [UserNotification] = []
+                while true {
+                    let finished = done.withLock { $0 }
+                    let page = try await first.feed(Self.key, after: cursor, limit: 1000)
+                    seen += page.changes
+                    cursor = page.version
+                    if finished && page.changes.isEmpty { return seen }
+                }
+            }()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for publisher in 0..<publishers {
+                    let store = publisher.isMultiple(of: 2) ? first : second
+                    group.addTask {
+                        for index in 0..<perPublisher {
+                            _ = try await store.publish(Self.request("p\(publisher)-\(index)"))
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            done.withLock { $0 = true }
+            let changes = try await seen
+            #expect(changes.count == publishers * perPublisher, "changes skipped by the reader")
+            #expect(Set(changes.map(\.appNotificationId)).count == publishers * perPublisher)
+            let versions = changes.map(\.changeVersion)
+            #expect(versions == versions.sorted() && Set(versions).count == versions.count)
+        }
+    }
+
+    @Test("Wake-ups reach the other store's signals, but a store ignores its own")
+    func relayDeliversToOthersOnly() async throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let first = try PostgresTestDatabase.makeStore(schema: schema)
+        let second = try PostgresTestDatabase.makeStore(schema: schema)
+        let firstSignals = FeedSignals()
+        let secondSignals = FeedSignals()
+        first.relay(into: firstSignals)
+        second.relay(into: secondSignals)
+        try await PostgresTestDatabase.running([first, second]) {
+            #expect(await eventually { (try? await first.wakeConnectionCount()) == 1 })
+            #expect(await eventually { (try? await second.wakeConnectionCount()) == 1 })
+            let ticket = secondSignals.ticket()
+            let ownTicket = firstSignals.ticket()
+            firstSignals.wake(Self.key, endpoint: "p1")
+            #expect(await secondSignals.wait(Self.key, endpoint: "p1", after: ticket, timeout: .seconds(5)))
+            // The local wake-up counts once; the echo of its own NOTIFY adds nothing.
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(firstSignals.ticket() == ownTicket + 1)
+        }
+    }
+
+    @Test("The listener reconnects after the server drops its connection")
+    func relayReconnects() async throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let first = try PostgresTestDatabase.makeStore(schema: schema)
+        let second = try PostgresTestDatabase.makeStore(schema: schema)
+        let firstSignals = FeedSignals()
+        let secondSignals = FeedSignals()
+        first.relay(into: firstSignals)
+        second.relay(into: secondSignals)
+        try await PostgresTestDatabase.running([first, second]) {
+            #expect(await eventually { (try? await second.wakeConnectionCount()) == 1 })
+            #expect(try await second.terminateWakeConnection() == 1)
+            #expect(await eventually { (try? await second.wakeConnectionCount()) == 1 }, "listening again")
+            // LISTEN runs right after connecting; give it a moment before the NOTIFY.
+            try await Task.sleep(for: .milliseconds(100))
+            let ticket = secondSignals.ticket()
+            firstSignals.wake(Self.key)
+            #expect(await secondSignals.wait(Self.key, endpoint: nil, after: ticket, timeout: .seconds(5)))
+        }
+    }
+
+    static func request(_ id: String) -> PublishRequest {
+        let now = Date()
+        return PublishRequest(
+            key: key, draft: NotificationDraft(appNotificationId: id, payload: NotificationPayload(rawContent: id)),
+            newId: UUID().uuidString.lowercased(), expirationDateTime: now.addingTimeInterval(3600),
+            deliveryMode: .shoulderTap, now: now)
+    }
+}
+
+@Suite("PostgresStore without a server")
+struct PostgresStoreOfflineTests {
+    @Test("A database URL is parsed, and its password never shows")
+    func parsesURL() throws {
+        let url = Secret("postgresql://hub%40ops:p%40ss%2Fw0rd@db.example.com:6543/hub%20prod?sslmode=require")
+        let configuration = try PostgresStore.Configuration(url: url, poolSize: 7, schema: "tenant_1")
+        #expect(configuration.host == "db.example.com")
+        #expect(configuration.port == 6543)
+        #expect(configuration.username == "hub@ops")
+        #expect(configuration.password?.reveal() == "p@ss/w0rd")
+        #expect(configuration.database == "hub prod")
+        #expect(configuration.tls == .require)
+        #expect(configuration.poolSize == 7)
+        #expect(!configuration.description.contains("p@ss") && !configuration.description.contains("p%40ss"))
+        let local = try PostgresStore.Configuration(url: Secret("postgres://hub@127.0.0.1/hub?sslmode=disable"))
+        #expect(local.port == 5432 && local.password == nil && local.tls == .disable)
+    }
+
+    @Test("A bad URL or schema is refused without repeating the URL")
+    func refusesBadConfiguration() {
+        for text in ["mysql://u:secret@h/db", "postgres://u:secret@/db", "postgres://u:secret@h/db?sslcert=x"] {
+            let error = #expect(throws: PostgresStoreError.self) {
+                try PostgresStore.Configuration(url: Secret(text))
+            }
+            #expect(error?.code == .invalidConfiguration)
+            #expect(error.map { !"\($0)".contains("secret") } ?? false)
+        }
+        #expect(throws: PostgresStoreError.self) {
+            try PostgresStore.Configuration(url: Secret("postgres://u@h/db"), schema: "Robert'); DROP")
+        }
+    }
+
+    @Test("Wake-ups are split into NOTIFY payloads under 8000 bytes")
+    func payloadsFit() throws {
+        let wakes = (0..<2000).map { Wake(app: "notes.contoso.com", user: "user-\($0)", endpoint: "e\($0 % 3)") }
+        let payloads = PostgresStore.payloads(for: wakes, from: "i1", logger: .init(label: "test"))
+        #expect(payloads.count > 1)
+        #expect(payloads.allSatisfy { $0.utf8.count <= PostgresStore.payloadLimit })
+        let decoded = try payloads.flatMap { try JSONDecoder().decode(WakeMessage.self, from: Data($0.utf8)).wakes }
+        #expect(decoded == wakes)
+    }
+}
