@@ -1,0 +1,122 @@
+import AsyncHTTPClient
+import Foundation
+public import HubCore
+public import Logging
+import NIOCore
+import Synchronization
+
+/// Sends FCM HTTP v1 messages on behalf of any number of service accounts.
+///
+/// One HTTP client (HTTP/2 when the server offers it, connections reused) and one access-token
+/// holder per service account. A send whose access token FCM refuses with 401 gets a fresh token
+/// and is sent once more; every other answer is returned as it came, as an ``FCMError``.
+///
+/// ```swift
+/// let client = try FCMClient()
+/// let name = try await client.send(message, credentials: account)
+/// try await client.shutdown()
+/// ```
+public final class FCMClient: Sendable {
+    public let configuration: FCMConfiguration
+    private let http: OwnedHTTPClient
+    private let logger: Logger
+    private let providers = Mutex<[FCMCredentials: FCMAccessTokenProvider]>([:])
+
+    /// - Throws: when a PEM in ``FCMConfiguration/trustRootsPEM`` is not a certificate.
+    public init(configuration: FCMConfiguration = FCMConfiguration(), logger: Logger = Logger(label: "hub.fcm")) throws
+    {
+        self.configuration = configuration
+        self.http = try OwnedHTTPClient(trustRootsPEM: configuration.trustRootsPEM)
+        self.logger = logger
+    }
+
+    /// Sends `message` as the service account `credentials`.
+    /// - Parameter validateOnly: FCM checks the message and the credentials but delivers nothing.
+    /// - Returns: the message name FCM assigned, `projects/{project}/messages/{id}`.
+    /// - Throws: ``FCMError``: FCM's answer, ``FCMErrorCode/payloadTooLarge`` before sending,
+    ///   ``FCMErrorCode/authenticationFailed`` when no access token could be had, or
+    ///   ``FCMErrorCode/networkFailure``.
+    public func send(
+        _ message: FCMMessage, credentials: FCMCredentials, validateOnly: Bool = false
+    ) async throws(FCMError) -> String {
+        let size = message.payloadSize
+        guard size <= FCMMessage.payloadLimit else {
+            throw FCMError(
+                code: .payloadTooLarge,
+                message: "the message carries \(size) bytes of data and notification; FCM allows "
+                    + "\(FCMMessage.payloadLimit)")
+        }
+        let body: [UInt8]
+        do {
+            body = Array(try JSONEncoder().encode(FCMSendRequest(message: message, validateOnly: validateOnly)))
+        } catch {
+            throw FCMError(
+                code: .invalidArgument, message: "the message cannot be encoded: \(error)", underlying: error)
+        }
+        let provider = provider(for: credentials)
+        let url = configuration.sendURL(projectID: credentials.projectID)
+        let token = try await provider.token()
+        let first = await post(body, to: url, bearer: token)
+        guard case .failure(let error) = first, error.httpStatus == 401, error.code != .thirdPartyAuthError else {
+            return try first.get()
+        }
+        logger.debug(
+            "FCM refused the access token; exchanging a new one", metadata: ["account": "\(credentials.clientEmail)"])
+        await provider.invalidate(token)
+        return try await post(body, to: url, bearer: try await provider.token()).get()
+    }
+
+    /// Checks that `credentials` can send: exchanges an assertion for an access token and sends a
+    /// validate-only message to a topic, which FCM checks without delivering anything.
+    /// - Throws: ``FCMError`` saying what is wrong (key, project, permissions).
+    public func validate(credentials: FCMCredentials) async throws(FCMError) {
+        let probe = FCMMessage(target: .topic("hub-credential-check"), data: ["hub": "check"])
+        _ = try await send(probe, credentials: credentials, validateOnly: true)
+    }
+
+    /// Closes the HTTP connections. Sends after this fail with ``FCMErrorCode/networkFailure``.
+    public func shutdown() async throws {
+        try await http.shutdown()
+    }
+
+    private func provider(for credentials: FCMCredentials) -> FCMAccessTokenProvider {
+        providers.withLock { providers in
+            if let existing = providers[credentials] { return existing }
+            let created = FCMAccessTokenProvider(
+                credentials: credentials, http: http.client, configuration: configuration, logger: logger)
+            providers[credentials] = created
+            return created
+        }
+    }
+
+    /// One `messages:send` exchange. - Returns: the message name, or FCM's error.
+    private func post(_ body: [UInt8], to url: String, bearer token: String) async -> Result<String, FCMError> {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers.add(name: "authorization", value: "Bearer \(token)")
+        request.headers.add(name: "content-type", value: "application/json; charset=UTF-8")
+        request.body = .bytes(ByteBuffer(bytes: body))
+        do {
+            let response = try await http.client.execute(request, timeout: TimeAmount(configuration.requestTimeout))
+            let bytes = Data(try await response.body.collect(upTo: 256 * 1024).readableBytesView)
+            let status = Int(response.status.code)
+            if status == 200 {
+                return .success((try? JSONDecoder().decode(SendResponse.self, from: bytes).name) ?? "")
+            }
+            let decoded = try? JSONDecoder().decode(GoogleErrorBody.self, from: bytes)
+            return .failure(
+                FCMError(
+                    code: FCMErrorCode(parsing: decoded?.fcmErrorCode), httpStatus: status,
+                    status: decoded?.error.status,
+                    message: decoded?.error.message ?? "HTTP \(status) without a Google error body",
+                    retryAfter: RetryAfter.parse(response.headers.first(name: "retry-after"), now: configuration.now()))
+            )
+        } catch {
+            return .failure(FCMError(code: .networkFailure, message: "FCM did not answer: \(error)", underlying: error))
+        }
+    }
+}
+
+private struct SendResponse: Decodable {
+    var name: String
+}

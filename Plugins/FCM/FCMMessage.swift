@@ -1,0 +1,170 @@
+/// An FCM HTTP v1 message (`projects.messages`), limited to what the hub sends.
+///
+/// The shape keeps wrong messages out: exactly one ``Target``, `data` values that can only be
+/// strings, an Android TTL that is a duration, and a priority from a closed set of values.
+///
+/// ```swift
+/// let tap = FCMMessage(
+///     target: .token(deviceToken), data: ["hub": "tap", "v": "42"],
+///     android: FCMAndroidConfig(priority: .high, timeToLive: .seconds(3600), collapseKey: "hub-tap"))
+/// ```
+public struct FCMMessage: Sendable, Hashable, Encodable {
+    /// Who receives the message: exactly one of these.
+    public enum Target: Sendable, Hashable {
+        /// One app instance's registration token.
+        case token(String)
+        /// A topic's bare name (no `/topics/` prefix).
+        case topic(String)
+        /// A boolean expression of topics, such as `'a' in topics && 'b' in topics`.
+        case condition(String)
+    }
+
+    /// FCM counts `data` keys and values plus the notification's title and body against this many bytes.
+    public static let payloadLimit = 4096
+
+    public var target: Target
+    /// Custom key-value pairs for the app; values are strings by construction.
+    public var data: [String: String]
+    /// A notification the system displays (visible deliveries).
+    public var notification: FCMNotification?
+    public var android: FCMAndroidConfig?
+
+    public init(
+        target: Target, data: [String: String] = [:], notification: FCMNotification? = nil,
+        android: FCMAndroidConfig? = nil
+    ) {
+        self.target = target
+        self.data = data
+        self.notification = notification
+        self.android = android
+    }
+
+    /// The bytes FCM counts against ``payloadLimit``: `data` keys and values, notification title and body.
+    public var payloadSize: Int {
+        data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+            + (notification?.title?.utf8.count ?? 0) + (notification?.body?.utf8.count ?? 0)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case token, topic, condition, data, notification, android
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch target {
+        case .token(let token): try container.encode(token, forKey: .token)
+        case .topic(let topic): try container.encode(topic, forKey: .topic)
+        case .condition(let condition): try container.encode(condition, forKey: .condition)
+        }
+        if !data.isEmpty { try container.encode(data, forKey: .data) }
+        try container.encodeIfPresent(notification, forKey: .notification)
+        try container.encodeIfPresent(android, forKey: .android)
+    }
+}
+
+/// The cross-platform display notification of a message.
+public struct FCMNotification: Sendable, Hashable, Encodable {
+    public var title: String?
+    public var body: String?
+    /// An HTTPS image URL.
+    public var image: String?
+
+    public init(title: String? = nil, body: String? = nil, image: String? = nil) {
+        self.title = title
+        self.body = body
+        self.image = image
+    }
+}
+
+/// Android delivery options (`AndroidConfig`).
+public struct FCMAndroidConfig: Sendable, Hashable, Encodable {
+    /// The longest TTL FCM accepts: four weeks.
+    public static let maximumTimeToLive = Duration.seconds(2_419_200)
+
+    public var priority: FCMAndroidPriority?
+    /// How long FCM keeps the message for an offline device; sent in whole seconds, clamped to 0…4 weeks.
+    public var timeToLive: Duration?
+    /// Messages with the same key replace each other while waiting (at most four keys per device).
+    public var collapseKey: String?
+    /// The package the registration token must belong to.
+    public var restrictedPackageName: String?
+    public var notification: FCMAndroidNotification?
+
+    public init(
+        priority: FCMAndroidPriority? = nil, timeToLive: Duration? = nil, collapseKey: String? = nil,
+        restrictedPackageName: String? = nil, notification: FCMAndroidNotification? = nil
+    ) {
+        self.priority = priority
+        self.timeToLive = timeToLive
+        self.collapseKey = collapseKey
+        self.restrictedPackageName = restrictedPackageName
+        self.notification = notification
+    }
+
+    /// `ttl` as a protobuf Duration string, such as `"86400s"`.
+    var ttlText: String? {
+        timeToLive.map { ttl in
+            let seconds = min(max(ttl.components.seconds, 0), Self.maximumTimeToLive.components.seconds)
+            return "\(seconds)s"
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case priority, ttl
+        case collapseKey = "collapse_key"
+        case restrictedPackageName = "restricted_package_name"
+        case notification
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(priority?.rawValue, forKey: .priority)
+        try container.encodeIfPresent(ttlText, forKey: .ttl)
+        try container.encodeIfPresent(collapseKey, forKey: .collapseKey)
+        try container.encodeIfPresent(restrictedPackageName, forKey: .restrictedPackageName)
+        try container.encodeIfPresent(notification, forKey: .notification)
+    }
+}
+
+/// Android message priority: `HIGH` wakes a dozing device, `NORMAL` may wait for a maintenance window.
+public struct FCMAndroidPriority: RawRepresentable, Sendable, Hashable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public static let normal = FCMAndroidPriority(rawValue: "NORMAL")
+    public static let high = FCMAndroidPriority(rawValue: "HIGH")
+}
+
+/// Android-specific display options (`AndroidNotification`), limited to what the hub uses.
+public struct FCMAndroidNotification: Sendable, Hashable, Encodable {
+    /// A notification with the same tag replaces the one shown.
+    public var tag: String?
+    /// The Android notification channel.
+    public var channelID: String?
+
+    public init(tag: String? = nil, channelID: String? = nil) {
+        self.tag = tag
+        self.channelID = channelID
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case tag
+        case channelID = "channel_id"
+    }
+}
+
+/// The body of `messages:send`.
+struct FCMSendRequest: Encodable {
+    var message: FCMMessage
+    var validateOnly: Bool
+
+    private enum CodingKeys: String, CodingKey {
+        case message
+        case validateOnly = "validate_only"
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(message, forKey: .message)
+        if validateOnly { try container.encode(true, forKey: .validateOnly) }
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+public import HubCore
+public import Logging
+import Synchronization
+
+/// The `fcm` transport: Android endpoints through FCM HTTP v1, with each app's service account.
+///
+/// What it sends (``OutboundDelivery`` → ``FCMMessage``):
+/// - shoulder tap: a data message `{"hub": "tap", "app": <app>, "v": "<changeVersion>"}` with
+///   `collapse_key` `hub-tap` (only the newest tap matters), `ttl` ``FCMConfiguration/tapTimeToLive``;
+/// - visible or fallback: `notification {title, body}` plus data `{"hub": "visible" | "fallback",
+///   "app", "v", "id": <notification id>}`, `android.notification.tag` = the publisher's
+///   `appNotificationId` (a republish replaces the shown notification), `ttl` until the notification
+///   expires. A notification without `visualContent` is sent as a tap;
+/// - always: `restricted_package_name` = the endpoint's package, `priority` `HIGH` for high-priority
+///   notifications and fallbacks, else `NORMAL`.
+///
+/// How answers map to outcomes: `UNREGISTERED`, `SENDER_ID_MISMATCH` → endpoint gone;
+/// `INVALID_ARGUMENT`, oversize → rejected; `QUOTA_EXCEEDED` → retry after `Retry-After`, at least
+/// ``FCMConfiguration/minimumQuotaRetry``; `UNAVAILABLE`, `INTERNAL`, network failures → retry
+/// honouring `Retry-After`; `THIRD_PARTY_AUTH_ERROR` → rejected, logged once per app; 401 → a new
+/// access token and one more try within the same send.
+public final class FCMTransport: Transport {
+    public let id = TransportID.fcm
+    /// The client that talks to FCM; usable on its own, e.g. to ``FCMClient/validate(credentials:)``.
+    public let client: FCMClient
+    let logger: Logger
+    private let reported = Mutex<Set<String>>([])
+
+    /// - Throws: when a PEM in ``FCMConfiguration/trustRootsPEM`` is not a certificate.
+    public convenience init(
+        configuration: FCMConfiguration = FCMConfiguration(), logger: Logger = Logger(label: "hub.fcm")
+    ) throws {
+        self.init(client: try FCMClient(configuration: configuration, logger: logger), logger: logger)
+    }
+
+    public init(client: FCMClient, logger: Logger = Logger(label: "hub.fcm")) {
+        self.client = client
+        self.logger = logger
+    }
+
+    var configuration: FCMConfiguration { client.configuration }
+
+    public func send(_ outbound: OutboundDelivery) async -> DeliveryOutcome {
+        guard let credentials = outbound.app.credentials.fcm else {
+            return .rejected(reason: "the app \(outbound.app.id) has no FCM credentials on this hub")
+        }
+        guard let token = outbound.endpoint.token, !token.isEmpty else {
+            return .rejected(reason: "the endpoint has no FCM registration token")
+        }
+        do {
+            _ = try await client.send(message(for: outbound, token: token), credentials: credentials)
+            return .accepted
+        } catch {
+            return outcome(for: error, app: outbound.app)
+        }
+    }
+
+    /// Refuses endpoints of apps without FCM credentials and tokens that cannot be FCM tokens.
+    public func problem(registering endpoint: Endpoint, for app: CrossDeviceApp) -> String? {
+        if app.credentials.fcm == nil {
+            return "the app \(app.id) has no FCM credentials on this hub; register with transport polling instead"
+        }
+        guard let token = endpoint.token else { return "give the FCM registration token" }
+        if !token.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0.value < 0x7F }) {
+            return "is not an FCM registration token: it must be printable ASCII without spaces"
+        }
+        return nil
+    }
+
+    /// Checks that `credentials` can send (see ``FCMClient/validate(credentials:)``).
+    public func validate(credentials: FCMCredentials) async throws(FCMError) {
+        try await client.validate(credentials: credentials)
+    }
+
+    /// Closes the HTTP connections; call it when the hub has stopped.
+    public func shutdown() async throws {
+        try await client.shutdown()
+    }
+
+    /// The message the transport sends for `outbound` to `token`.
+    func message(for outbound: OutboundDelivery, token: String) -> FCMMessage {
+        let delivery = outbound.delivery
+        let priority: FCMAndroidPriority = delivery.priority == .high || delivery.kind == .fallback ? .high : .normal
+        var data = ["hub": "tap", "app": outbound.app.id, "v": String(delivery.changeVersion)]
+        var android = FCMAndroidConfig(priority: priority, restrictedPackageName: outbound.endpoint.platformAppId)
+        var notification: FCMNotification?
+        if delivery.kind != .shoulderTap, let shown = outbound.notification, let visual = shown.payload.visualContent {
+            data["hub"] = delivery.kind == .fallback ? "fallback" : "visible"
+            data["id"] = shown.id
+            notification = FCMNotification(title: visual.title, body: visual.body)
+            let remaining = shown.expirationDateTime.timeIntervalSince(configuration.now())
+            android.timeToLive = .seconds(max(0, Int(remaining.rounded(.down))))
+            android.notification = FCMAndroidNotification(tag: shown.appNotificationId)
+        } else {
+            android.timeToLive = configuration.tapTimeToLive
+            android.collapseKey = "hub-tap"
+        }
+        return FCMMessage(target: .token(token), data: data, notification: notification, android: android)
+    }
+
+    /// Logs a configuration problem of `app` once, not once per delivery.
+    func reportOnce(_ error: FCMError, app: CrossDeviceApp, advice: String) {
+        let key = "\(app.id)|\(error.code.rawValue)|\(error.httpStatus ?? 0)"
+        guard reported.withLock({ $0.insert(key).inserted }) else { return }
+        logger.error("FCM refuses this app's sends; \(advice)", metadata: ["app": "\(app.id)", "error": "\(error)"])
+    }
+}

@@ -1,1 +1,0 @@
-// The FCM HTTP v1 transport; see the module documentation.

@@ -1,1 +1,0 @@
-// The WNS transport; see the module documentation.

@@ -1,0 +1,152 @@
+import Foundation
+public import HubCore
+public import Logging
+
+/// The `wns` transport: Windows endpoints through WNS, with each app's package SID or Entra ID app.
+///
+/// The endpoint's token is its channel URI. It is checked at registration and again before every
+/// send against ``WNSConfiguration/channelPolicy``: `https`, a host on `*.notify.windows.com`, the
+/// default port, no user information — or a host the operator allowed.
+///
+/// What it sends:
+/// - shoulder tap: `wns/raw`, `application/octet-stream`, body `{"hub":"tap","app":…,"v":"<version>"}`,
+///   `X-WNS-Cache-Policy` ``WNSConfiguration/tapCachePolicy`` (`cache`: WNS keeps the newest tap for
+///   an offline device), `X-WNS-TTL` ``WNSConfiguration/tapTimeToLive``;
+/// - visible or fallback: a `ToastGeneric` toast with the escaped title and body, `launch`
+///   `hub=visible&app=…&id=…&v=…`, `X-WNS-Tag` from `appNotificationId` and `X-WNS-Group` from
+///   `groupName` (see ``WNSTag/init(deriving:)`` for how long or non-alphanumeric values become
+///   16 characters), `X-WNS-TTL` until the notification expires. A notification without
+///   `visualContent` is sent as a tap;
+/// - `X-WNS-PRIORITY: 1` for high-priority notifications and fallbacks.
+///
+/// How answers map to outcomes: 200 → accepted (`channelthrottled` → retry); 404, 410 → endpoint
+/// gone; 406 → retry after `Retry-After`; 401 → a new access token and one resend; 400, 403, 405,
+/// 413 → rejected; 5xx → retry. The reason keeps `X-WNS-Status`, `X-WNS-Error-Description` and
+/// `X-WNS-Msg-ID`, so they are stored with the delivery.
+public final class WNSTransport: Transport {
+    public let id = TransportID.wns
+    /// The client that talks to WNS; usable on its own for tiles and badges.
+    public let client: WNSClient
+    let logger: Logger
+
+    /// - Throws: when a PEM in ``WNSConfiguration/trustRootsPEM`` is not a certificate.
+    public convenience init(
+        configuration: WNSConfiguration = WNSConfiguration(), logger: Logger = Logger(label: "hub.wns")
+    ) throws {
+        self.init(client: try WNSClient(configuration: configuration, logger: logger), logger: logger)
+    }
+
+    public init(client: WNSClient, logger: Logger = Logger(label: "hub.wns")) {
+        self.client = client
+        self.logger = logger
+    }
+
+    var configuration: WNSConfiguration { client.configuration }
+
+    public func send(_ outbound: OutboundDelivery) async -> DeliveryOutcome {
+        guard let credentials = outbound.app.credentials.wns else {
+            return .rejected(reason: "the app \(outbound.app.id) has no WNS credentials on this hub")
+        }
+        guard let channelURI = outbound.endpoint.token, !channelURI.isEmpty else {
+            return .rejected(reason: "the endpoint has no WNS channel URI")
+        }
+        let (notification, options) = notification(for: outbound)
+        do {
+            let response = try await client.send(
+                notification, to: channelURI, credentials: credentials, options: options)
+            if response.notificationStatus?.lowercased() == "channelthrottled" {
+                return .retry(after: response.retryAfter, reason: "\(response) — WNS throttles this channel")
+            }
+            return .accepted
+        } catch {
+            return outcome(for: error, endpoint: outbound.endpoint)
+        }
+    }
+
+    /// Refuses endpoints of apps without WNS credentials and channel URIs the policy does not allow.
+    public func problem(registering endpoint: Endpoint, for app: CrossDeviceApp) -> String? {
+        if app.credentials.wns == nil {
+            return "the app \(app.id) has no WNS credentials on this hub; register with transport polling instead"
+        }
+        guard let channelURI = endpoint.token else { return "give the channel URI WNS issued to the app" }
+        return configuration.channelPolicy.problem(with: channelURI)
+    }
+
+    /// Closes the HTTP connections; call it when the hub has stopped.
+    public func shutdown() async throws {
+        try await client.shutdown()
+    }
+
+    /// The notification and options the transport sends for `outbound`.
+    func notification(for outbound: OutboundDelivery) -> (WNSNotification, WNSSendOptions) {
+        let delivery = outbound.delivery
+        var options = WNSSendOptions()
+        if delivery.priority == .high || delivery.kind == .fallback { options.priority = .high }
+        if delivery.kind != .shoulderTap, let shown = outbound.notification, let visual = shown.payload.visualContent {
+            let kind = delivery.kind == .fallback ? "fallback" : "visible"
+            let launch = [
+                ("hub", kind), ("app", outbound.app.id), ("id", shown.id), ("v", String(delivery.changeVersion)),
+            ]
+            .map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .urlQueryValueAllowed) ?? $0.1)" }
+            .joined(separator: "&")
+            let toast = WNSToast(
+                title: visual.title, body: visual.body, launch: launch, tag: WNSTag(deriving: shown.appNotificationId),
+                group: shown.groupName.map { WNSTag(deriving: $0) })
+            let remaining = shown.expirationDateTime.timeIntervalSince(configuration.now())
+            options.timeToLive = .seconds(max(0, Int(remaining.rounded(.down))))
+            return (.toast(toast), options)
+        }
+        let tap = #"{"hub":"tap","app":\#(Self.jsonString(outbound.app.id)),"v":"\#(delivery.changeVersion)"}"#
+        options.timeToLive = configuration.tapTimeToLive
+        return (.raw(WNSRaw(bytes: Array(tap.utf8), cachePolicy: configuration.tapCachePolicy)), options)
+    }
+
+    /// `text` as a JSON string literal.
+    static func jsonString(_ text: String) -> String {
+        var escaped = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": escaped += "\\\""
+            case "\\": escaped += "\\\\"
+            case _ where scalar.value < 0x20: escaped += String(format: "\\u%04x", scalar.value)
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped + "\""
+    }
+}
+
+extension CharacterSet {
+    /// Unreserved characters only: what a query value may contain unescaped.
+    static let urlQueryValueAllowed = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+}
+
+extension WNSTransport {
+    /// What the dispatcher should do after `error` (PROVIDERS.md §3.5 and §6). The reason keeps WNS's
+    /// status and `X-WNS-*` headers.
+    func outcome(for error: WNSError, endpoint: Endpoint) -> DeliveryOutcome {
+        let reason = error.description
+        switch error.code {
+        case .channelNotFound, .channelExpired:
+            return .endpointGone(since: nil, reason: reason)
+        case .throttled, .internalServerError, .serviceUnavailable, .networkFailure, .authenticationUnavailable:
+            return .retry(after: error.retryAfter, reason: reason)
+        case .unauthorized:
+            // Refused twice within one send, the second time with a new token: try later.
+            return .retry(after: error.retryAfter, reason: reason)
+        case .badRequest, .forbidden, .methodNotAllowed, .payloadTooLarge:
+            logger.warning(
+                "WNS refused a notification; fix before it is sent again",
+                metadata: ["endpoint": "\(endpoint.id)", "app": "\(endpoint.appId)", "reason": "\(reason)"])
+            return .rejected(reason: reason)
+        case .channelNotAllowed, .bodyTooLarge, .authenticationFailed:
+            return .rejected(reason: reason)
+        default:
+            if let status = error.response?.status, (500...599).contains(status) {
+                return .retry(after: error.retryAfter, reason: reason)
+            }
+            return .rejected(reason: reason)
+        }
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import HubCore
+import HubFCM
+import HubTesting
+import Logging
+import Synchronization
+
+/// A wall clock the test moves by hand, shared by the transport and the emulator.
+final class TestClock: Sendable {
+    private let current = Mutex(Date())
+    var now: Date { current.withLock { $0 } }
+    func advance(by seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
+}
+
+/// Collects log messages, to check what is logged and how often.
+final class LogCapture: Sendable {
+    private let entries = Mutex<[(level: Logger.Level, message: String)]>([])
+
+    var logger: Logger {
+        Logger(label: "test") { _ in Handler(capture: self) }
+    }
+
+    func messages(at level: Logger.Level) -> [String] {
+        entries.withLock { $0.filter { $0.level == level }.map(\.message) }
+    }
+
+    fileprivate func append(_ level: Logger.Level, _ message: String) {
+        entries.withLock { $0.append((level, message)) }
+    }
+
+    private struct Handler: LogHandler {
+        let capture: LogCapture
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let metadata = (event.metadata ?? [:]).map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
+            capture.append(event.level, "\(event.message) \(metadata)")
+        }
+    }
+}
+
+/// An FCM emulator with the primary test account registered, and a transport pointed at it.
+struct FCMFixture {
+    static let appID = "notes.contoso.com"
+    static let package = "com.contoso.notes"
+
+    let emulator: FCMEmulator
+    let transport: FCMTransport
+    let credentials: FCMCredentials
+    let app: CrossDeviceApp
+
+    /// Runs `body` with a fresh emulator and transport, and shuts both down afterwards.
+    static func with(
+        clock: TestClock? = nil, logs: LogCapture? = nil, configure: (inout FCMConfiguration) -> Void = { _ in },
+        _ body: (FCMFixture) async throws -> Void
+    ) async throws {
+        let now: @Sendable () -> Date
+        if let clock {
+            now = { clock.now }
+        } else {
+            now = { Date() }
+        }
+        let emulator = try await FCMEmulator.start(now: now)
+        try await emulator.register(.primary)
+        var configuration = FCMConfiguration(
+            sendBaseURL: emulator.baseURL, trustRootsPEM: [emulator.trustRootPEM], now: now)
+        configure(&configuration)
+        let transport = try FCMTransport(configuration: configuration, logger: logs?.logger ?? Logger(label: "fcm"))
+        let credentials = FCMTestServiceAccount.primary.credentials(tokenURI: emulator.tokenURI)
+        let app = CrossDeviceApp(
+            id: appID, name: "Notes", platforms: [.android: [package], .ios: ["com.contoso.notes"]],
+            credentials: PushCredentials(fcm: credentials))
+        let fixture = FCMFixture(emulator: emulator, transport: transport, credentials: credentials, app: app)
+        do {
+            try await body(fixture)
+        } catch {
+            try? await transport.shutdown()
+            try? await emulator.shutdown()
+            throw error
+        }
+        try await transport.shutdown()
+        try await emulator.shutdown()
+    }
+
+    /// A delivery of `kind` to an Android endpoint with `token`.
+    func outbound(
+        token: String = "device-token-1", kind: DeliveryKind = .shoulderTap, priority: NotificationPriority = .none,
+        notification: UserNotification? = nil, version: Int64 = 7
+    ) -> OutboundDelivery {
+        let now = Date()
+        let endpoint = Endpoint(
+            id: "android", appId: app.id, userId: "alice", platform: .android, platformAppId: Self.package,
+            transport: .fcm, token: token, registeredAt: now)
+        let delivery = Delivery(
+            id: 1, appId: app.id, userId: "alice", endpointId: endpoint.id, kind: kind,
+            notificationId: notification?.id, changeVersion: version, priority: priority, createdAt: now, dueAt: now)
+        return OutboundDelivery(delivery: delivery, endpoint: endpoint, app: app, notification: notification)
+    }
+
+    /// A stored notification with a visual, expiring `lifetime` seconds after `now`.
+    static func notification(
+        title: String = "Lunch?", body: String? = "At noon", now: Date = Date(), lifetime: TimeInterval = 3600,
+        appNotificationId: String = "lunch-1"
+    ) -> UserNotification {
+        UserNotification(
+            id: "n-1", appId: appID, userId: "alice", appNotificationId: appNotificationId,
+            payload: NotificationPayload(visualContent: VisualContent(title: title, body: body)),
+            expirationDateTime: now.addingTimeInterval(lifetime), createdDateTime: now, lastModifiedDateTime: now)
+    }
+}
+
+extension DeliveryOutcome {
+    /// The retry delay, if this is a retry.
+    var retryDelay: Duration?? {
+        if case .retry(let after, _) = self { return .some(after) }
+        return nil
+    }
+
+    var reason: String {
+        switch self {
+        case .accepted: ""
+        case .retry(_, let reason), .endpointGone(_, let reason), .rejected(let reason): reason
+        }
+    }
+}

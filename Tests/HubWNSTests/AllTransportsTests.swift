@@ -1,0 +1,110 @@
+import Foundation
+import HubCore
+import HubFCM
+import HubPolling
+import HubSQLite
+import HubTesting
+import HubWNS
+import Testing
+
+// This suite needs HubFCM and HubPolling besides the target's declared dependencies; Package.swift
+// should list them for HubWNSTests (see the transport work's notes).
+
+@Suite("all transports: one user, four devices, one tap each, universal dismiss")
+struct AllTransportsTests {
+    static let appID = "notes.contoso.com"
+
+    @Test("iOS, Android, Windows and polling get exactly one tap; a dismiss on Android taps the other three")
+    func tapsAndUniversalDismiss() async throws {
+        let fcmEmulator = try await FCMEmulator.start()
+        let wnsEmulator = try await WNSEmulator.start(authority: fcmEmulator.authority)
+        try await fcmEmulator.register(.primary)
+        wnsEmulator.registerPackage(sid: WNSFixture.sid, secret: "package-secret")
+        let fcm = try FCMTransport(
+            configuration: FCMConfiguration(sendBaseURL: fcmEmulator.baseURL, trustRootsPEM: [fcmEmulator.trustRootPEM])
+        )
+        let wns = try WNSTransport(configuration: WNSFixture.configuration(for: wnsEmulator))
+        do {
+            try await run(fcm: fcm, fcmEmulator: fcmEmulator, wns: wns, wnsEmulator: wnsEmulator)
+        } catch {
+            Issue.record(error)
+        }
+        try await fcm.shutdown()
+        try await wns.shutdown()
+        try await fcmEmulator.shutdown()
+        try await wnsEmulator.shutdown()
+    }
+
+    private func run(
+        fcm: FCMTransport, fcmEmulator: FCMEmulator, wns: WNSTransport, wnsEmulator: WNSEmulator
+    ) async throws {
+        let app = CrossDeviceApp(
+            id: Self.appID, name: "Notes",
+            platforms: [
+                .ios: ["com.contoso.notes"], .android: ["com.contoso.notes"], .windows: [WNSFixture.package],
+                .web: ["https://notes.contoso.com"],
+            ],
+            credentials: PushCredentials(
+                fcm: FCMTestServiceAccount.primary.credentials(tokenURI: fcmEmulator.tokenURI), wns: WNSFixture.classic)
+        )
+        let apns = RecordingTransport(id: .apns)
+        let signals = FeedSignals()
+        let polling = PollingTransport(signals: signals)
+        let recordedPolling = RecordingTransport(id: .polling) { await polling.send($0) }
+        var configuration = HubConfiguration(apps: [app])
+        configuration.dispatcher.initialBackoff = .milliseconds(10)
+        configuration.dispatcher.idleInterval = .milliseconds(20)
+        let hub = try Hub(
+            configuration: configuration, store: try SQLiteStore.inMemory(),
+            transports: [apns, fcm, wns, recordedPolling], signals: signals)
+        try await hub.store.migrate()
+        let running = Task { try await hub.run() }
+        defer { running.cancel() }
+
+        func register(_ id: String, _ platform: Platform, _ transport: TransportID, _ token: String?) async throws {
+            _ = try await hub.registerEndpoint(
+                app: Self.appID, user: "alice", id: id,
+                EndpointRegistration(
+                    platform: platform, appId: app.platforms[platform]![0], transport: transport, token: token))
+        }
+        let channel = wnsEmulator.makeChannel(forApp: WNSFixture.sid)
+        try await register("iphone", .ios, .apns, "a1b2c3d4")
+        try await register("pixel", .android, .fcm, "fcm-token-pixel")
+        try await register("surface", .windows, .wns, channel)
+        try await register("browser", .web, .polling, nil)
+
+        // Publish while the browser long-polls: every endpoint gets one tap.
+        async let firstPage = hub.feed(
+            app: Self.appID, user: "alice", after: 0, wait: .seconds(10), endpoint: "browser")
+        try await Task.sleep(for: .milliseconds(50))
+        let published = try await hub.publish(
+            app: Self.appID, user: "alice",
+            NotificationDraft(appNotificationId: "lunch", payload: NotificationPayload(rawContent: "{}"))
+        ).notification
+        #expect(try await firstPage.changes.map(\.id) == [published.id], "the long-poll woke with the change")
+        #expect(
+            await eventually {
+                apns.deliveries.count == 1 && fcmEmulator.messages.count == 1 && wnsEmulator.received.count == 1
+                    && recordedPolling.deliveries.count == 1
+            })
+
+        // Dismiss on Android: iOS, Windows and the browser are tapped again, Android is not.
+        async let secondPage = hub.feed(
+            app: Self.appID, user: "alice", after: published.changeVersion, wait: .seconds(10), endpoint: "browser")
+        try await Task.sleep(for: .milliseconds(50))
+        let dismissed = try await hub.updateState(
+            app: Self.appID, user: "alice", id: published.id, readState: .read, userActionState: .dismissed,
+            fromEndpoint: "pixel")
+        #expect(try await secondPage.changes.map(\.userActionState) == [.dismissed])
+        #expect(
+            await eventually {
+                apns.deliveries.count == 2 && wnsEmulator.received.count == 2 && recordedPolling.deliveries.count == 2
+            })
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(fcmEmulator.messages.count == 1, "the dismissing Android device is not tapped back")
+        #expect(apns.deliveries.count == 2 && wnsEmulator.received.count == 2 && recordedPolling.deliveries.count == 2)
+        #expect(apns.deliveries.last?.delivery.changeVersion == dismissed.changeVersion)
+        #expect(wnsEmulator.received.last?.text.contains(#""v":"\#(dismissed.changeVersion)""#) == true)
+        #expect(apns.deliveries.allSatisfy { $0.kind == .shoulderTap })
+    }
+}

@@ -1,0 +1,80 @@
+import HubCore
+import HubTesting
+import HubWNS
+import Testing
+
+@Suite("WNS: classic and Entra ID access tokens")
+struct WNSAuthenticationTests {
+    @Test("the classic package-SID flow gets one token and reuses it")
+    func classic() async throws {
+        try await WNSFixture.with { fixture in
+            let channel = fixture.channel()
+            for _ in 0..<5 { #expect(await fixture.transport.send(fixture.outbound(channelURI: channel)) == .accepted) }
+            #expect(fixture.emulator.tokenRequests == 1)
+            #expect(fixture.emulator.received(on: channel).count == 5)
+            #expect(fixture.emulator.received.allSatisfy { $0.app == WNSFixture.sid })
+        }
+    }
+
+    @Test("the Entra ID flow posts to the tenant's endpoint with the wns.windows.com scope")
+    func entra() async throws {
+        try await WNSFixture.with(credentials: WNSFixture.entra) { fixture in
+            let channel = fixture.channel()
+            #expect(await fixture.transport.send(fixture.outbound(channelURI: channel)) == .accepted)
+            #expect(await fixture.transport.send(fixture.outbound(channelURI: channel)) == .accepted)
+            #expect(fixture.emulator.tokenRequests == 1)
+            #expect(fixture.emulator.received.first?.app == WNSFixture.clientID)
+        }
+    }
+
+    @Test("concurrent sends before any token exists await one token request")
+    func singleRequestInFlight() async throws {
+        try await WNSFixture.with { fixture in
+            let channel = fixture.channel()
+            let outcomes = await withTaskGroup(of: DeliveryOutcome.self) { group in
+                for _ in 0..<20 {
+                    group.addTask { await fixture.transport.send(fixture.outbound(channelURI: channel)) }
+                }
+                return await group.reduce(into: [DeliveryOutcome]()) { $0.append($1) }
+            }
+            #expect(outcomes.allSatisfy { $0 == .accepted })
+            #expect(fixture.emulator.tokenRequests == 1)
+        }
+    }
+
+    @Test("a 401 gets a new token and one resend within the same send")
+    func unauthorizedResendsOnce() async throws {
+        try await WNSFixture.with { fixture in
+            let channel = fixture.channel()
+            #expect(await fixture.transport.send(fixture.outbound(channelURI: channel)) == .accepted)
+            fixture.emulator.expireAccessTokens()
+            #expect(await fixture.transport.send(fixture.outbound(channelURI: channel)) == .accepted)
+            #expect(fixture.emulator.tokenRequests == 2)
+            #expect(fixture.emulator.refusedSends == [401])
+            #expect(fixture.emulator.received(on: channel).count == 2)
+        }
+    }
+
+    @Test("a wrong secret is rejected with what to check, and nothing reaches the channel")
+    func wrongSecret() async throws {
+        let wrong = WNSCredentials(authentication: .packageSID(sid: WNSFixture.sid, secret: Secret("not-it")))
+        try await WNSFixture.with(credentials: wrong) { fixture in
+            let outcome = await fixture.transport.send(fixture.outbound(channelURI: fixture.channel()))
+            #expect(outcome.isRejected)
+            #expect(outcome.reason.contains("credentials.wns"))
+            #expect(!outcome.reason.contains("not-it"), "the secret is never in a reason")
+            #expect(fixture.emulator.received.isEmpty)
+        }
+    }
+
+    @Test("a channel URI on a host not allowed is refused at send time before any token is requested")
+    func sendTimeRecheck() async throws {
+        try await WNSFixture.with { fixture in
+            let elsewhere = "https://127.0.0.2:\(fixture.emulator.port)/channels/x?token=y"
+            let outcome = await fixture.transport.send(fixture.outbound(channelURI: elsewhere))
+            #expect(outcome.isRejected)
+            #expect(outcome.reason.contains("127.0.0.2"))
+            #expect(fixture.emulator.tokenRequests == 0, "no access token was even requested")
+        }
+    }
+}
