@@ -1,0 +1,119 @@
+import CustomTransportExample
+import Foundation
+import HubCore
+import HubServer
+import HubTesting
+import Logging
+import Testing
+
+@Suite("Webhook transport", .timeLimit(.minutes(2)))
+struct WebhookTransportTests {
+    static let app = CrossDeviceApp(
+        id: "notes.contoso.com", name: "Contoso Notes", platforms: [.ios: ["com.contoso.notes"]])
+
+    static func transport(_ receiver: WebhookReceiver, timeout: Duration = .seconds(5)) -> WebhookTransport {
+        WebhookTransport(configuration: .init(url: receiver.url, secret: WebhookReceiver.secret, timeout: timeout))
+    }
+
+    static let quietLogger: Logger = {
+        var logger = Logger(label: "embedded-hub")
+        logger.logLevel = .critical
+        return logger
+    }()
+
+    static func harness() -> TransportConformanceHarness {
+        TransportConformanceHarness(
+            app: app,
+            workingEndpoint: { TransportConformance.endpoint(transport: WebhookTransport.transportID, token: "device-1") },
+            deadEndpoint: { TransportConformance.endpoint(transport: WebhookTransport.transportID, token: "gone") },
+            sendTimeLimit: .seconds(10))
+    }
+
+    @Test("passes the transport conformance suite", arguments: TransportConformance.all)
+    func conformance(_ check: TransportConformance.Check) async throws {
+        try await WebhookReceiver.run { receiver in
+            try await check.run(Self.transport(receiver), Self.harness())
+        }
+    }
+
+    @Test("posts a signed tap naming the app, user, endpoint and change; visible posts carry the visual")
+    func signedTap() async throws {
+        try await WebhookReceiver.run { receiver in
+            let transport = Self.transport(receiver)
+            let endpoint = TransportConformance.endpoint(id: "phone", transport: transport.id, token: "device-9")
+            let tap = TransportConformance.delivery(.shoulderTap, to: endpoint, app: Self.app, sequence: 42)
+            #expect(await transport.send(tap) == .accepted)
+            #expect(await transport.send(TransportConformance.delivery(.visible, to: endpoint, app: Self.app)) == .accepted)
+
+            let posts = receiver.received
+            #expect(posts.count == 2)
+            let allSigned = posts.allSatisfy { $0.signatureValid }
+            #expect(allSigned)
+            let first = try #require(posts.first)
+            #expect(first.tap["app"] as? String == "notes.contoso.com")
+            #expect(first.tap["user"] as? String == "alice")
+            #expect(first.tap["endpoint"] as? String == "phone")
+            #expect(first.tap["kind"] as? String == "shoulderTap")
+            #expect(first.tap["changeVersion"] as? String == "42")
+            #expect(first.tap["notification"] == nil, "a shoulder tap carries no content")
+            #expect((posts.last?.tap["notification"] as? String)?.contains("Conformance 1") == true)
+            #expect(!WebhookSignature.isValid(
+                signature: "sha256=00", timestamp: "\(Int(Date().timeIntervalSince1970))", body: first.body,
+                secret: WebhookReceiver.secret))
+        }
+    }
+
+    @Test("maps the receiver's answers: 503 is a retry after Retry-After, silence a retry at the timeout")
+    func outcomes() async throws {
+        try await WebhookReceiver.run { receiver in
+            let transport = Self.transport(receiver, timeout: .milliseconds(500))
+            let busy = TransportConformance.endpoint(transport: transport.id, token: "busy")
+            #expect(
+                await transport.send(TransportConformance.delivery(.shoulderTap, to: busy, app: Self.app))
+                    == .retry(after: .seconds(7), reason: "the receiver answered 503"))
+            let slow = TransportConformance.endpoint(transport: transport.id, token: "slow")
+            let start = ContinuousClock.now
+            guard case .retry = await transport.send(TransportConformance.delivery(.shoulderTap, to: slow, app: Self.app))
+            else {
+                Issue.record("a receiver that does not answer must be retried")
+                return
+            }
+            #expect(ContinuousClock.now - start < .seconds(5))
+            #expect(transport.problem(registering: busy, for: Self.app) == nil)
+            var spaced = busy
+            spaced.token = "two words"
+            #expect(transport.problem(registering: spaced, for: Self.app) != nil)
+        }
+    }
+
+    @Test("an embedded hub taps webhook endpoints on publish, and refuses tokens the transport refuses")
+    func embeddedHub() async throws {
+        try await WebhookReceiver.run { receiver in
+            let embedded = try await WebhookHub(
+                apps: [Self.app], webhook: .init(url: receiver.url, secret: WebhookReceiver.secret),
+                databasePath: nil, server: HubServerConfiguration(port: 0, cursorKey: Array(repeating: 7, count: 32)),
+                logger: Self.quietLogger)
+            // run() stops on SIGTERM; here cancelling the task ends it (HummingbirdCore logs
+            // the cancelled connections as errors, hence the quiet logger).
+            let running = Task { try await embedded.run() }
+            defer { running.cancel() }
+            let registration = EndpointRegistration(
+                platform: .ios, appId: "com.contoso.notes", transport: WebhookTransport.transportID, token: "phone-1")
+            _ = try await embedded.hub.registerEndpoint(
+                app: Self.app.id, user: "alice", id: "phone", registration)
+            _ = try await embedded.hub.publish(
+                app: Self.app.id, user: "alice",
+                NotificationDraft(appNotificationId: "n1", payload: NotificationPayload(rawContent: "hello")))
+            #expect(await eventually { receiver.received.contains { $0.token == "phone-1" } })
+            let allSigned = receiver.received.allSatisfy { $0.signatureValid }
+            #expect(allSigned)
+
+            var spaced = registration
+            spaced.token = "not routable"
+            let error = try await #require(throws: HubError.self) {
+                try await embedded.hub.registerEndpoint(app: Self.app.id, user: "alice", id: "tablet", spaced)
+            }
+            #expect(error.fieldErrors.map(\.field) == ["token"])
+        }
+    }
+}
