@@ -13,13 +13,7 @@ struct ConfigCommand: AsyncParsableCommand {
         @OptionGroup var options: ConfigOption
 
         func run() async throws {
-            let result = ConfigLoader().load(path: options.config)
-            for diagnostic in result.diagnostics { printError(diagnostic.description) }
-            guard let file = result.file, result.errors.isEmpty else {
-                printError("\(options.config): \(result.errors.count) error(s)")
-                throw ExitCode(1)
-            }
-            print(ConfigSummary.render(file))
+            print(ConfigSummary.render(try options.loadOrExit()))
         }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import HubConfig
 
 @main
 struct HubCommand: AsyncParsableCommand {
@@ -15,6 +16,17 @@ struct HubCommand: AsyncParsableCommand {
 struct ConfigOption: ParsableArguments {
     @Option(name: .long, help: "Path of hub.yaml.")
     var config: String = "hub.yaml"
+
+    /// Loads hub.yaml, printing every diagnostic to standard error; exits 1 when it has errors.
+    func loadOrExit() throws -> HubFile {
+        let result = ConfigLoader().load(path: config)
+        for diagnostic in result.diagnostics { printError(diagnostic.description) }
+        guard let file = result.file, result.errors.isEmpty else {
+            printError("\(config): \(result.errors.count) error(s)")
+            throw ExitCode(1)
+        }
+        return file
+    }
 }
 
 /// Writes to standard error.

@@ -46,9 +46,7 @@ extension MapAppCommand {
         @OptionGroup var options: ConfigOption
 
         func run() async throws {
-            let result = ConfigLoader().load(path: options.config)
-            for diagnostic in result.diagnostics { printError(diagnostic.description) }
-            guard let file = result.file else { throw ExitCode(1) }
+            let file = try options.loadOrExit()
             if file.apps.isEmpty { print("No apps; map one with hub map-app --app <domain> …") }
             for app in file.apps {
                 let platforms = app.supportedPlatforms.map { "\($0) \(app.platforms[$0]?.count ?? 0)" }
