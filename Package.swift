@@ -215,7 +215,11 @@ let package = Package(
         .testTarget(
             name: "HubFCMTests", dependencies: ["HubFCM", "HubTesting", "HubSQLite"], swiftSettings: strictness),
         .testTarget(
-            name: "HubWNSTests", dependencies: ["HubWNS", "HubTesting", "HubSQLite"], swiftSettings: strictness),
+            name: "HubWNSTests",
+            // AllTransportsTests publishes to polling, FCM and WNS endpoints of one user.
+            dependencies: ["HubWNS", "HubFCM", "HubPolling", "HubTesting", "HubSQLite"],
+            swiftSettings: strictness
+        ),
         .testTarget(
             name: "HubPostgresTests",
             dependencies: ["HubPostgres", "HubTesting", "HubSQLite", "HubPolling"],
