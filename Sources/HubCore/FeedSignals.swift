@@ -4,25 +4,24 @@ import Synchronization
 ///
 /// Race-free use: take a ``ticket()`` *before* reading the feed; if the read found nothing,
 /// ``wait(_:endpoint:after:timeout:)`` with that ticket returns at once when a wake-up came in
-/// between. A waiter that names its endpoint is woken only by a delivery to that endpoint (the
-/// polling transport), so the endpoint that made a change is not woken by it; a waiter without an
-/// endpoint is woken by any committed change of the feed.
+/// between. A waiter that names its (polling) endpoint is woken only by wake-ups of that endpoint:
+/// the hub wakes each polling endpoint after a committed change it did not make itself; a waiter
+/// without an endpoint is woken by any committed change of the feed.
 public final class FeedSignals: Sendable {
     private struct Target: Hashable {
         let key: FeedKey
         let endpoint: String?
     }
 
-    private struct Waiter {
-        let target: Target
-        let ticket: UInt64
-        let continuation: CheckedContinuation<Bool, Never>
-    }
-
     private struct State {
         var clock: UInt64 = 0
         var lastWake: [Target: UInt64] = [:]
-        var waiters: [UInt64: Waiter] = [:]
+        /// `lastWake` is pruned when it grows past this (amortized: at least doubles in between).
+        var pruneAt = 10_000
+        /// Waiters by what they wait for, so a wake-up costs the number of its own waiters, not
+        /// of every request waiting on the hub.
+        var waiters: [Target: [UInt64: CheckedContinuation<Bool, Never>]] = [:]
+        var waiterCount = 0
         var nextWaiter: UInt64 = 0
     }
 
@@ -65,14 +64,20 @@ public final class FeedSignals: Sendable {
                 let immediate = state.withLock { state -> Bool? in
                     if (state.lastWake[target] ?? 0) > ticket { return true }
                     if Task.isCancelled { return false }
-                    state.waiters[id] = Waiter(target: target, ticket: ticket, continuation: continuation)
+                    state.waiters[target, default: [:]][id] = continuation
+                    state.waiterCount += 1
                     return nil
                 }
                 if let immediate { continuation.resume(returning: immediate) }
             }
         } onCancel: {
-            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
-            waiter?.continuation.resume(returning: false)
+            let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+                guard let waiter = state.waiters[target]?.removeValue(forKey: id) else { return nil }
+                if state.waiters[target]?.isEmpty == true { state.waiters[target] = nil }
+                state.waiterCount -= 1
+                return waiter
+            }
+            waiter?.resume(returning: false)
         }
     }
 
@@ -92,16 +97,18 @@ public final class FeedSignals: Sendable {
         let woken = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
             state.clock += 1
             state.lastWake[target] = state.clock
-            if state.lastWake.count > 10_000 {
+            if state.lastWake.count > state.pruneAt {
                 let horizon = state.clock > memory ? state.clock - memory : 0
                 state.lastWake = state.lastWake.filter { $0.value > horizon }
+                state.pruneAt = max(10_000, state.lastWake.count * 2)
             }
-            let ids = state.waiters.compactMap { $0.value.target == target ? $0.key : nil }
-            return ids.compactMap { state.waiters.removeValue(forKey: $0)?.continuation }
+            guard let woken = state.waiters.removeValue(forKey: target) else { return [] }
+            state.waiterCount -= woken.count
+            return Array(woken.values)
         }
         for continuation in woken { continuation.resume(returning: true) }
     }
 
     /// How many requests are waiting, for metrics.
-    public var waiterCount: Int { state.withLock { $0.waiters.count } }
+    public var waiterCount: Int { state.withLock { $0.waiterCount } }
 }

@@ -41,6 +41,27 @@ struct FeedSignalsTests {
         #expect(await signals.wait(key, endpoint: "phone", after: ticket, timeout: .seconds(30)))
     }
 
+    @Test("a wake-up ends every wait on its feed and leaves the waits on other feeds")
+    func wakesOnlyItsOwnWaiters() async {
+        let signals = FeedSignals()
+        let key = key
+        let other = FeedKey(appId: "a.contoso.com", userId: "bob")
+        let ticket = signals.ticket()
+        let mine = (0..<3).map { _ in
+            Task { await signals.wait(key, endpoint: nil, after: ticket, timeout: .seconds(60)) }
+        }
+        let theirs = (0..<2).map { _ in
+            Task { await signals.wait(other, endpoint: nil, after: ticket, timeout: .seconds(60)) }
+        }
+        #expect(await eventuallyTrue { signals.waiterCount == 5 })
+        signals.wake(key)
+        for task in mine { #expect(await task.value) }
+        #expect(signals.waiterCount == 2)
+        for task in theirs { task.cancel() }
+        for task in theirs { #expect(await task.value == false) }
+        #expect(signals.waiterCount == 0)
+    }
+
     @Test("cancelling a waiting task ends the wait at once")
     func cancellation() async {
         let signals = FeedSignals()
