@@ -1,6 +1,8 @@
 public import Foundation
 public import Logging
+import Metrics
 public import ServiceLifecycle
+import Synchronization
 
 /// The embeddable hub: publish notifications for users, register their endpoints, sync feeds and
 /// keep read / dismissed state in step across devices. Run it (it is a `Service`) to dispatch the
@@ -22,6 +24,12 @@ public final class Hub: Service, Sendable {
     /// The hub's clock: every timestamp it stores comes from here.
     public let now: @Sendable () -> Date
     let dispatcher: Dispatcher
+    /// When each polling endpoint's sync was last written, so a busy endpoint costs one write per
+    /// ``syncRecordInterval``, not one per long-poll.
+    let recordedSyncs = Mutex<[EndpointRef: Date]>([:])
+    /// A polling endpoint's `lastSyncAt` is written at most this often (it is informational:
+    /// fallback alerts only go to push endpoints, whose syncs are always written).
+    static let syncRecordInterval: TimeInterval = 5
 
     /// Creates a hub; it dispatches nothing until it runs as a service.
     ///
@@ -80,7 +88,7 @@ public final class Hub: Service, Sendable {
                 ?? now.addingTimeInterval(configuration.defaultLifetime.seconds),
             deliveryMode: draft.deliveryMode ?? app.delivery.mode, now: now)
         let result = try await store.publish(request)
-        changed(request.key)
+        await changed(request.key, targeting: draft.targetPolicy)
         logger.debug(
             "published", metadata: ["app": "\(app.id)", "notification": "\(result.notification.id)"])
         return result
@@ -96,7 +104,7 @@ public final class Hub: Service, Sendable {
         guard let tombstone = try await store.delete(key, appNotificationId: id, at: now()) else {
             throw HubError(.notFound, "No notification '\(id)' for this user.")
         }
-        changed(key)
+        await changed(key)
         return tombstone
     }
 
@@ -143,12 +151,13 @@ public final class Hub: Service, Sendable {
         guard let updated = try await store.updateState(change) else {
             throw HubError(.notFound, "No notification '\(id)' for this user.")
         }
-        changed(key)
+        await changed(key, except: endpoint)
         return updated
     }
 
     /// Changes after `version`. With `wait`, an empty page waits up to that long for a change
-    /// (long-poll); with `endpoint`, only a delivery to that endpoint wakes it.
+    /// (long-poll); with `endpoint` (a polling endpoint), it wakes for the changes that endpoint
+    /// did not make itself.
     public func feed(
         app appID: String, user userID: String, after version: Int64, limit: Int = 100,
         wait: Duration? = nil, endpoint: String? = nil
@@ -162,13 +171,64 @@ public final class Hub: Service, Sendable {
                 page = try await store.feed(key, after: version, limit: limit)
             }
         }
-        if let endpoint { try await store.touchEndpoint(key, id: endpoint, syncedAt: now()) }
+        if let endpoint { try await recordSync(key, endpoint: endpoint) }
         return page
     }
 
-    /// Wakes the feed's anonymous waiters after a committed change.
-    func changed(_ key: FeedKey) {
+    /// Writes a polling endpoint's sync time unless it was written less than
+    /// ``syncRecordInterval`` ago.
+    private func recordSync(_ key: FeedKey, endpoint: String) async throws {
+        let current = now()
+        let ref = EndpointRef(key: key, id: endpoint)
+        let due = recordedSyncs.withLock { recorded -> Bool in
+            if let last = recorded[ref], current.timeIntervalSince(last) < Self.syncRecordInterval,
+                current >= last
+            {
+                return false
+            }
+            if recorded.count >= 100_000 {
+                recorded = recorded.filter { current.timeIntervalSince($0.value) < Self.syncRecordInterval }
+            }
+            recorded[ref] = current
+            return true
+        }
+        if due { try await store.touchEndpoint(key, id: endpoint, syncedAt: current) }
+    }
+
+    /// After a committed change of the feed: wakes its anonymous waiters and the user's active
+    /// polling endpoints (but `except`, the endpoint that made the change; for a publish only those
+    /// on the platforms it targets), and pokes the dispatcher for the taps to push endpoints.
+    ///
+    /// Polling endpoints have no outbox rows: waking them is in-process (and relayed to other
+    /// instances by a shared store), so it costs no write. A wake-up lost in a crash costs nothing
+    /// either: the device's long-poll dies with the process, and its next sync reads the feed from
+    /// its cursor.
+    func changed(_ key: FeedKey, except: String? = nil, targeting policy: TargetPolicy = TargetPolicy()) async {
         signals.wake(key)
         dispatcher.poke()
+        let endpoints: [Endpoint]
+        do {
+            endpoints = try await store.endpoints(key)
+        } catch {
+            logger.warning(
+                "reading the endpoints to wake failed; their long-polls wake at their timeout",
+                metadata: ["app": "\(key.appId)", "error": "\(error)"])
+            return
+        }
+        var woken = 0
+        for endpoint in endpoints
+        where endpoint.transport == .polling && endpoint.state == .active && endpoint.id != except
+            && policy.includes(endpoint.platform)
+        {
+            signals.wake(key, endpoint: endpoint.id)
+            woken += 1
+        }
+        if woken > 0 { Counter(label: "hub_polling_wakes_total").increment(by: woken) }
     }
+}
+
+/// One endpoint of one user's feed.
+struct EndpointRef: Hashable, Sendable {
+    let key: FeedKey
+    let id: String
 }

@@ -6,13 +6,14 @@ import PostgresNIO
 // Enqueueing deliveries: called inside the transactions that change a notification, with its
 // feed locked. Each kind of delivery is one set-based `INSERT … SELECT` over the user's endpoints.
 extension PostgresStore {
-    /// Enqueues what a publish of `notification` sends, for every active endpoint of the user whose
-    /// platform its target policy includes:
-    /// - a `visible` delivery when `mode` is visible, the payload has visual content and the
-    ///   endpoint is not polled (visible deliveries never coalesce);
-    /// - otherwise a shoulder tap (coalesced, see ``enqueueTaps(about:platforms:pollingOnly:except:now:on:logger:)``),
+    /// Enqueues what a publish of `notification` sends, for every active push endpoint of the user
+    /// whose platform its target policy includes (polling endpoints get no outbox rows: the hub
+    /// wakes them itself after the commit):
+    /// - a `visible` delivery when `mode` is visible and the payload has visual content (visible
+    ///   deliveries never coalesce);
+    /// - otherwise a shoulder tap (coalesced, see ``enqueueTaps(about:platforms:except:now:on:logger:)``),
     ///   and for a high-priority notification with a fallback policy a `fallback` delivery to each
-    ///   non-polling endpoint, due `timeoutSeconds` after `now`.
+    ///   endpoint, due `timeoutSeconds` after `now`.
     static func enqueueDeliveries(
         for notification: UserNotification, mode: DeliveryMode, now: Date, on db: PostgresConnection,
         logger: Logger
@@ -21,27 +22,25 @@ extension PostgresStore {
         let platforms = notification.targetPolicy.platformTypes.map(\.rawValue)
         if visible {
             try await insert(.visible, about: notification, dueAt: now, now: now, platforms: platforms, db, logger)
+            return
         }
-        try await enqueueTaps(
-            about: notification, platforms: platforms, pollingOnly: visible, except: nil, now: now, on: db,
-            logger: logger)
-        if !visible, notification.priority == .high, let policy = notification.fallbackPolicy {
+        try await enqueueTaps(about: notification, platforms: platforms, except: nil, now: now, on: db, logger: logger)
+        if notification.priority == .high, let policy = notification.fallbackPolicy {
             let due = now.addingTimeInterval(TimeInterval(policy.timeoutSeconds))
             try await insert(.fallback, about: notification, dueAt: due, now: now, platforms: platforms, db, logger)
         }
     }
 
-    /// Taps the user's active endpoints about `notification`'s latest change.
+    /// Taps the user's active push endpoints (not polling ones) about `notification`'s latest change.
     ///
     /// A tap coalesces into the endpoint's pending, unleased tap when there is one (the unique
     /// index `hub_delivery_pending_tap` finds it): that tap takes the newest version and
     /// notification, the higher priority and the earlier due time.
     /// - Parameters:
     ///   - platforms: only endpoints on these platforms; empty for all.
-    ///   - pollingOnly: only polling endpoints (the others got visible deliveries).
     ///   - except: the endpoint that made the change, not tapped back.
     static func enqueueTaps(
-        about notification: UserNotification, platforms: [String] = [], pollingOnly: Bool = false, except: String?,
+        about notification: UserNotification, platforms: [String] = [], except: String?,
         now: Date, on db: PostgresConnection, logger: Logger
     ) async throws {
         let n = notification
@@ -52,9 +51,8 @@ extension PostgresStore {
             SELECT app_id, user_id, id, transport, 'shoulderTap', \(n.id), \(n.changeVersion), \(n.priority.rawValue),
                 \(n.priority.urgency), 'pending', \(now), \(now)
             FROM hub_endpoint
-            WHERE app_id = \(n.appId) AND user_id = \(n.userId) AND state = 'active'
+            WHERE app_id = \(n.appId) AND user_id = \(n.userId) AND state = 'active' AND transport <> 'polling'
                 AND (cardinality(\(platforms)::text[]) = 0 OR platform = ANY(\(platforms)::text[]))
-                AND (NOT \(pollingOnly) OR transport = 'polling')
                 AND id IS DISTINCT FROM \(except)::text
             ORDER BY id
             ON CONFLICT (app_id, user_id, endpoint_id)

@@ -81,6 +81,7 @@ extension PostgresStore {
                     x.urgency, 'pending', \(now), \(now)
                 FROM newest x
                 JOIN hub_endpoint e ON e.app_id = x.app_id AND e.user_id = x.user_id AND e.state = 'active'
+                    AND e.transport <> 'polling'
                 ON CONFLICT (app_id, user_id, endpoint_id)
                     WHERE state = 'pending' AND kind = 'shoulderTap' AND lease_owner IS NULL
                 DO UPDATE SET

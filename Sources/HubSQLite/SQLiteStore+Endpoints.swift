@@ -42,11 +42,11 @@ extension SQLiteStore {
 
             if let token = endpoint.token {
                 let holders = try EndpointRecord.fetchAll(
-                    db,
-                    sql: """
-                        SELECT * FROM endpoint WHERE appId = ? AND transport = ? AND token = ?
-                            AND NOT (userId = ? AND id = ?)
-                        """,
+                    db.cachedStatement(
+                        sql: """
+                            SELECT * FROM endpoint WHERE appId = ? AND transport = ? AND token = ?
+                                AND NOT (userId = ? AND id = ?)
+                            """),
                     arguments: [endpoint.appId, endpoint.transport.rawValue, token, endpoint.userId, endpoint.id])
                 for holder in holders.map(\.endpoint) {
                     try Self.removeEndpoint(db, FeedKey(appId: holder.appId, userId: holder.userId), id: holder.id)
@@ -65,7 +65,7 @@ extension SQLiteStore {
     public func endpoints(_ key: FeedKey) async throws -> [Endpoint] {
         try await read { db in
             try EndpointRecord.fetchAll(
-                db, sql: "SELECT * FROM endpoint WHERE appId = ? AND userId = ? ORDER BY id",
+                db.cachedStatement(sql: "SELECT * FROM endpoint WHERE appId = ? AND userId = ? ORDER BY id"),
                 arguments: [key.appId, key.userId]
             ).map(\.endpoint)
         }
@@ -77,12 +77,13 @@ extension SQLiteStore {
         try await read { db in
             if let state {
                 return try EndpointRecord.fetchAll(
-                    db, sql: "SELECT * FROM endpoint WHERE appId = ? AND state = ? ORDER BY userId, id",
+                    db.cachedStatement(sql: "SELECT * FROM endpoint WHERE appId = ? AND state = ? ORDER BY userId, id"),
                     arguments: [appId, state.rawValue]
                 ).map(\.endpoint)
             }
             return try EndpointRecord.fetchAll(
-                db, sql: "SELECT * FROM endpoint WHERE appId = ? ORDER BY userId, id", arguments: [appId]
+                db.cachedStatement(sql: "SELECT * FROM endpoint WHERE appId = ? ORDER BY userId, id"),
+                arguments: [appId]
             ).map(\.endpoint)
         }
     }
@@ -96,9 +97,8 @@ extension SQLiteStore {
     /// Records when the endpoint last synced its feed. Unknown endpoints are ignored.
     public func touchEndpoint(_ key: FeedKey, id: String, syncedAt: Date) async throws {
         try await write { db in
-            try db.execute(
-                sql: "UPDATE endpoint SET lastSyncAt = ? WHERE appId = ? AND userId = ? AND id = ?",
-                arguments: [syncedAt.storedSeconds, key.appId, key.userId, id])
+            try db.cachedStatement(sql: "UPDATE endpoint SET lastSyncAt = ? WHERE appId = ? AND userId = ? AND id = ?")
+                .execute(arguments: [syncedAt.storedSeconds, key.appId, key.userId, id])
         }
     }
 }
@@ -108,15 +108,21 @@ extension SQLiteStore {
 extension SQLiteStore {
     static func fetchEndpoint(_ db: Database, _ key: FeedKey, id: String) throws -> Endpoint? {
         try EndpointRecord.fetchOne(
-            db, sql: "SELECT * FROM endpoint WHERE appId = ? AND userId = ? AND id = ?",
+            db.cachedStatement(sql: "SELECT * FROM endpoint WHERE appId = ? AND userId = ? AND id = ?"),
             arguments: [key.appId, key.userId, id]
         )?.endpoint
     }
 
-    /// The user's active endpoints, ordered by ID.
-    static func activeEndpoints(_ db: Database, _ key: FeedKey) throws -> [Endpoint] {
+    /// The user's active endpoints that are tapped through the outbox (every transport but
+    /// polling: the hub wakes polling endpoints itself after the commit), ordered by ID.
+    static func activePushEndpoints(_ db: Database, _ key: FeedKey) throws -> [Endpoint] {
         try EndpointRecord.fetchAll(
-            db, sql: "SELECT * FROM endpoint WHERE appId = ? AND userId = ? AND state = 'active' ORDER BY id",
+            db.cachedStatement(
+                sql: """
+                    SELECT * FROM endpoint
+                    WHERE appId = ? AND userId = ? AND state = 'active' AND transport <> 'polling'
+                    ORDER BY id
+                    """),
             arguments: [key.appId, key.userId]
         ).map(\.endpoint)
     }
@@ -125,8 +131,7 @@ extension SQLiteStore {
     @discardableResult
     static func removeEndpoint(_ db: Database, _ key: FeedKey, id: String) throws -> Bool {
         try deletePendingDeliveries(db, of: key, endpointId: id)
-        try db.execute(
-            sql: "DELETE FROM endpoint WHERE appId = ? AND userId = ? AND id = ?",
+        try db.cachedStatement(sql: "DELETE FROM endpoint WHERE appId = ? AND userId = ? AND id = ?").execute(
             arguments: [key.appId, key.userId, id])
         return db.changesCount > 0
     }

@@ -51,8 +51,8 @@ extension SQLiteStore {
             }
 
             let visible = request.deliveryMode == .visible && draft.payload.visualContent != nil
-            for endpoint in try Self.activeEndpoints(db, key) where draft.targetPolicy.includes(endpoint.platform) {
-                if visible && endpoint.transport != .polling {
+            for endpoint in try Self.activePushEndpoints(db, key) where draft.targetPolicy.includes(endpoint.platform) {
+                if visible {
                     var delivery = DeliveryRecord(
                         to: endpoint, kind: .visible, notificationId: notification.id, changeVersion: version,
                         priority: notification.priority, createdAt: now, dueAt: now)
@@ -133,7 +133,8 @@ extension SQLiteStore {
             }
             sql += " ORDER BY createdDateTime DESC, changeVersion DESC LIMIT ?"
             arguments += [filter.limit]
-            return try NotificationRecord.fetchAll(db, sql: sql, arguments: arguments).map(\.notification)
+            return try NotificationRecord.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).map(
+                \.notification)
         }
     }
 
@@ -144,11 +145,11 @@ extension SQLiteStore {
         let pageSize = min(max(limit, 0), Int(Int32.max))
         return try await read { db in
             let rows = try NotificationRecord.fetchAll(
-                db,
-                sql: """
-                    SELECT * FROM notification WHERE appId = ? AND userId = ? AND changeVersion > ?
-                    ORDER BY changeVersion LIMIT ?
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT * FROM notification WHERE appId = ? AND userId = ? AND changeVersion > ?
+                        ORDER BY changeVersion LIMIT ?
+                        """),
                 arguments: [key.appId, key.userId, version, pageSize + 1])
             let changes = rows.prefix(pageSize).map(\.notification)
             return FeedPage(
@@ -165,11 +166,11 @@ extension SQLiteStore {
         try await write { db in
             let now = now.canonical
             let expiring = try NotificationRecord.fetchAll(
-                db,
-                sql: """
-                    SELECT * FROM notification WHERE status = 'active' AND expirationDateTime <= ?
-                    ORDER BY changeVersion
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT * FROM notification WHERE status = 'active' AND expirationDateTime <= ?
+                        ORDER BY changeVersion
+                        """),
                 arguments: [now.storedSeconds])
             var changed = Set<FeedKey>()
             for record in expiring {
@@ -181,11 +182,10 @@ extension SQLiteStore {
                 try Self.tapAll(db, about: notification, except: nil, now: now)
                 changed.insert(FeedKey(appId: notification.appId, userId: notification.userId))
             }
-            try db.execute(
-                sql: "DELETE FROM notification WHERE status <> 'active' AND lastModifiedDateTime < ?",
-                arguments: [purgeBefore.storedSeconds])
-            try db.execute(
-                sql: "DELETE FROM delivery WHERE state = 'finished' AND finishedAt < ?",
+            try db.cachedStatement(
+                sql: "DELETE FROM notification WHERE status <> 'active' AND lastModifiedDateTime < ?"
+            ).execute(arguments: [purgeBefore.storedSeconds])
+            try db.cachedStatement(sql: "DELETE FROM delivery WHERE state = 'finished' AND finishedAt < ?").execute(
                 arguments: [purgeBefore.storedSeconds])
             return changed
         }
@@ -197,7 +197,7 @@ extension SQLiteStore {
 extension SQLiteStore {
     static func fetchNotification(_ db: Database, _ key: FeedKey, id: String) throws -> UserNotification? {
         try NotificationRecord.fetchOne(
-            db, sql: "SELECT * FROM notification WHERE appId = ? AND userId = ? AND id = ?",
+            db.cachedStatement(sql: "SELECT * FROM notification WHERE appId = ? AND userId = ? AND id = ?"),
             arguments: [key.appId, key.userId, id]
         )?.notification
     }
@@ -206,7 +206,8 @@ extension SQLiteStore {
         _ db: Database, _ key: FeedKey, appNotificationId: String
     ) throws -> UserNotification? {
         try NotificationRecord.fetchOne(
-            db, sql: "SELECT * FROM notification WHERE appId = ? AND userId = ? AND appNotificationId = ?",
+            db.cachedStatement(
+                sql: "SELECT * FROM notification WHERE appId = ? AND userId = ? AND appNotificationId = ?"),
             arguments: [key.appId, key.userId, appNotificationId]
         )?.notification
     }

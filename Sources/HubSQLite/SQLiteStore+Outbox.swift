@@ -19,13 +19,13 @@ extension SQLiteStore {
         return try await write { db in
             let now = now.canonical
             let due = try DeliveryRecord.fetchAll(
-                db,
-                sql: """
-                    SELECT * FROM delivery
-                    WHERE state = 'pending' AND dueAt <= ? AND (leaseOwner IS NULL OR leaseUntil < ?)
-                    ORDER BY urgency DESC, dueAt, id
-                    LIMIT ?
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT * FROM delivery
+                        WHERE state = 'pending' AND dueAt <= ? AND (leaseOwner IS NULL OR leaseUntil < ?)
+                        ORDER BY urgency DESC, dueAt, id
+                        LIMIT ?
+                        """),
                 arguments: [now.storedSeconds, now.storedSeconds, limit])
             var claimed: [ClaimedDelivery] = []
             for var record in due {
@@ -62,7 +62,11 @@ extension SQLiteStore {
     ) async throws {
         try await write { db in
             let now = now.canonical
-            guard var record = try DeliveryRecord.fetchOne(db, key: id), record.state == .pending else { return }
+            guard
+                var record = try DeliveryRecord.fetchOne(
+                    db.cachedStatement(sql: "SELECT * FROM delivery WHERE id = ?"), arguments: [id]),
+                record.state == .pending
+            else { return }
             record.finish(result, detail: detail, at: now)
             try record.update(db)
             guard result == .endpointGone else { return }
@@ -88,7 +92,11 @@ extension SQLiteStore {
     /// `superseded` instead (that tap announces a newer version), passing on its priority.
     public func retryDelivery(id: Int64, dueAt: Date, error: String, at now: Date) async throws {
         try await write { db in
-            guard var record = try DeliveryRecord.fetchOne(db, key: id), record.state == .pending else { return }
+            guard
+                var record = try DeliveryRecord.fetchOne(
+                    db.cachedStatement(sql: "SELECT * FROM delivery WHERE id = ?"), arguments: [id]),
+                record.state == .pending
+            else { return }
             if record.kind == .shoulderTap, var newer = try Self.pendingTap(db, endpointOf: record), newer.id != id {
                 newer.priority = newer.priority.higher(record.priority)
                 try newer.update(db)
@@ -133,11 +141,11 @@ extension SQLiteStore {
     public func nextDueDate() async throws -> Date? {
         try await read { db in
             try Double.fetchOne(
-                db,
-                sql: """
-                    SELECT MIN(CASE WHEN leaseOwner IS NULL THEN dueAt ELSE MAX(dueAt, IFNULL(leaseUntil, dueAt)) END)
-                    FROM delivery WHERE state = 'pending'
-                    """
+                db.cachedStatement(
+                    sql: """
+                        SELECT MIN(CASE WHEN leaseOwner IS NULL THEN dueAt ELSE MAX(dueAt, IFNULL(leaseUntil, dueAt)) END)
+                        FROM delivery WHERE state = 'pending'
+                        """)
             ).map(Date.init(storedSeconds:))
         }
     }
@@ -145,14 +153,15 @@ extension SQLiteStore {
     /// Pending deliveries, and finished ones by transport, then result.
     public func deliveryStatistics() async throws -> DeliveryStatistics {
         try await read { db in
-            let pending = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM delivery WHERE state = 'pending'") ?? 0
+            let pending =
+                try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM delivery WHERE state = 'pending'")) ?? 0
             var finished: [String: [String: Int]] = [:]
             let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT transport, IFNULL(result, '') AS result, COUNT(*) AS count
-                    FROM delivery WHERE state = 'finished' GROUP BY transport, result
-                    """)
+                db.cachedStatement(
+                    sql: """
+                        SELECT transport, IFNULL(result, '') AS result, COUNT(*) AS count
+                        FROM delivery WHERE state = 'finished' GROUP BY transport, result
+                        """))
             for row in rows {
                 finished[row["transport"], default: [:]][row["result"]] = row["count"]
             }
@@ -167,12 +176,12 @@ extension SQLiteStore {
     /// The endpoint's pending, unleased shoulder tap, if any (at most one, by a unique index).
     static func pendingTap(_ db: Database, endpointOf record: DeliveryRecord) throws -> DeliveryRecord? {
         try DeliveryRecord.fetchOne(
-            db,
-            sql: """
-                SELECT * FROM delivery
-                WHERE appId = ? AND userId = ? AND endpointId = ?
-                    AND state = 'pending' AND kind = 'shoulderTap' AND leaseOwner IS NULL
-                """,
+            db.cachedStatement(
+                sql: """
+                    SELECT * FROM delivery
+                    WHERE appId = ? AND userId = ? AND endpointId = ?
+                        AND state = 'pending' AND kind = 'shoulderTap' AND leaseOwner IS NULL
+                    """),
             arguments: [record.appId, record.userId, record.endpointId])
     }
 
@@ -213,7 +222,7 @@ extension SQLiteStore {
     /// Taps every active endpoint of the notification's user but `except`.
     static func tapAll(_ db: Database, about notification: UserNotification, except: String?, now: Date) throws {
         let key = FeedKey(appId: notification.appId, userId: notification.userId)
-        for endpoint in try activeEndpoints(db, key) where endpoint.id != except {
+        for endpoint in try activePushEndpoints(db, key) where endpoint.id != except {
             try enqueueTap(db, to: endpoint, for: notification, now: now)
         }
     }
@@ -222,20 +231,20 @@ extension SQLiteStore {
     static func finishPendingDeliveries(
         _ db: Database, of endpoint: Endpoint, result: DeliveryResult, detail: String?, at now: Date
     ) throws {
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 UPDATE delivery
                 SET state = 'finished', result = ?, detail = ?, finishedAt = ?, leaseOwner = NULL, leaseUntil = NULL
                 WHERE appId = ? AND userId = ? AND endpointId = ? AND state = 'pending'
-                """,
-            arguments: [result.rawValue, detail, now.storedSeconds, endpoint.appId, endpoint.userId, endpoint.id])
+                """
+        ).execute(arguments: [result.rawValue, detail, now.storedSeconds, endpoint.appId, endpoint.userId, endpoint.id])
     }
 
     /// Removes every pending delivery of an endpoint (the endpoint is being removed).
     static func deletePendingDeliveries(_ db: Database, of key: FeedKey, endpointId: String) throws {
-        try db.execute(
-            sql: "DELETE FROM delivery WHERE appId = ? AND userId = ? AND endpointId = ? AND state = 'pending'",
-            arguments: [key.appId, key.userId, endpointId])
+        try db.cachedStatement(
+            sql: "DELETE FROM delivery WHERE appId = ? AND userId = ? AND endpointId = ? AND state = 'pending'"
+        ).execute(arguments: [key.appId, key.userId, endpointId])
     }
 }
 

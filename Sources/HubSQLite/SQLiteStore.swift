@@ -164,8 +164,11 @@ public final class SQLiteStore: Store {
 extension SQLiteStore {
     /// Takes the next value of the store-wide change counter. Call inside a write transaction.
     static func nextChangeVersion(_ db: Database) throws -> Int64 {
-        try db.execute(sql: "UPDATE changeCounter SET lastVersion = lastVersion + 1 WHERE id = 1")
-        guard let version = try Int64.fetchOne(db, sql: "SELECT lastVersion FROM changeCounter WHERE id = 1") else {
+        try db.cachedStatement(sql: "UPDATE changeCounter SET lastVersion = lastVersion + 1 WHERE id = 1").execute()
+        guard
+            let version = try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT lastVersion FROM changeCounter WHERE id = 1"))
+        else {
             throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "the changeCounter row is missing")
         }
         return version

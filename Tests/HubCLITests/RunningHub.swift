@@ -14,11 +14,14 @@ final class RunningHub: @unchecked Sendable {
     private(set) var port = 0
 
     /// Starts `hub serve` in `directory` and waits until it listens.
-    init(directory: URL, arguments: [String] = []) throws {
+    init(directory: URL, arguments: [String] = [], environment: [String: String] = [:]) throws {
         self.directory = directory
         process.executableURL = HubProcess.executable
         process.arguments = ["serve", "--config", "hub.yaml"] + arguments
         process.currentDirectoryURL = directory
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let stderr = Pipe()
         process.standardError = stderr
         process.standardOutput = FileHandle.nullDevice
@@ -74,7 +77,10 @@ struct HubDidNotStart: Error, CustomStringConvertible {
 }
 
 /// Writes a hub.yaml with one app, an admin token, an HS256 identity and a publisher key.
-func writeServeConfig(in directory: URL, extra: String = "") throws {
+/// - Parameters:
+///   - extra: top-level hub.yaml lines.
+///   - appExtra: lines of the app's mapping, indented by four spaces (credentials, for example).
+func writeServeConfig(in directory: URL, extra: String = "", appExtra: String = "") throws {
     try "test-admin-token-0123456789".write(
         to: directory.appendingPathComponent("admin.token"), atomically: true, encoding: .utf8)
     try "test-user-token-secret-0123456789".write(
@@ -91,6 +97,7 @@ func writeServeConfig(in directory: URL, extra: String = "") throws {
             identity:
               - { issuer: "https://login.contoso.com", audiences: [contoso-notes], secret: file:user.secret }
             publishers: [ { name: backend, key: file:publisher.key } ]
+        \(appExtra)
         """
     try yaml.write(to: directory.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
 }
@@ -148,6 +155,14 @@ struct HubHTTP {
         try await request(
             .PUT, "/v1/apps/notes.contoso.com/me/endpoints/\(endpoint)", bearer: try await userToken(user),
             json: #"{"platform":"windows","appId":"Contoso.Notes_8wekyb3d8bbwe","transport":"polling"}"#
+        ).status
+    }
+
+    func registerWNS(user: String, endpoint: String, channel: String) async throws -> Int {
+        try await request(
+            .PUT, "/v1/apps/notes.contoso.com/me/endpoints/\(endpoint)", bearer: try await userToken(user),
+            json:
+                #"{"platform":"windows","appId":"Contoso.Notes_8wekyb3d8bbwe","transport":"wns","token":"\#(channel)"}"#
         ).status
     }
 

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HubTesting
 import Testing
 
 @Suite("hub serve")
@@ -60,13 +61,31 @@ struct ServeCommandTests {
         "killed with publishes pending, the hub restarts on the same SQLite file, loses nothing, and finishes the deliveries"
     )
     func killAndRestart() async throws {
+        // Windows endpoints tapped through WNS (the emulator): their taps go through the durable
+        // outbox (polling endpoints get none).
+        let wns = try await WNSEmulator.start()
+        defer { Task { try? await wns.shutdown() } }
+        let sid = "ms-app://s-1-15-2-1234567890-1234567890-1234567890-1234567890-1234567890-1234567890-123456789"
+        wns.registerPackage(sid: sid, secret: "package-secret")
         let workspace = try makeWorkspace()
-        try writeServeConfig(in: workspace)
+        try "package-secret".write(
+            to: workspace.appendingPathComponent("wns.secret"), atomically: true, encoding: .utf8)
+        try wns.trustRootPEM.write(
+            to: workspace.appendingPathComponent("wns-ca.pem"), atomically: true, encoding: .utf8)
+        try writeServeConfig(
+            in: workspace,
+            appExtra: #"    credentials: { wns: { packageSid: "\#(sid)", clientSecret: file:wns.secret } }"#)
+        let environment = [
+            "HUB_WNS_TOKEN_URL": wns.classicTokenURL, "HUB_WNS_ALLOWED_HOSTS": wns.host,
+            "HUB_WNS_TRUST_ROOTS": workspace.appendingPathComponent("wns-ca.pem").path,
+        ]
         // An API-only instance enqueues deliveries without sending them: they are pending when it dies.
-        var hub = try RunningHub(directory: workspace, arguments: ["--no-dispatch"])
+        var hub = try RunningHub(directory: workspace, arguments: ["--no-dispatch"], environment: environment)
         var http = HubHTTP(base: hub.baseURL)
         for (user, endpoint) in [("alice", "a1"), ("alice", "a2"), ("bob", "b1")] {
-            #expect(try await http.registerPolling(user: user, endpoint: endpoint) == 201)
+            #expect(
+                try await http.registerWNS(user: user, endpoint: endpoint, channel: wns.makeChannel(forApp: sid)) == 201
+            )
         }
         for index in 0..<40 {
             #expect(try await http.publish(user: index.isMultiple(of: 2) ? "alice" : "bob", id: "p\(index)") == 201)
@@ -75,12 +94,15 @@ struct ServeCommandTests {
         hub.signal(SIGKILL)
         #expect(hub.waitForExit() != nil)
 
+        #expect(wns.received.isEmpty)
+
         // A dispatching instance on the same file picks the outbox up.
-        hub = try RunningHub(directory: workspace)
+        hub = try RunningHub(directory: workspace, environment: environment)
         http = HubHTTP(base: hub.baseURL)
         let drained = try await eventuallyAsync { try await http.statistics().pending == 0 }
         #expect(drained)
         #expect(try await http.statistics().delivered >= 3)
+        #expect(Set(wns.received.map(\.channelID)).count == 3, "each endpoint was tapped")
         #expect(
             Set(try await http.feedIDs(user: "alice")) == Set((0..<40).filter { $0.isMultiple(of: 2) }.map { "p\($0)" })
         )
@@ -97,7 +119,7 @@ struct ServeCommandTests {
         }
         hub.signal(SIGKILL)
         #expect(hub.waitForExit() != nil)
-        hub = try RunningHub(directory: workspace)
+        hub = try RunningHub(directory: workspace, environment: environment)
         http = HubHTTP(base: hub.baseURL)
         let feed = Set(try await http.feedIDs(user: "alice"))
         #expect(accepted.count == 200)

@@ -1,0 +1,75 @@
+import Foundation
+import HubTesting
+import Testing
+
+@testable import HubCore
+
+/// Polling endpoints are woken by the hub right after a commit, with no outbox rows and no
+/// dispatcher involved (the dispatcher is off in these tests).
+@Suite("waking polling endpoints")
+struct PollingWakeTests {
+    static var noDispatcher: DispatcherConfiguration {
+        var configuration = TestHub.fastDispatcher
+        configuration.enabled = false
+        return configuration
+    }
+
+    /// A long-poll of `endpoint` from `version`, waiting up to 30 s.
+    static func longPoll(
+        _ test: TestHub, _ endpoint: String, user: String = "alice", after version: Int64 = 0
+    )
+        -> Task<(page: FeedPage, waited: Duration), any Error>
+    {
+        Task {
+            let start = ContinuousClock.now
+            let page = try await test.hub.feed(
+                app: TestHub.app.id, user: user, after: version, wait: .seconds(30), endpoint: endpoint)
+            return (page, ContinuousClock.now - start)
+        }
+    }
+
+    @Test("a publish wakes every polling endpoint of the user at once and queues nothing for them")
+    func publishWakesPollingEndpoints() async throws {
+        let test = try TestHub(dispatcher: Self.noDispatcher)
+        try await test.register("p1", platform: .android, transport: .polling)
+        try await test.register("p2", platform: .windows, transport: .polling)
+        try await test.register("p3", user: "bob", platform: .android, transport: .polling)
+        let first = Self.longPoll(test, "p1")
+        let second = Self.longPoll(test, "p2")
+        let bobs = Self.longPoll(test, "p3", user: "bob")
+        #expect(await eventuallyTrue { test.hub.signals.waiterCount == 3 })
+
+        let published = try await test.publish("n-1")
+        for poll in [first, second] {
+            let (page, waited) = try await poll.value
+            #expect(page.changes.map(\.id) == [published.id])
+            #expect(waited < .seconds(10), "woken by the publish, not by the 30 s timeout")
+        }
+        #expect(test.hub.signals.waiterCount == 1, "bob's endpoint still waits")
+        bobs.cancel()
+        #expect(try await test.hub.deliveryStatistics() == DeliveryStatistics(pending: 0, finished: [:]))
+    }
+
+    @Test("a state change wakes the user's other polling endpoints, not the one that made it")
+    func stateChangeSkipsItsEndpoint() async throws {
+        let test = try TestHub(dispatcher: Self.noDispatcher)
+        try await test.register("p1", platform: .android, transport: .polling)
+        try await test.register("p2", platform: .windows, transport: .polling)
+        let published = try await test.publish("n-1")
+        let maker = Self.longPoll(test, "p1", after: published.changeVersion)
+        let other = Self.longPoll(test, "p2", after: published.changeVersion)
+        #expect(await eventuallyTrue { test.hub.signals.waiterCount == 2 })
+
+        let dismissed = try await test.hub.updateState(
+            app: TestHub.app.id, user: "alice", id: published.id, readState: nil, userActionState: .dismissed,
+            fromEndpoint: "p1")
+        let (page, waited) = try await other.value
+        #expect(page.changes.map(\.userActionState) == [.dismissed])
+        #expect(waited < .seconds(10))
+        // The endpoint that dismissed is not woken by its own change: it still waits.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(test.hub.signals.waiterCount == 1)
+        maker.cancel()
+        #expect(dismissed.changeVersion > published.changeVersion)
+    }
+}
