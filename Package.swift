@@ -211,13 +211,18 @@ let package = Package(
             swiftSettings: strictness
         ),
         .testTarget(
-            name: "HubAPNSTests", dependencies: ["HubAPNS", "HubTesting", "HubSQLite"], swiftSettings: strictness),
+            name: "HubAPNSTests",
+            dependencies: ["HubAPNS", "HubTesting", "HubSQLite", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictness),
         .testTarget(
             name: "HubFCMTests", dependencies: ["HubFCM", "HubTesting", "HubSQLite"], swiftSettings: strictness),
         .testTarget(
             name: "HubWNSTests",
-            // AllTransportsTests publishes to polling, FCM and WNS endpoints of one user.
-            dependencies: ["HubWNS", "HubFCM", "HubPolling", "HubTesting", "HubSQLite"],
+            // AllTransportsTests publishes to polling, APNs, FCM and WNS endpoints of one user.
+            dependencies: [
+                "HubWNS", "HubFCM", "HubAPNS", "HubPolling", "HubTesting", "HubSQLite",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictness
         ),
         .testTarget(

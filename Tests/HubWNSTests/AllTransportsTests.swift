@@ -1,14 +1,13 @@
 import Foundation
+import HubAPNS
 import HubCore
 import HubFCM
 import HubPolling
 import HubSQLite
 import HubTesting
 import HubWNS
+import Logging
 import Testing
-
-// This suite needs HubFCM and HubPolling besides the target's declared dependencies; Package.swift
-// should list them for HubWNSTests (see the transport work's notes).
 
 @Suite("all transports: one user, four devices, one tap each, universal dismiss")
 struct AllTransportsTests {
@@ -16,6 +15,14 @@ struct AllTransportsTests {
 
     @Test("iOS, Android, Windows and polling get exactly one tap; a dismiss on Android taps the other three")
     func tapsAndUniversalDismiss() async throws {
+        let apnsEmulator = try await APNSEmulator.start()
+        let apnsKey = APNSTestKey()
+        apnsEmulator.register(apnsKey, bundleIDs: ["com.contoso.notes"])
+        let apns = APNSTransport(
+            configuration: APNSTransport.Configuration(
+                productionHost: "127.0.0.1", developmentHost: "127.0.0.1", port: apnsEmulator.port,
+                trustRoots: .pem(apnsEmulator.trustRootPEM)),
+            logger: Logger(label: "apns"))
         let fcmEmulator = try await FCMEmulator.start()
         let wnsEmulator = try await WNSEmulator.start(authority: fcmEmulator.authority)
         try await fcmEmulator.register(.primary)
@@ -25,10 +32,14 @@ struct AllTransportsTests {
         )
         let wns = try WNSTransport(configuration: WNSFixture.configuration(for: wnsEmulator))
         do {
-            try await run(fcm: fcm, fcmEmulator: fcmEmulator, wns: wns, wnsEmulator: wnsEmulator)
+            try await run(
+                apns: apns, apnsEmulator: apnsEmulator, apnsKey: apnsKey, fcm: fcm, fcmEmulator: fcmEmulator, wns: wns,
+                wnsEmulator: wnsEmulator)
         } catch {
             Issue.record(error)
         }
+        await apns.shutdown(grace: .milliseconds(200))
+        await apnsEmulator.shutdown()
         try await fcm.shutdown()
         try await wns.shutdown()
         try await fcmEmulator.shutdown()
@@ -36,7 +47,8 @@ struct AllTransportsTests {
     }
 
     private func run(
-        fcm: FCMTransport, fcmEmulator: FCMEmulator, wns: WNSTransport, wnsEmulator: WNSEmulator
+        apns: APNSTransport, apnsEmulator: APNSEmulator, apnsKey: APNSTestKey, fcm: FCMTransport,
+        fcmEmulator: FCMEmulator, wns: WNSTransport, wnsEmulator: WNSEmulator
     ) async throws {
         let app = CrossDeviceApp(
             id: Self.appID, name: "Notes",
@@ -45,9 +57,9 @@ struct AllTransportsTests {
                 .web: ["https://notes.contoso.com"],
             ],
             credentials: PushCredentials(
+                apns: apnsKey.credentials(),
                 fcm: FCMTestServiceAccount.primary.credentials(tokenURI: fcmEmulator.tokenURI), wns: WNSFixture.classic)
         )
-        let apns = RecordingTransport(id: .apns)
         let signals = FeedSignals()
         let polling = PollingTransport(signals: signals)
         let recordedPolling = RecordingTransport(id: .polling) { await polling.send($0) }
@@ -84,7 +96,8 @@ struct AllTransportsTests {
         #expect(try await firstPage.changes.map(\.id) == [published.id], "the long-poll woke with the change")
         #expect(
             await eventually {
-                apns.deliveries.count == 1 && fcmEmulator.messages.count == 1 && wnsEmulator.received.count == 1
+                apnsEmulator.requestCounts(status: 200).values.reduce(0, +) == 1 && fcmEmulator.messages.count == 1
+                    && wnsEmulator.received.count == 1
             })
 
         // Dismiss on Android: iOS, Windows and the browser are tapped again, Android is not.
@@ -97,16 +110,18 @@ struct AllTransportsTests {
         #expect(try await secondPage.changes.map(\.userActionState) == [.dismissed])
         #expect(
             await eventually {
-                apns.deliveries.count == 2 && wnsEmulator.received.count == 2
+                apnsEmulator.requests.count == 2 && wnsEmulator.received.count == 2
             })
         try await Task.sleep(for: .milliseconds(200))
         #expect(fcmEmulator.messages.count == 1, "the dismissing Android device is not tapped back")
-        #expect(apns.deliveries.count == 2 && wnsEmulator.received.count == 2)
+        let apnsRequests = apnsEmulator.requests
+        #expect(apnsRequests.count == 2 && wnsEmulator.received.count == 2)
         #expect(
             recordedPolling.deliveries.isEmpty,
             "the browser is woken by the hub (its long-polls), not through the outbox")
-        #expect(apns.deliveries.last?.delivery.changeVersion == dismissed.changeVersion)
+        #expect(apnsRequests.allSatisfy { $0.status == 200 && $0.deviceToken == "a1b2c3d4" })
+        #expect(apnsRequests.last?.json?["hub"]?["v"] == .integer(Int64(dismissed.changeVersion)))
         #expect(wnsEmulator.received.last?.text.contains(#""v":"\#(dismissed.changeVersion)""#) == true)
-        #expect(apns.deliveries.allSatisfy { $0.kind == .shoulderTap })
+        #expect(apnsRequests.allSatisfy { $0.header("apns-push-type") == "background" }, "shoulder taps")
     }
 }

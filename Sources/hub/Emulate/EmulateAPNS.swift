@@ -1,11 +1,109 @@
 import ArgumentParser
+import Foundation
+import HubConfig
+import HubCore
+import HubTesting
 
-// Replaced by the apns transport work; until then the command says it is not built.
+/// `hub emulate apns`: Apple's HTTP/2 provider API on 127.0.0.1, enforcing what APNs enforces
+/// (provider tokens, headers, topics, payloads), for developing against a hub without Apple.
 struct EmulateAPNS: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "apns", abstract: "Not built yet.", shouldDisplay: false)
+        commandName: "apns",
+        abstract: "Run an APNs emulator (HTTP/2 over TLS) on 127.0.0.1 that checks what Apple checks.",
+        discussion: """
+            Registers the token keys (.p8) and iOS bundle IDs of the apps in --config, or makes a \
+            development key when none has one. Writes the emulator's CA certificate, prints how to point \
+            the hub at it, then prints every request it answers until interrupted (Ctrl-C).
+            """)
+
+    @OptionGroup var options: ConfigOption
+    @Option(help: "Port on 127.0.0.1; 0 picks a free one.") var port = 0
+    @Option(help: "Folder for ca.pem (and a generated AuthKey .p8).") var directory = ".hub-emulator/apns"
+    @Option(help: "The environment it plays: production or development.") var environment = "production"
+    @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS after a connection's first valid request.")
+    var maxConcurrentStreams = 1000
+    @Option(help: "A device token that answers 410 Unregistered (repeatable).") var unregistered: [String] = []
+    @Option(help: "A PEM CA file that client certificates (.p12 credentials) must chain to.") var clientCA: String?
+    @Flag(help: "Do not print each request.") var quiet = false
 
     func run() async throws {
-        throw ValidationError("'apns' is not built into this hub yet")
+        guard let environment = APNSEnvironment.known.first(where: { $0.rawValue == self.environment }) else {
+            throw ValidationError("--environment must be production or development")
+        }
+        let folder = URL(fileURLWithPath: directory, isDirectory: true).standardizedFileURL
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        var settings = APNSEmulator.Configuration()
+        settings.environment = environment
+        settings.port = port
+        settings.maxConcurrentStreams = maxConcurrentStreams
+        settings.recordsRequests = false
+        if let clientCA {
+            settings.clientCertificateTrustRootsPEM = [try String(contentsOfFile: clientCA, encoding: .utf8)]
+        }
+        if !quiet {
+            settings.onRequest = { request in
+                let token = "\(request.deviceToken.prefix(8))…(\(request.deviceToken.count))"
+                let outcome = request.reason.map { "\(request.status) \($0)" } ?? "\(request.status)"
+                let note = request.note.map { " — \($0)" } ?? ""
+                print(
+                    "\(outcome) \(request.header("apns-push-type") ?? "-") \(request.header("apns-topic") ?? "-") "
+                        + "→ \(token) (\(request.payload.count) bytes)\(note)")
+            }
+        }
+        let emulator = try await APNSEmulator.start(settings)
+        for token in unregistered { emulator.markUnregistered(token: token, at: Date()) }
+        let caPath = folder.appendingPathComponent("ca.pem").path
+        try emulator.certificateAuthority.writeCertificatePEM(to: caPath)
+        let registered = try register(on: emulator, folder: folder)
+
+        print(
+            """
+            APNs emulator (\(environment)) on https://127.0.0.1:\(emulator.port)
+              CA certificate  \(caPath)
+            \(registered.joined(separator: "\n"))
+
+            Point a hub at it (both environments go to the emulator):
+                HUB_APNS_SERVER=127.0.0.1:\(emulator.port) HUB_APNS_TRUST_ROOTS=\(caPath) hub serve --config \(options.config)
+
+            Requests follow (Ctrl-C stops the emulator).
+            """)
+        while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
+        await emulator.shutdown()
+    }
+
+    /// Registers the token keys of hub.yaml's apps, or a new development key; returns lines to print.
+    private func register(on emulator: APNSEmulator, folder: URL) throws -> [String] {
+        var apps: [CrossDeviceApp] = []
+        if FileManager.default.fileExists(atPath: options.config) {
+            let result = ConfigLoader().load(path: options.config)
+            for diagnostic in result.diagnostics { printError(diagnostic.description) }
+            apps = result.file?.apps ?? []
+        }
+        var lines: [String] = []
+        for app in apps {
+            let bundles = app.platforms[.ios] ?? []
+            switch app.credentials.apns?.authentication {
+            case .token(let keyID, let teamID, let privateKey):
+                let key = try APNSTestKey(keyID: keyID, teamID: teamID, privateKeyPEM: privateKey.reveal())
+                emulator.register(key, bundleIDs: bundles)
+                lines.append("  \(app.id): team \(teamID), key \(keyID) → \(bundles.joined(separator: ", "))")
+            case .certificate:
+                let how = clientCA == nil ? "pass --client-ca with the CA of its certificate" : "via --client-ca"
+                lines.append("  \(app.id): certificate credentials (\(how))")
+            case nil:
+                continue
+            }
+        }
+        guard lines.isEmpty else { return lines }
+        let key = APNSTestKey(keyID: "EMULATOR01", teamID: "EMULATORTM")
+        let bundles = apps.flatMap { $0.platforms[.ios] ?? [] }
+        let bundleIDs = bundles.isEmpty ? ["com.example.app"] : bundles
+        emulator.register(key, bundleIDs: bundleIDs)
+        let keyPath = folder.appendingPathComponent("AuthKey_\(key.keyID).p8").path
+        try Data(key.privateKeyPEM.utf8).write(to: URL(fileURLWithPath: keyPath))
+        return [
+            "  no app in \(options.config) has a token key; made a development key for \(bundleIDs.joined(separator: ", ")):",
+            "    credentials: { apns: { teamId: \(key.teamID), keyId: \(key.keyID), privateKey: file:\(keyPath) } }",
+        ]
     }
 }

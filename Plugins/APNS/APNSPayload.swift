@@ -1,0 +1,136 @@
+/// The body of one APNs request. Its push type and priority come with it, so a request cannot
+/// say `background` while carrying an alert, or send a background push at priority 10.
+///
+/// ```swift
+/// let tap = APNSPayload.background(APNSBackgroundPayload(custom: ["hub": ["v": 42]]))
+/// let alert = APNSPayload.alert(APNSAlertPayload(alert: APNSAlert(title: "Hi", body: "…"), threadID: "chat"))
+/// let bytes = try alert.encoded(trimmingAlertBody: true)
+/// ```
+public struct APNSPayload: Sendable, Hashable {
+    enum Content: Sendable, Hashable {
+        case alert(APNSAlertPayload)
+        case background(APNSBackgroundPayload)
+        case voip(APNSVoIPPayload)
+    }
+
+    let content: Content
+    /// The `apns-priority` this payload is sent with.
+    public let priority: APNSPriority
+
+    /// A visible notification (`apns-push-type: alert`); priority 10 by default, or 5 / 1.
+    public static func alert(_ payload: APNSAlertPayload, priority: APNSPriority = .immediate) -> APNSPayload {
+        APNSPayload(content: .alert(payload), priority: priority)
+    }
+
+    /// A silent `content-available` push (`apns-push-type: background`), always priority 5.
+    public static func background(_ payload: APNSBackgroundPayload = APNSBackgroundPayload()) -> APNSPayload {
+        APNSPayload(content: .background(payload), priority: .considerate)
+    }
+
+    /// A PushKit VoIP push (`apns-push-type: voip`, topic `<bundle ID>.voip`, up to 5120 bytes).
+    public static func voip(_ payload: APNSVoIPPayload, priority: APNSPriority = .immediate) -> APNSPayload {
+        APNSPayload(content: .voip(payload), priority: priority)
+    }
+
+    public var pushType: APNSPushType {
+        switch content {
+        case .alert: .alert
+        case .background: .background
+        case .voip: .voip
+        }
+    }
+
+    /// The most bytes APNs accepts for this push type.
+    public var sizeLimit: Int { pushType.payloadLimit }
+
+    /// Encodes the payload as compact JSON.
+    ///
+    /// - Parameter trimmingAlertBody: when the encoding is over ``sizeLimit``, shorten the alert's
+    ///   body on a `Character` boundary and end it with "…" until it fits.
+    /// - Throws: ``APNSError/Code/payloadTooLarge`` when it does not fit (after trimming, if asked);
+    ///   ``APNSError/Code/invalidPayload`` for a custom `aps` key, a negative badge, a relevance score
+    ///   outside 0…1, a non-finite number or an alert push that shows nothing.
+    public func encoded(trimmingAlertBody: Bool = false) throws(APNSError) -> [UInt8] {
+        let full = try encode(body: nil)
+        if full.count <= sizeLimit { return full }
+        guard trimmingAlertBody, case .alert(let alert) = content, let body = alert.alert.body, !body.isEmpty else {
+            throw tooLarge(full.count)
+        }
+        let characters = Array(body)
+        // The longest prefix whose encoding fits; the encoded size grows with the prefix length.
+        var low = 0
+        var high = characters.count - 1
+        var best: [UInt8]?
+        while low <= high {
+            let middle = (low + high) / 2
+            let candidate = try encode(body: Self.ellipsized(characters[..<middle]))
+            if candidate.count <= sizeLimit {
+                best = candidate
+                low = middle + 1
+            } else {
+                high = middle - 1
+            }
+        }
+        guard let best else { throw tooLarge(full.count) }
+        return best
+    }
+
+    /// The prefix without trailing whitespace, followed by "…".
+    static func ellipsized(_ prefix: ArraySlice<Character>) -> String {
+        var text = String(prefix)
+        while let last = text.last, last.isWhitespace { text.removeLast() }
+        return text + "…"
+    }
+
+    private func tooLarge(_ size: Int) -> APNSError {
+        APNSError(
+            .payloadTooLarge,
+            "the \(pushType) payload is \(size) bytes; APNs accepts at most \(sizeLimit): shorten the notification")
+    }
+
+    /// Encodes with `body` in place of the alert's body when given.
+    private func encode(body: String?) throws(APNSError) -> [UInt8] {
+        var writer = APNSJSONWriter()
+        writer.beginObject()
+        switch content {
+        case .alert(let payload):
+            try payload.writeAPS(to: &writer, body: body ?? payload.alert.body)
+            try Self.writeCustom(payload.custom, to: &writer)
+        case .background(let payload):
+            writer.key("aps")
+            writer.beginObject()
+            writer.key("content-available")
+            writer.integer(1)
+            writer.endObject()
+            try Self.writeCustom(payload.custom, to: &writer)
+        case .voip(let payload):
+            try Self.writeCustom(payload.custom, to: &writer)
+        }
+        writer.endObject()
+        return writer.bytes
+    }
+
+    static func writeCustom(_ custom: [String: APNSJSON], to writer: inout APNSJSONWriter) throws(APNSError) {
+        for key in custom.keys.sorted() {
+            guard key != "aps" else {
+                throw APNSError(.invalidPayload, "the custom key 'aps' is reserved for Apple's dictionary")
+            }
+            writer.key(key)
+            try writer.value(custom[key]!)
+        }
+    }
+}
+
+/// A silent push that wakes the app in the background: `aps` holds only `content-available: 1`;
+/// there is no alert, badge or sound to set. Apple lets the system throttle these.
+public struct APNSBackgroundPayload: Sendable, Hashable {
+    /// Keys beside `aps`, for the app to read (the hub sends `{"hub": {"app": …, "v": …}}`).
+    public var custom: [String: APNSJSON]
+    public init(custom: [String: APNSJSON] = [:]) { self.custom = custom }
+}
+
+/// A PushKit VoIP push: the app's own keys, nothing Apple renders.
+public struct APNSVoIPPayload: Sendable, Hashable {
+    public var custom: [String: APNSJSON]
+    public init(custom: [String: APNSJSON] = [:]) { self.custom = custom }
+}

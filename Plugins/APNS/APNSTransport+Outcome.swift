@@ -1,0 +1,112 @@
+import HubCore
+
+import struct Foundation.Data
+import struct Foundation.Date
+import class Foundation.DateFormatter
+import class Foundation.JSONDecoder
+import struct Foundation.Locale
+import struct Foundation.TimeZone
+
+/// The JSON body of an APNs error answer: `{"reason": …}`, plus `timestamp` (ms since 1970) for 410.
+struct APNSResponseBody {
+    var reason: APNSError.Reason?
+    var timestamp: Date?
+
+    init(_ bytes: [UInt8]) {
+        struct Wire: Decodable {
+            var reason: String?
+            var timestamp: Double?
+        }
+        guard !bytes.isEmpty, let wire = try? JSONDecoder().decode(Wire.self, from: Data(bytes)) else { return }
+        reason = wire.reason.map(APNSError.Reason.init(rawValue:))
+        timestamp = wire.timestamp.map { Date(timeIntervalSince1970: $0 / 1000) }
+    }
+}
+
+extension APNSTransport {
+    /// Maps how a send ended to a delivery outcome (PROVIDERS.md §1.5, §6), logging configuration
+    /// problems once per credentials and reason.
+    func outcome(
+        of exchange: Exchange, request: APNSRequest, group: APNSCredentialGroup, pool: APNSConnectionPool
+    ) -> DeliveryOutcome {
+        switch exchange {
+        case .failed(let error):
+            if error.code == .invalidCredentials {
+                logOnce(group, error.code.rawValue, "APNs credentials cannot be used: \(error)")
+                return .rejected(reason: error.description)
+            }
+            return .retry(after: error.retryAfter, reason: error.description)
+        case .tokenTooYoungToRenew(let response, let age):
+            logOnce(
+                group, "clock",
+                "APNs says the provider token expired although it was signed \(Int(age.seconds / 60)) min ago: "
+                    + "this host's clock is off; fix it (NTP). Tokens are not re-signed within 20 minutes.")
+            let wait = APNSTokenProvider.minimumInterval - age
+            return .retry(after: max(wait, .seconds(1)), reason: "\(response.status) ExpiredProviderToken (clock skew)")
+        case .answered(let response) where response.status == 200:
+            pool.recordDelivered()
+            return .accepted
+        case .answered(let response):
+            return outcome(of: response, request: request, group: group, pool: pool)
+        }
+    }
+
+    private func outcome(
+        of response: APNSHTTPResponse, request: APNSRequest, group: APNSCredentialGroup, pool: APNSConnectionPool
+    ) -> DeliveryOutcome {
+        let body = APNSResponseBody(response.body)
+        let status = response.status
+        let reason = body.reason ?? .unknown("HTTP \(status)")
+        let label = "\(status) \(reason)"
+        switch reason.action(status: status) {
+        case .dropToken:
+            guard reason == .badDeviceToken else {
+                return .endpointGone(since: body.timestamp, reason: label)
+            }
+            if pool.recordBadDeviceToken() {
+                let message =
+                    "\(configuration.badDeviceTokenWarningThreshold) APNs tokens in a row were BadDeviceToken on "
+                    + "\(request.environment): the endpoints may have registered with the wrong environment "
+                    + "(development builds need environment: development)"
+                logger.warning("\(message)", metadata: ["pool": "\(pool.label)"])
+            }
+            return .endpointGone(
+                since: nil, reason: "\(label) (\(request.environment)): \(reason.advice)")
+        case .retry, .reconnect, .renewToken:
+            return .retry(after: retryAfter(response), reason: label)
+        case .backOffTokenUpdates:
+            logOnce(group, reason.rawValue, "\(label): \(reason.advice); backing off")
+            return .retry(after: retryAfter(response) ?? .seconds(60), reason: label)
+        case .fixConfiguration:
+            logOnce(
+                group, reason.rawValue,
+                "APNs refuses these credentials (\(label)) for topic \(request.topic) on \(request.environment): "
+                    + reason.advice)
+            return .rejected(reason: "\(label): \(reason.advice)")
+        case .fixRequest:
+            if reason != .payloadTooLarge && reason != .payloadEmpty {
+                logOnce(group, reason.rawValue, "APNs refused a request (\(label)): \(reason.advice)")
+            }
+            return .rejected(reason: "\(label): \(reason.advice)")
+        }
+    }
+
+    private func logOnce(_ group: APNSCredentialGroup, _ key: String, _ message: String) {
+        problems.once("\(group.label)|\(key)") {
+            logger.error("\(message)", metadata: ["credentials": "\(group.label)"])
+        }
+    }
+
+    /// `Retry-After` as seconds or an HTTP date.
+    func retryAfter(_ response: APNSHTTPResponse) -> Duration? {
+        guard let raw = response.retryAfter else { return nil }
+        let text = String(raw.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+        if let seconds = Int(text) { return .seconds(max(0, seconds)) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: text) else { return nil }
+        return .seconds(max(0, Int(date.timeIntervalSince(configuration.now()).rounded(.up))))
+    }
+}

@@ -1,0 +1,110 @@
+public import HubCore
+public import Logging
+import Synchronization
+
+/// Delivers hub notifications to iOS, iPadOS, macOS, watchOS and tvOS devices through Apple's
+/// HTTP/2 provider API.
+///
+/// One transport serves every app of the hub: each app's `credentials.apns` (a `.p8` token key or a
+/// `.p12` certificate) gets its own connections per environment, and each endpoint is sent to the
+/// server of its own `environment`. Shoulder taps become background pushes (`content-available`,
+/// priority 5, nothing shown); visible and fallback deliveries become alert pushes with the
+/// notification's title and body. Every APNs answer maps to a `DeliveryOutcome`; configuration
+/// errors are logged once per credentials and reason, never per delivery.
+///
+/// ```swift
+/// let apns = try APNSTransport(logger: logger)
+/// let hub = try Hub(configuration: configuration, store: store, transports: [apns])
+/// ```
+///
+/// Call ``shutdown()`` when done: it lets in-flight requests finish and closes the connections.
+public final class APNSTransport: Transport {
+    public let id: TransportID
+    public let configuration: Configuration
+    let logger: Logger
+    let problems = APNSProblemLog()
+    private let groups = Mutex<[APNSCredentials: Result<APNSCredentialGroup, APNSError>]>([:])
+
+    /// - Parameters:
+    ///   - configuration: servers, trust roots, timeouts and limits; Apple's servers by default.
+    ///   - id: the transport name endpoints use; `apns` unless a hub runs two of them.
+    ///   - logger: where configuration problems, GOAWAYs and connection failures are reported.
+    public init(configuration: Configuration = Configuration(), id: TransportID = .apns, logger: Logger) {
+        self.configuration = configuration
+        self.id = id
+        self.logger = logger
+    }
+
+    /// Sends one hub delivery to its endpoint.
+    public func send(_ outbound: OutboundDelivery) async -> DeliveryOutcome {
+        guard let credentials = outbound.app.credentials.apns else {
+            return .rejected(reason: "the app '\(outbound.app.id)' has no credentials.apns; add them to hub.yaml")
+        }
+        let request: APNSRequest
+        do {
+            request = try APNSDeliveryRenderer(configuration: configuration).request(for: outbound)
+        } catch {
+            return error.code == .invalidDeviceToken
+                ? .endpointGone(since: nil, reason: error.message) : .rejected(reason: error.description)
+        }
+        return await send(request, credentials: credentials)
+    }
+
+    /// Checks a device's registration: a hex token, a known environment, and an app with APNs credentials.
+    public func problem(registering endpoint: Endpoint, for app: CrossDeviceApp) -> String? {
+        if let problem = APNSRequest.deviceTokenProblem(endpoint.token ?? "") { return problem }
+        if let environment = endpoint.environment, !APNSEnvironment.known.contains(environment) {
+            return "the APNs environment must be development or production"
+        }
+        if app.credentials.apns == nil {
+            return "the app '\(app.id)' has no APNs credentials on this hub; register with the polling transport"
+        }
+        return nil
+    }
+
+    /// Checks that `credentials` can be used: the `.p8` parses as an ES256 key, or the `.p12` opens
+    /// with its password, and the trust roots load. Run at start-up to fail early.
+    public func validate(_ credentials: APNSCredentials) throws(APNSError) {
+        _ = try group(for: credentials).get()
+    }
+
+    /// Fails sends that wait for a connection, lets in-flight requests finish (up to `grace`), and
+    /// closes every connection. Sends after this answer `.retry`.
+    public func shutdown(grace: Duration = .seconds(5)) async {
+        let pools = groups.withLock { groups in
+            groups.values.flatMap { (try? $0.get())?.allPools ?? [] }
+        }
+        await withTaskGroup(of: Void.self) { tasks in
+            for pool in pools { tasks.addTask { await pool.shutdown(grace: grace) } }
+        }
+    }
+
+    /// The credential group of `credentials`, made on first use; a failure is remembered (and
+    /// logged once) so broken credentials are not parsed again for every send.
+    func group(for credentials: APNSCredentials) -> Result<APNSCredentialGroup, APNSError> {
+        let (result, isNew) = groups.withLock { groups in
+            if let existing = groups[credentials] { return (existing, false) }
+            let made = Result { () throws(APNSError) in
+                try APNSCredentialGroup(credentials: credentials, configuration: configuration, logger: logger)
+            }
+            groups[credentials] = made
+            return (made, true)
+        }
+        if isNew, case .failure(let error) = result {
+            logger.error(
+                "APNs credentials cannot be used",
+                metadata: ["credentials": "\(credentials.kind)", "error": "\(error)"])
+        }
+        return result
+    }
+}
+
+/// Remembers which problems were logged, so each is logged once rather than once per delivery.
+final class APNSProblemLog: Sendable {
+    private let seen = Mutex<Set<String>>([])
+
+    /// Runs `log` the first time `key` is seen.
+    func once(_ key: String, _ log: () -> Void) {
+        if seen.withLock({ $0.insert(key).inserted }) { log() }
+    }
+}

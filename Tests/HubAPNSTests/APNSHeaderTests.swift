@@ -1,0 +1,165 @@
+import Foundation
+import HubCore
+import HubTesting
+import Testing
+
+@testable import HubAPNS
+
+@Suite("APNs requests: every header over the wire, per delivery kind and push type")
+struct APNSHeaderTests {
+    @Test("a shoulder tap is a background push: priority 5, expiration 0, bundle topic, hub keys only")
+    func shoulderTap() async throws {
+        try await APNSHarness.with { harness in
+            let token = APNSHarness.token(1)
+            #expect(await harness.transport.send(harness.delivery(.shoulderTap, token: token)) == .accepted)
+            let request = try #require(harness.emulator.requests(to: token).first)
+            #expect(request.header(":method") == "POST")
+            #expect(request.header(":path") == "/3/device/\(token)")
+            #expect(request.header(":authority") == "127.0.0.1:\(harness.emulator.port)")
+            #expect(request.header("apns-push-type") == "background")
+            #expect(request.header("apns-topic") == APNSHarness.bundleID)
+            #expect(request.header("apns-priority") == "5")
+            #expect(request.header("apns-expiration") == "0")
+            #expect(request.header("apns-collapse-id") == nil)
+            let id = try #require(request.header("apns-id"))
+            #expect(id == id.lowercased() && UUID(uuidString: id) != nil)
+            #expect(request.header("authorization")?.hasPrefix("bearer ") == true)
+            let json = try #require(request.json)
+            #expect(
+                json
+                    == .object([
+                        "aps": .object(["content-available": .integer(1)]),
+                        "hub": .object(["app": .string(APNSHarness.app.id), "v": .integer(42)]),
+                    ]))
+        }
+    }
+
+    @Test("a visible delivery is an alert: priority 10, the notification's expiry, collapse and thread IDs")
+    func visible() async throws {
+        try await APNSHarness.with { harness in
+            let token = APNSHarness.token(2)
+            let expires = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 2 * 86_400).rounded(.down))
+            let notification = APNSHarness.notification(expires: expires)
+            let outcome = await harness.transport.send(
+                harness.delivery(.visible, token: token, notification: notification))
+            #expect(outcome == .accepted)
+            let request = try #require(harness.emulator.requests(to: token).first)
+            #expect(request.header("apns-push-type") == "alert")
+            #expect(request.header("apns-priority") == "10")
+            #expect(request.header("apns-topic") == APNSHarness.bundleID)
+            #expect(request.header("apns-expiration") == String(Int64(expires.timeIntervalSince1970)))
+            #expect(request.header("apns-collapse-id") == "meeting-42")
+            let aps = try #require(request.json?["aps"])
+            #expect(aps["alert"]?["title"] == .string("Meeting moved"))
+            #expect(aps["alert"]?["body"] == .string("Now at 3 pm"))
+            #expect(aps["thread-id"] == .string("calendar"))
+            #expect(aps["sound"] == .string("default"))
+            #expect(request.json?["hub"]?["id"] == .string("n-1"))
+        }
+    }
+
+    @Test("a low-priority fallback goes at priority 5 without sound; a long appNotificationId still collapses")
+    func lowPriorityFallback() async throws {
+        try await APNSHarness.with { harness in
+            let token = APNSHarness.token(3)
+            let notification = APNSHarness.notification(
+                priority: .low, appNotificationId: String(repeating: "long-id-", count: 20))
+            let outcome = await harness.transport.send(
+                harness.delivery(.fallback, token: token, notification: notification))
+            #expect(outcome == .accepted)
+            let request = try #require(harness.emulator.requests(to: token).first)
+            #expect(request.header("apns-priority") == "5")
+            #expect(request.header("apns-push-type") == "alert")
+            #expect((request.header("apns-collapse-id")?.utf8.count ?? 99) <= 64)
+            #expect(request.json?["aps"]?["sound"] == nil)
+        }
+    }
+
+    @Test("an alert's expiration is capped at 30 days ahead; an expired notification gets 0 (try once)")
+    func expirationCap() async throws {
+        let clock = ManualClock()
+        try await APNSHarness.with(emulator: { $0.now = { clock.now } }, transport: { $0.now = { clock.now } }) {
+            harness in
+            let now = Int64(clock.now.timeIntervalSince1970)
+            let far = APNSHarness.notification(expires: clock.now.addingTimeInterval(90 * 86_400))
+            #expect(
+                await harness.transport.send(harness.delivery(.visible, token: APNSHarness.token(7), notification: far))
+                    == .accepted)
+            let capped = harness.emulator.requests(to: APNSHarness.token(7)).first?.header("apns-expiration")
+            #expect(capped == String(now + 30 * 86_400))
+            let past = APNSHarness.notification(expires: clock.now.addingTimeInterval(-60))
+            #expect(
+                await harness.transport.send(
+                    harness.delivery(.visible, token: APNSHarness.token(8), notification: past)) == .accepted)
+            #expect(harness.emulator.requests(to: APNSHarness.token(8)).first?.header("apns-expiration") == "0")
+        }
+    }
+
+    @Test("a visible delivery without visualContent is sent as a background push")
+    func visibleWithoutVisual() async throws {
+        try await APNSHarness.with { harness in
+            let token = APNSHarness.token(4)
+            var notification = APNSHarness.notification()
+            notification.payload = NotificationPayload(rawContent: "{}")
+            #expect(
+                await harness.transport.send(harness.delivery(.visible, token: token, notification: notification))
+                    == .accepted)
+            #expect(harness.emulator.requests(to: token).first?.header("apns-push-type") == "background")
+        }
+    }
+
+    @Test("a VoIP push goes to the .voip topic and may be 5120 bytes")
+    func voip() async throws {
+        try await APNSHarness.with { harness in
+            let token = APNSHarness.token(5)
+            let payload = APNSPayload.voip(
+                APNSVoIPPayload(custom: ["call": .string(String(repeating: "c", count: 4500))]))
+            #expect(await harness.send(token, payload: payload) == .accepted)
+            let request = try #require(harness.emulator.requests(to: token).first)
+            #expect(request.header("apns-topic") == APNSHarness.bundleID + ".voip")
+            #expect(request.header("apns-push-type") == "voip")
+            #expect(request.payload.count > 4096)
+        }
+    }
+
+    @Test("each endpoint goes to the server of its environment")
+    func environments() async throws {
+        var development = APNSEmulator.Configuration()
+        development.environment = .development
+        let sandbox = try await APNSEmulator.start(development, authority: nil)
+        try await APNSHarness.with(transport: { _ in }) { harness in
+            sandbox.register(harness.key, bundleIDs: [APNSHarness.bundleID])
+            var configuration = harness.transport.configuration
+            configuration.development = .init(host: "127.0.0.1", port: sandbox.port)
+            configuration.trustRoots = .pem(harness.emulator.trustRootPEM + "\n" + sandbox.trustRootPEM)
+            let transport = APNSTransport(configuration: configuration, logger: harness.logs.logger)
+            let token = APNSHarness.token(6)
+            #expect(
+                await transport.send(harness.delivery(.shoulderTap, token: token, environment: .development))
+                    == .accepted)
+            #expect(
+                await transport.send(harness.delivery(.shoulderTap, token: token, environment: .production))
+                    == .accepted)
+            #expect(sandbox.requests(to: token).count == 1)
+            #expect(harness.emulator.requests(to: token).count == 1)
+            await transport.shutdown(grace: .milliseconds(100))
+        }
+        await sandbox.shutdown()
+    }
+
+    @Test("registration checks the token's form and that the app has APNs credentials")
+    func registration() throws {
+        let transport = APNSTransport(logger: LogCapture().logger)
+        var app = APNSHarness.app
+        let endpoint = { (token: String) in
+            Endpoint(
+                id: "e", appId: app.id, userId: "u", platform: .ios, platformAppId: APNSHarness.bundleID,
+                transport: .apns, token: token, registeredAt: Date())
+        }
+        #expect(transport.problem(registering: endpoint("abcd"), for: app)?.contains("credentials") == true)
+        app.credentials.apns = APNSTestKey().credentials()
+        #expect(transport.problem(registering: endpoint("ab12CD"), for: app) == nil)
+        #expect(transport.problem(registering: endpoint("xyz1"), for: app) != nil)
+        #expect(transport.problem(registering: endpoint("abc"), for: app) != nil)
+    }
+}
