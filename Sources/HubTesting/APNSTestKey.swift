@@ -1,5 +1,8 @@
 import Crypto
 public import HubCore
+import JWTKit
+
+public import struct Foundation.Date
 
 /// A throwaway APNs token-signing key (`.p8`), its 10-character key ID and team ID, for tests and
 /// `hub emulate apns`. Register it with ``APNSEmulator/register(_:bundleIDs:environment:)`` and give
@@ -37,5 +40,19 @@ public struct APNSTestKey: Sendable, Hashable {
             authentication: .token(
                 keyID: keyID, teamID: teamID, privateKey: Secret(privateKeyPEM, source: "test key \(keyID)")),
             environment: environment)
+    }
+
+    /// A provider token (ES256 JWT with `kid`, `iss` and a whole-second `iat`) signed with this key,
+    /// for clients other than the transport, such as h2load in `hub bench apns`.
+    public func providerToken(issuedAt: Date = Date()) async throws -> String {
+        struct Claims: JWTPayload {
+            var iss: String
+            var iat: Int64
+            func verify(using algorithm: some JWTAlgorithm) async throws {}
+        }
+        let keys = JWTKeyCollection()
+        await keys.add(ecdsa: try ES256PrivateKey(pem: privateKeyPEM), kid: JWKIdentifier(string: keyID))
+        let claims = Claims(iss: teamID, iat: Int64(issuedAt.timeIntervalSince1970.rounded(.down)))
+        return try await keys.sign(claims, kid: JWKIdentifier(string: keyID))
     }
 }

@@ -28,6 +28,15 @@ struct APNSBench: AsyncParsableCommand {
     func run() async throws {
         var settings = APNSEmulator.Configuration()
         settings.recordsRequests = false
+        // Why requests were refused, so a run that measured refusals says so.
+        let refusals = Shared<[String: Int]>([:])
+        settings.onRequest = { request in
+            if request.status != 200 {
+                refusals.withLock {
+                    $0["\(request.status) \(request.reason ?? ""): \(request.note ?? "")", default: 0] += 1
+                }
+            }
+        }
         let emulator = try await APNSEmulator.start(settings)
         let key = APNSTestKey(keyID: "BENCHKEY01", teamID: "BENCHTEAM1")
         emulator.register(key, bundleIDs: [Self.bundleID])
@@ -56,9 +65,14 @@ struct APNSBench: AsyncParsableCommand {
                 cpu / Double(notifications) * 1000))
         await transport.shutdown()
 
+        let transportRefusals = refusals.withLock { $0 }
+        refusals.withLock { $0 = [:] }
         if let h2load = try await Self.h2load(self, emulator: emulator, key: key) {
+            let h2loadRefusals = refusals.withLock { $0 }
+            if !h2loadRefusals.isEmpty { print("h2load's requests refused by the emulator: \(h2loadRefusals)") }
             print(String(format: "transport / h2load = %.2f", rate / h2load))
         }
+        if !transportRefusals.isEmpty { print("transport requests refused: \(transportRefusals)") }
         await emulator.shutdown()
     }
 
@@ -121,11 +135,7 @@ extension APNSBench {
     ///
     /// - Returns: h2load's requests/s, or `nil` when h2load is not installed or failed.
     static func h2load(_ bench: APNSBench, emulator: APNSEmulator, key: APNSTestKey) async throws -> Double? {
-        guard
-            let executable = ["/usr/bin/h2load", "/usr/local/bin/h2load"].first(where: {
-                FileManager.default.isExecutableFile(atPath: $0)
-            })
-        else {
+        guard let executable = H2Load.find()?.path else {
             print("h2load: not installed; install it with `apt-get install nghttp2-client` for the ratio")
             return nil
         }
@@ -135,7 +145,7 @@ extension APNSBench {
         let bodyFile = FileManager.default.temporaryDirectory.appendingPathComponent("apns-bench-\(UUID()).json")
         try Data(body).write(to: bodyFile)
         defer { try? FileManager.default.removeItem(at: bodyFile) }
-        let jwt = try await CredentialCheck.signAPNSToken(p8: key.privateKeyPEM, keyID: key.keyID, teamID: key.teamID)
+        let jwt = try await key.providerToken()
         let arguments = [
             "-n", String(bench.notifications), "-c", String(bench.connections), "-m", String(bench.streams),
             "-H", "apns-push-type: background", "-H", "apns-topic: \(bundleID)", "-H", "apns-priority: 5",
