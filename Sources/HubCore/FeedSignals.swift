@@ -26,7 +26,13 @@ public final class FeedSignals: Sendable {
     }
 
     private let state = Mutex(State())
-    private let relay = Mutex<Relay?>(nil)
+    /// The relay, in a struct: a closure stored directly in the generic `Mutex` was re-wrapped in
+    /// two reabstraction thunks on every `withLock` (its `inout` access writes the value back), so
+    /// after some 60,000 wake-ups calling it overflowed the stack.
+    private struct RelayBox: Sendable {
+        let send: Relay
+    }
+    private let relay = Mutex<RelayBox?>(nil)
 
     /// Carries wake-ups to other hub instances (a shared store's LISTEN/NOTIFY, for example).
     public typealias Relay = @Sendable (_ key: FeedKey, _ endpoint: String?) -> Void
@@ -82,13 +88,13 @@ public final class FeedSignals: Sendable {
     }
 
     /// Sends every local wake-up to `relay` as well, so waiters on other instances wake too.
-    public func setRelay(_ relay: Relay?) { self.relay.withLock { $0 = relay } }
+    public func setRelay(_ relay: Relay?) { self.relay.withLock { $0 = relay.map(RelayBox.init) } }
 
     /// Wakes the waiters of a feed: without `endpoint`, those that wait for any change of the feed;
     /// with one, those that wait for that endpoint. The wake-up also goes to the relay, if any.
     public func wake(_ key: FeedKey, endpoint: String? = nil) {
         wakeLocally(key, endpoint: endpoint)
-        relay.withLock { $0 }?(key, endpoint)
+        relay.withLock { $0 }?.send(key, endpoint)
     }
 
     /// Wakes local waiters only: for wake-ups that arrive from another instance through the relay.

@@ -1,4 +1,5 @@
 import HubCore
+import Synchronization
 import Testing
 
 @Suite("feed wake-ups")
@@ -62,6 +63,21 @@ struct FeedSignalsTests {
         #expect(signals.waiterCount == 0)
     }
 
+    @Test("the relay is called at the same stack depth after many wake-ups (no thunks pile up around it)")
+    func relayDoesNotGrow() {
+        let signals = FeedSignals()
+        let depths = Mutex<[UInt]>([])
+        signals.setRelay { _, _ in depths.withLock { $0.append(stackAddress()) } }
+        for _ in 0..<5_000 { signals.wake(key) }
+        let recorded = depths.withLock { $0 }
+        #expect(recorded.count == 5_000)
+        guard let first = recorded.first, let last = recorded.last else { return }
+        // Each wake-up used to wrap the stored closure in two more thunks: the 5,000th call ran
+        // 10,000 frames deeper than the first (a stack overflow after ~60,000 in a release build).
+        let drift = first > last ? first - last : last - first
+        #expect(drift < 16 * 1024, "the relay ran \(drift) bytes deeper after 5,000 wake-ups")
+    }
+
     @Test("cancelling a waiting task ends the wait at once")
     func cancellation() async {
         let signals = FeedSignals()
@@ -80,4 +96,11 @@ func eventuallyTrue(_ condition: @Sendable () -> Bool) async -> Bool {
         try? await Task.sleep(for: .milliseconds(5))
     }
     return condition()
+}
+
+/// The address of a local of this frame: how deep the stack is at the caller.
+@inline(never)
+func stackAddress() -> UInt {
+    var marker = 0
+    return withUnsafeMutablePointer(to: &marker) { UInt(bitPattern: $0) }
 }
