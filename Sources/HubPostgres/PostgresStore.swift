@@ -15,7 +15,7 @@ import Synchronization
 /// ```
 ///
 /// - Running: the store is a `Service`. Its ``run()`` keeps the connection pool and the wake-up
-///   relay going; queries wait until it runs. ``migrate()`` works before ``run()`` (it opens a
+///   relay going; queries wait until it starts. ``migrate()`` works before ``run()`` (it opens a
 ///   connection of its own). Put the store *before* the hub in a `ServiceGroup`, so that it stops
 ///   last, after the hub has recorded its in-flight sends.
 /// - Transactions: every ``HubCore/Store`` method is one transaction at `READ COMMITTED`; it has
@@ -42,6 +42,11 @@ public final class PostgresStore: Store, Service {
     let relayStarts: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)
     /// Rung when wake-ups are queued for the other instances.
     let relayDoorbell = FeedSignals()
+    /// Opens when ``run()`` starts the pool; queries wait for it rather than lease from a
+    /// stopped pool.
+    let started = Latch()
+    /// Opens when ``run()`` starts the wake-up connection's pool.
+    let listenerStarted = Latch()
 
     /// Creates the store. Nothing connects until ``migrate()`` or ``run()``.
     /// - Parameter logger: for connection trouble and relay failures; never given the URL.
@@ -62,9 +67,16 @@ public final class PostgresStore: Store, Service {
     /// cancelled or until graceful shutdown begins.
     public func run() async {
         await withDiscardingTaskGroup { group in
-            group.addTask { await self.client.run() }
-            group.addTask { await self.listener.run() }
             group.addTask {
+                self.started.open()
+                await self.client.run()
+            }
+            group.addTask {
+                self.listenerStarted.open()
+                await self.listener.run()
+            }
+            group.addTask {
+                await self.listenerStarted.wait()
                 await cancelWhenGracefulShutdown {
                     for await _ in self.relayStarts.stream {
                         await self.runRelay()
@@ -82,6 +94,7 @@ public final class PostgresStore: Store, Service {
     func transaction<Result: Sendable>(
         _ body: (PostgresConnection) async throws -> Result
     ) async throws -> Result {
+        await started.wait()
         var attempt = 1
         while true {
             do {
@@ -98,6 +111,7 @@ public final class PostgresStore: Store, Service {
 
     /// Runs one statement outside an explicit transaction (a single-statement read or write).
     func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        await started.wait()
         do {
             return try await client.query(query, logger: logger).collect()
         } catch {
@@ -130,5 +144,31 @@ extension PostgresConnection {
     @discardableResult
     func rows(_ query: PostgresQuery, _ logger: Logger) async throws -> [PostgresRow] {
         try await self.query(query, logger: logger).collect()
+    }
+}
+
+/// A one-way door: ``wait()`` returns once ``open()`` was called (at once after that).
+final class Latch: Sendable {
+    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func wait() async {
+        if state.withLock({ $0.open }) { return }
+        await withCheckedContinuation { continuation in
+            let opened = state.withLock { state -> Bool in
+                if state.open { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if opened { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiters = state.withLock { state in
+            state.open = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 }
