@@ -4,6 +4,7 @@ import HubCore
 import JWTKit
 import Logging
 import NIOCore
+import Synchronization
 
 /// The claims of a Google service-account assertion (RFC 7523 JWT bearer grant).
 struct FCMAssertionClaims: JWTPayload {
@@ -31,9 +32,13 @@ actor FCMAccessTokenProvider {
     private let http: HTTPClient
     private let configuration: FCMConfiguration
     private let logger: Logger
-    private var current: AccessToken?
+    private var current: AccessToken? {
+        didSet { published.withLock { $0 = current } }
+    }
     private var exchange: Task<AccessToken, any Error>?
     private var signer: JWTKeyCollection?
+    /// A copy of ``current`` readable without a hop onto the actor: the per-send fast path.
+    private nonisolated let published = Mutex<AccessToken?>(nil)
 
     init(credentials: FCMCredentials, http: HTTPClient, configuration: FCMConfiguration, logger: Logger) {
         self.credentials = credentials
@@ -41,6 +46,14 @@ actor FCMAccessTokenProvider {
         self.http = http
         self.configuration = configuration
         self.logger = logger
+    }
+
+    /// The cached access token while it is still fresh, without waiting for the actor.
+    nonisolated func cachedToken() -> String? {
+        published.withLock { token in
+            guard let token, configuration.now() < token.renewAt else { return nil }
+            return token.value
+        }
     }
 
     /// A valid access token, exchanging a new assertion when none is cached or it is about to expire.

@@ -20,7 +20,16 @@ public final class FCMClient: Sendable {
     public let configuration: FCMConfiguration
     private let http: OwnedHTTPClient
     private let logger: Logger
-    private let providers = Mutex<[FCMCredentials: FCMAccessTokenProvider]>([:])
+    /// Token holders by account; the full credentials are compared on lookup (cheap: the key's
+    /// bytes are usually the very same buffer), never hashed per send.
+    private let providers = Mutex<[ProviderKey: (credentials: FCMCredentials, provider: FCMAccessTokenProvider)]>([:])
+
+    private struct ProviderKey: Hashable {
+        var projectID: String
+        var clientEmail: String
+        var privateKeyID: String?
+        var tokenURI: String
+    }
 
     /// - Throws: when a PEM in ``FCMConfiguration/trustRootsPEM`` is not a certificate.
     public init(configuration: FCMConfiguration = FCMConfiguration(), logger: Logger = Logger(label: "hub.fcm")) throws
@@ -46,16 +55,15 @@ public final class FCMClient: Sendable {
                 message: "the message carries \(size) bytes of data and notification; FCM allows "
                     + "\(FCMMessage.payloadLimit)")
         }
-        let body: [UInt8]
-        do {
-            body = Array(try JSONEncoder().encode(FCMSendRequest(message: message, validateOnly: validateOnly)))
-        } catch {
-            throw FCMError(
-                code: .invalidArgument, message: "the message cannot be encoded: \(error)", underlying: error)
-        }
+        let body = message.requestBody(validateOnly: validateOnly)
         let provider = provider(for: credentials)
         let url = configuration.sendURL(projectID: credentials.projectID)
-        let token = try await provider.token()
+        let token: String
+        if let cached = provider.cachedToken() {
+            token = cached
+        } else {
+            token = try await provider.token()
+        }
         let first = await post(body, to: url, bearer: token)
         guard case .failure(let error) = first, error.httpStatus == 401, error.code != .thirdPartyAuthError else {
             return try first.get()
@@ -80,11 +88,14 @@ public final class FCMClient: Sendable {
     }
 
     private func provider(for credentials: FCMCredentials) -> FCMAccessTokenProvider {
-        providers.withLock { providers in
-            if let existing = providers[credentials] { return existing }
+        let key = ProviderKey(
+            projectID: credentials.projectID, clientEmail: credentials.clientEmail,
+            privateKeyID: credentials.privateKeyID, tokenURI: credentials.tokenURI)
+        return providers.withLock { providers in
+            if let existing = providers[key], existing.credentials == credentials { return existing.provider }
             let created = FCMAccessTokenProvider(
                 credentials: credentials, http: http.client, configuration: configuration, logger: logger)
-            providers[credentials] = created
+            providers[key] = (credentials, created)
             return created
         }
     }
@@ -101,7 +112,7 @@ public final class FCMClient: Sendable {
             let bytes = Data(try await response.body.collect(upTo: 256 * 1024).readableBytesView)
             let status = Int(response.status.code)
             if status == 200 {
-                return .success((try? JSONDecoder().decode(SendResponse.self, from: bytes).name) ?? "")
+                return .success(Self.messageName(in: bytes))
             }
             let decoded = try? JSONDecoder().decode(GoogleErrorBody.self, from: bytes)
             return .failure(
@@ -117,6 +128,14 @@ public final class FCMClient: Sendable {
     }
 }
 
-private struct SendResponse: Decodable {
-    var name: String
+extension FCMClient {
+    /// The `name` of a success body `{"name": "projects/…/messages/…"}`, read without a JSON decoder
+    /// (this runs once per send); empty when absent.
+    static func messageName(in body: Data) -> String {
+        let text = String(decoding: body, as: UTF8.self)
+        guard let key = text.range(of: "\"name\""), let open = text[key.upperBound...].firstIndex(of: "\"") else {
+            return ""
+        }
+        return String(text[text.index(after: open)...].prefix { $0 != "\"" })
+    }
 }

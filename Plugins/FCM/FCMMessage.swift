@@ -8,7 +8,7 @@
 ///     target: .token(deviceToken), data: ["hub": "tap", "v": "42"],
 ///     android: FCMAndroidConfig(priority: .high, timeToLive: .seconds(3600), collapseKey: "hub-tap"))
 /// ```
-public struct FCMMessage: Sendable, Hashable, Encodable {
+public struct FCMMessage: Sendable, Hashable {
     /// Who receives the message: exactly one of these.
     public enum Target: Sendable, Hashable {
         /// One app instance's registration token.
@@ -45,25 +45,10 @@ public struct FCMMessage: Sendable, Hashable, Encodable {
             + (notification?.title?.utf8.count ?? 0) + (notification?.body?.utf8.count ?? 0)
     }
 
-    private enum CodingKeys: String, CodingKey {
-        case token, topic, condition, data, notification, android
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        switch target {
-        case .token(let token): try container.encode(token, forKey: .token)
-        case .topic(let topic): try container.encode(topic, forKey: .topic)
-        case .condition(let condition): try container.encode(condition, forKey: .condition)
-        }
-        if !data.isEmpty { try container.encode(data, forKey: .data) }
-        try container.encodeIfPresent(notification, forKey: .notification)
-        try container.encodeIfPresent(android, forKey: .android)
-    }
 }
 
 /// The cross-platform display notification of a message.
-public struct FCMNotification: Sendable, Hashable, Encodable {
+public struct FCMNotification: Sendable, Hashable {
     public var title: String?
     public var body: String?
     /// An HTTPS image URL.
@@ -77,7 +62,7 @@ public struct FCMNotification: Sendable, Hashable, Encodable {
 }
 
 /// Android delivery options (`AndroidConfig`).
-public struct FCMAndroidConfig: Sendable, Hashable, Encodable {
+public struct FCMAndroidConfig: Sendable, Hashable {
     /// The longest TTL FCM accepts: four weeks.
     public static let maximumTimeToLive = Duration.seconds(2_419_200)
 
@@ -108,22 +93,6 @@ public struct FCMAndroidConfig: Sendable, Hashable, Encodable {
             return "\(seconds)s"
         }
     }
-
-    private enum CodingKeys: String, CodingKey {
-        case priority, ttl
-        case collapseKey = "collapse_key"
-        case restrictedPackageName = "restricted_package_name"
-        case notification
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encodeIfPresent(priority?.rawValue, forKey: .priority)
-        try container.encodeIfPresent(ttlText, forKey: .ttl)
-        try container.encodeIfPresent(collapseKey, forKey: .collapseKey)
-        try container.encodeIfPresent(restrictedPackageName, forKey: .restrictedPackageName)
-        try container.encodeIfPresent(notification, forKey: .notification)
-    }
 }
 
 /// Android message priority: `HIGH` wakes a dozing device, `NORMAL` may wait for a maintenance window.
@@ -135,7 +104,7 @@ public struct FCMAndroidPriority: RawRepresentable, Sendable, Hashable {
 }
 
 /// Android-specific display options (`AndroidNotification`), limited to what the hub uses.
-public struct FCMAndroidNotification: Sendable, Hashable, Encodable {
+public struct FCMAndroidNotification: Sendable, Hashable {
     /// A notification with the same tag replaces the one shown.
     public var tag: String?
     /// The Android notification channel.
@@ -144,27 +113,5 @@ public struct FCMAndroidNotification: Sendable, Hashable, Encodable {
     public init(tag: String? = nil, channelID: String? = nil) {
         self.tag = tag
         self.channelID = channelID
-    }
-
-    private enum CodingKeys: String, CodingKey {
-        case tag
-        case channelID = "channel_id"
-    }
-}
-
-/// The body of `messages:send`.
-struct FCMSendRequest: Encodable {
-    var message: FCMMessage
-    var validateOnly: Bool
-
-    private enum CodingKeys: String, CodingKey {
-        case message
-        case validateOnly = "validate_only"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(message, forKey: .message)
-        if validateOnly { try container.encode(true, forKey: .validateOnly) }
     }
 }

@@ -99,15 +99,19 @@ public final class FCMEmulator: Sendable {
     ///   - authority: the CA that signs the server certificate (a new one by default).
     ///   - port: the port to listen on; 0 picks a free one.
     ///   - http2: offer `h2` by ALPN (default); `false` serves HTTP/1.1 only.
+    ///   - ownThread: serve on an event-loop thread of its own rather than NIO's shared loops, so a
+    ///     client benchmarked in the same process never shares a thread with the emulator.
     ///   - now: the emulator's clock, for assertion times and access-token expiry.
     public static func start(
-        authority: TestCertificateAuthority? = nil, port: Int = 0, http2: Bool = true,
+        authority: TestCertificateAuthority? = nil, port: Int = 0, http2: Bool = true, ownThread: Bool = false,
         now: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> FCMEmulator {
         let authority = try authority ?? TestCertificateAuthority(commonName: "FCM emulator CA")
         let emulator = FCMEmulator(authority: authority, now: now)
         let certificate = try authority.issue(dnsNames: ["localhost"])
-        let server = try await EmulatorHTTPServer.start(certificate: certificate, port: port, http2: http2) {
+        let server = try await EmulatorHTTPServer.start(
+            certificate: certificate, port: port, http2: http2, ownThread: ownThread
+        ) {
             [weak emulator] request in
             emulator?.route(request) ?? .now(EmulatorResponse(status: 503))
         }

@@ -60,27 +60,55 @@ enum EmulatorReply: Sendable {
 
 /// A TLS server on 127.0.0.1 that hands each complete request to a route and writes its reply.
 ///
-/// With `http2` it offers `h2` and `http/1.1` by ALPN and serves both through the same route.
+/// With `http2` it offers `h2` and `http/1.1` by ALPN and serves both through the same route. By
+/// default it runs on NIO's shared event loops; with `ownThread` on an event-loop thread of its own,
+/// so a client in the same process (a transport under benchmark) never shares a thread with it, as
+/// h2load in another process does not.
 final class EmulatorHTTPServer: Sendable {
     let port: Int
     private let channel: any Channel
     private let connections: ConnectionTracker
+    /// The emulator's own event loop group, shut down with it; `nil` on the shared loops.
+    private let group: MultiThreadedEventLoopGroup?
 
-    private init(channel: any Channel, port: Int, connections: ConnectionTracker) {
+    private init(channel: any Channel, port: Int, connections: ConnectionTracker, group: MultiThreadedEventLoopGroup?) {
         self.channel = channel
         self.port = port
         self.connections = connections
+        self.group = group
     }
 
     /// Binds 127.0.0.1:`port` (0 = any free port) and serves until ``shutdown()``.
     static func start(
-        certificate: TestCertificate, port: Int, http2: Bool, maximumBodyBytes: Int = 1 << 20,
-        route: @escaping @Sendable (EmulatorRequest) -> EmulatorReply
+        certificate: TestCertificate, port: Int, http2: Bool, ownThread: Bool = false,
+        maximumBodyBytes: Int = 1 << 20, route: @escaping @Sendable (EmulatorRequest) -> EmulatorReply
     ) async throws -> EmulatorHTTPServer {
         let tls = try certificate.serverTLSConfiguration(alpn: http2 ? ["h2", "http/1.1"] : ["http/1.1"])
         let context = try NIOSSLContext(configuration: tls)
         let tracker = ConnectionTracker()
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let group = ownThread ? MultiThreadedEventLoopGroup(numberOfThreads: 1) : nil
+        let bound: any Channel
+        do {
+            bound = try await bind(
+                group: group ?? .singleton, port: port, http2: http2, context: context, tracker: tracker,
+                maximumBodyBytes: maximumBodyBytes, route: route)
+        } catch {
+            try? await group?.shutdownGracefully()
+            throw error
+        }
+        guard let boundPort = bound.localAddress?.port else {
+            try? await bound.close()
+            try? await group?.shutdownGracefully()
+            throw TestCertificateError("the emulator socket has no local port")
+        }
+        return EmulatorHTTPServer(channel: bound, port: boundPort, connections: tracker, group: group)
+    }
+
+    private static func bind(
+        group: MultiThreadedEventLoopGroup, port: Int, http2: Bool, context: NIOSSLContext, tracker: ConnectionTracker,
+        maximumBodyBytes: Int, route: @escaping @Sendable (EmulatorRequest) -> EmulatorReply
+    ) async throws -> any Channel {
+        try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
@@ -103,11 +131,6 @@ final class EmulatorHTTPServer: Sendable {
             }
             .bind(host: "127.0.0.1", port: port)
             .get()
-        guard let bound = channel.localAddress?.port else {
-            try? await channel.close()
-            throw TestCertificateError("the emulator socket has no local port")
-        }
-        return EmulatorHTTPServer(channel: channel, port: bound, connections: tracker)
     }
 
     /// Stops listening and closes every open connection; a second call does nothing.
@@ -115,7 +138,10 @@ final class EmulatorHTTPServer: Sendable {
         for connection in connections.close() { try? await connection.close() }
         do {
             try await channel.close()
-        } catch ChannelError.alreadyClosed {}
+        } catch ChannelError.alreadyClosed {
+            return
+        }
+        try await group?.shutdownGracefully()
     }
 }
 

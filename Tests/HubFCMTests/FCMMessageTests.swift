@@ -93,16 +93,21 @@ struct FCMMessageTests {
                 == nil)
     }
 
-    @Test("the typed message encodes exactly one target and snake_case Android fields")
+    @Test("the request body: exactly one target, snake_case Android fields, escaping, validate_only")
     func encoding() throws {
         let message = FCMMessage(
-            target: .topic("news"), data: ["a": "b"],
+            target: .topic("news"), data: ["b": "line\nbreak \"quoted\" \u{1}", "a": "é"],
+            notification: FCMNotification(title: "T"),
             android: FCMAndroidConfig(
-                priority: .high, timeToLive: .seconds(9_999_999), collapseKey: "k", restrictedPackageName: "p"))
-        let json = String(decoding: try JSONEncoder().encode(message), as: UTF8.self)
-        #expect(json.contains(#""topic":"news""#) && !json.contains("token"))
-        #expect(json.contains(#""ttl":"2419200s""#), "clamped to four weeks")
-        #expect(json.contains(#""collapse_key":"k""#) && json.contains(#""restricted_package_name":"p""#))
-        #expect(message.payloadSize == 2)
+                priority: .high, timeToLive: .seconds(9_999_999), collapseKey: "k", restrictedPackageName: "p",
+                notification: FCMAndroidNotification(tag: "t", channelID: "c")))
+        let json = String(decoding: message.requestBody(validateOnly: true), as: UTF8.self)
+        #expect(
+            json == #"{"message":{"topic":"news","data":{"a":"é","b":"line\nbreak \"quoted\" \u0001"},"#
+                + #""notification":{"title":"T"},"android":{"priority":"HIGH","ttl":"2419200s","collapse_key":"k","#
+                + #""restricted_package_name":"p","notification":{"tag":"t","channel_id":"c"}}},"validate_only":true}"#)
+        let parsed = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        #expect(parsed?["validate_only"] as? Bool == true)
+        #expect(message.payloadSize == 26, "keys and values of data (1 + 2 + 1 + 21) and the title (1)")
     }
 }

@@ -20,7 +20,7 @@ struct FCMBench: AsyncParsableCommand {
     @Option(help: "Unmeasured sends first (connection, access token, warm caches).") var warmup = 2_000
 
     func run() async throws {
-        let emulator = try await FCMEmulator.start()
+        let emulator = try await FCMEmulator.start(ownThread: true)
         let account = FCMTestServiceAccount.primary
         try await emulator.register(account)
         emulator.setRecordsMessages(false)
@@ -46,7 +46,7 @@ struct FCMBench: AsyncParsableCommand {
                 format: "CPU: %.3f s per 1,000 notifications (this process: transport and emulator together)",
                 cpu / Double(notifications) * 1000),
         ]
-        let body = try Self.tapBody()
+        let body = Self.tapBody()
         if let h2load = H2Load.find() {
             let cpuBefore = CPUTime.now()
             let result = try h2load.run(
@@ -77,15 +77,13 @@ struct FCMBench: AsyncParsableCommand {
 
     static let package = "com.example.bench"
 
-    /// The JSON the transport sends for a tap, for h2load.
-    static func tapBody() throws -> [UInt8] {
-        struct Request: Encodable { var message: FCMMessage }
-        let message = FCMMessage(
+    /// The body the transport sends for a tap, for h2load.
+    static func tapBody() -> [UInt8] {
+        FCMMessage(
             target: .token("bench-device-token"), data: ["hub": "tap", "app": "bench.example.com", "v": "1"],
             android: FCMAndroidConfig(
                 priority: .normal, timeToLive: .seconds(86_400), collapseKey: "hub-tap", restrictedPackageName: package)
-        )
-        return Array(try JSONEncoder().encode(Request(message: message)))
+        ).requestBody()
     }
 
     /// Sends `count` taps with ``concurrency`` in flight. - Returns: how many were not accepted.
