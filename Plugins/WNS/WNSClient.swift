@@ -60,6 +60,13 @@ public final class WNSClient: Sendable {
         return try Self.accepted(second)
     }
 
+    /// Checks that `credentials` can send: asks WNS's token service (classic or Entra ID) for an
+    /// access token. Nothing is sent to a device.
+    /// - Throws: ``WNSError`` saying what is wrong (SID, secret, tenant, client).
+    public func validate(credentials: WNSCredentials) async throws(WNSError) {
+        _ = try await provider(for: credentials).token()
+    }
+
     /// Closes the HTTP connections. Sends after this fail with ``WNSErrorCode/networkFailure``.
     public func shutdown() async throws {
         try await http.shutdown()

@@ -51,6 +51,14 @@ extension MapAppCommand {
         @Option(help: "Publisher as NAME=env:VAR or NAME=file:path (repeatable).") var publisher: [String] = []
         @Option(help: "shoulderTap or visible.") var deliveryMode: String?
         @Flag(help: "Print the change instead of writing it.") var dryRun = false
+        @Flag(
+            help: ArgumentHelp(
+                "Also check the FCM and WNS credentials with the providers.",
+                discussion: """
+                    FCM: a validate_only send to a topic (nothing is delivered); WNS: an access-token request. \
+                    HUB_FCM_SEND_URL, HUB_FCM_TRUST_ROOTS and HUB_WNS_TOKEN_URL, HUB_WNS_ENTRA_AUTHORITY, \
+                    HUB_WNS_TRUST_ROOTS point the checks at emulators (hub emulate fcm|wns).
+                    """)) var checkOnline = false
         @Flag(help: "Ask for each step even when standard input is not a terminal.") var interactive = false
         @Flag(help: "Generate a domain verification token for an existing app that has none.") var domainToken = false
 
@@ -68,7 +76,7 @@ extension MapAppCommand {
             if session.currentApp(request.appID) == nil || domainToken {
                 request.verificationToken = MapAppSession.newVerificationToken()
             }
-            try await session.checkCredentials(request)
+            try await session.checkCredentials(request, online: checkOnline)
             let changed = try session.apply(request)
             guard changed else {
                 print("\(options.config): \(request.appID) is already mapped this way; nothing changed")

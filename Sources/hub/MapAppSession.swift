@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import HubConfig
 import HubCore
+import HubFCM
+import HubWNS
 
 /// One edit of hub.yaml by `hub map-app`: the original text, the edited text, and the checks
 /// between them.
@@ -86,8 +88,9 @@ final class MapAppSession {
         try editor.set(.scalar(stamp), at: [.key("apps"), .index(index), .key("domain"), .key("verifiedAt")])
     }
 
-    /// Signs with the credentials the request names, so mistakes show now and not at the first push.
-    func checkCredentials(_ request: AppMappingRequest) async throws {
+    /// Signs with the credentials the request names, so mistakes show now and not at the first push;
+    /// `online`, also asks FCM and WNS whether they accept them.
+    func checkCredentials(_ request: AppMappingRequest, online: Bool = false) async throws {
         var problems: [String] = []
         if let apns = request.apns, let reference = apns.privateKey {
             if let pem = readReference(reference, flag: "--apns-key", problems: &problems) {
@@ -113,15 +116,71 @@ final class MapAppSession {
                 do {
                     _ = try await CredentialCheck.signServiceAccountAssertion(account)
                     print("FCM: the service account \(account.clientEmail) signs an RS256 assertion")
+                    if online { try await checkFCMOnline(account, problems: &problems) }
                 } catch {
                     problems.append("--fcm-service-account: its key could not sign an RS256 assertion: \(error)")
                 }
             }
         }
+        if online, let wns = request.wns, let credentials = wnsCredentials(wns, problems: &problems) {
+            await checkWNSOnline(credentials, problems: &problems)
+        }
         if !problems.isEmpty {
             for problem in problems { printError("error: \(problem)") }
             throw ExitCode(1)
         }
+    }
+
+    /// A validate_only send with the service account: FCM checks the key, the project and the
+    /// permission to send, and delivers nothing.
+    private func checkFCMOnline(_ account: FCMCredentials, problems: inout [String]) async throws {
+        let client = try FCMClient(configuration: try Transports.fcmConfiguration())
+        do {
+            try await client.validate(credentials: account)
+            print("FCM: project \(account.projectID) accepts a validate_only message from \(account.clientEmail)")
+        } catch {
+            problems.append("--fcm-service-account: FCM refused it: \(error.message)")
+        }
+        try? await client.shutdown()
+    }
+
+    /// An access-token request with the WNS credentials.
+    private func checkWNSOnline(_ credentials: WNSCredentials, problems: inout [String]) async {
+        do {
+            let client = try WNSClient(configuration: try Transports.wnsConfiguration())
+            do {
+                try await client.validate(credentials: credentials)
+                print("WNS: the token service issues an access token for these credentials")
+            } catch {
+                problems.append("--wns-secret: WNS refused the credentials: \(error.message)")
+            }
+            try? await client.shutdown()
+        } catch {
+            problems.append("WNS could not be checked: \(error)")
+        }
+    }
+
+    /// The WNS credentials of the request, with the secret read from its reference.
+    private func wnsCredentials(_ wns: AppMappingRequest.WNS, problems: inout [String]) -> WNSCredentials? {
+        guard let reference = wns.clientSecret else { return nil }
+        let secret: String
+        if reference.hasPrefix("env:") {
+            guard let value = ProcessInfo.processInfo.environment[String(reference.dropFirst(4))] else {
+                problems.append("--wns-secret: the environment variable \(reference.dropFirst(4)) is not set")
+                return nil
+            }
+            secret = value
+        } else if let value = readReference(reference, flag: "--wns-secret", problems: &problems) {
+            secret = value.trimmingCharacters(in: .newlines)
+        } else {
+            return nil
+        }
+        if let sid = wns.packageSID {
+            return WNSCredentials(authentication: .packageSID(sid: sid, secret: Secret(secret, source: reference)))
+        }
+        guard let tenant = wns.tenantID, let client = wns.clientID else { return nil }
+        return WNSCredentials(
+            authentication: .entra(tenantID: tenant, clientID: client, clientSecret: Secret(secret, source: reference)))
     }
 
     private func readReference(_ reference: String, flag: String, problems: inout [String]) -> String? {

@@ -17,6 +17,20 @@ extension Transports {
     static func wns(for file: HubFile, logger: Logger) throws -> (any Transport)? {
         let apps = file.apps.filter { $0.credentials.wns != nil }
         guard !apps.isEmpty else { return nil }
+        let configuration = try wnsConfiguration()
+        if !configuration.channelPolicy.additionalHosts.isEmpty {
+            logger.warning(
+                "wns channel URIs on extra hosts are allowed; use this with emulators only",
+                metadata: ["hosts": "\(configuration.channelPolicy.additionalHosts.joined(separator: ","))"])
+        }
+        logger.info("wns transport enabled", metadata: ["apps": "\(apps.map(\.id).joined(separator: ","))"])
+        return try WNSTransport(configuration: configuration, logger: logger)
+    }
+}
+
+extension Transports {
+    /// WNS's endpoints, or an emulator's from the `HUB_WNS_*` variables above.
+    static func wnsConfiguration() throws -> WNSConfiguration {
         let environment = ProcessInfo.processInfo.environment
         var configuration = WNSConfiguration()
         if let url = environment["HUB_WNS_TOKEN_URL"], !url.isEmpty { configuration.classicTokenURL = url }
@@ -28,12 +42,6 @@ extension Transports {
         if let path = environment["HUB_WNS_TRUST_ROOTS"], !path.isEmpty {
             configuration.trustRootsPEM = [try String(contentsOfFile: path, encoding: .utf8)]
         }
-        if !configuration.channelPolicy.additionalHosts.isEmpty {
-            logger.warning(
-                "wns channel URIs on extra hosts are allowed; use this with emulators only",
-                metadata: ["hosts": "\(configuration.channelPolicy.additionalHosts.joined(separator: ","))"])
-        }
-        logger.info("wns transport enabled", metadata: ["apps": "\(apps.map(\.id).joined(separator: ","))"])
-        return try WNSTransport(configuration: configuration, logger: logger)
+        return configuration
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HubTesting
 import Testing
 
 /// An existing hub.yaml with comments and two apps, to check that map-app edits only what it must.
@@ -104,6 +105,55 @@ struct MapAppCommandTests {
         #expect(output.status != 0)
         #expect(output.stderr.contains("'not a bundle' is not a valid iOS bundle ID"))
         #expect(output.stderr.contains("ms-app://s-1-15-2-"))
+        #expect(!FileManager.default.fileExists(atPath: workspace.appendingPathComponent("hub.yaml").path))
+    }
+
+    @Test("--check-online asks FCM (validate_only) and WNS (a token) at their emulators; a refusal exits 1")
+    func checkOnline() async throws {
+        let fcm = try await FCMEmulator.start()
+        let wns = try await WNSEmulator.start(authority: fcm.authority)
+        defer {
+            Task {
+                try? await fcm.shutdown()
+                try? await wns.shutdown()
+            }
+        }
+        try await fcm.register(.primary)
+        let sid = "ms-app://s-1-15-2-1234567890-1234567890-1234567890-1234567890-1234567890-1234567890-123456789"
+        wns.registerPackage(sid: sid, secret: "package-secret")
+        let workspace = try makeWorkspace()
+        try FCMTestServiceAccount.primary.serviceAccountJSON(tokenURI: fcm.tokenURI).write(
+            to: workspace.appendingPathComponent("emulated-account.json"), atomically: true, encoding: .utf8)
+        try fcm.trustRootPEM.write(to: workspace.appendingPathComponent("ca.pem"), atomically: true, encoding: .utf8)
+        let environment = [
+            "HUB_FCM_SEND_URL": fcm.baseURL, "HUB_FCM_TRUST_ROOTS": workspace.appendingPathComponent("ca.pem").path,
+            "HUB_WNS_TOKEN_URL": wns.classicTokenURL,
+            "HUB_WNS_TRUST_ROOTS": workspace.appendingPathComponent("ca.pem").path,
+            "WNS_SECRET": "package-secret",
+        ]
+        let arguments = [
+            "map-app", "--app", "notes.contoso.com", "--android", "com.contoso.notes", "--windows",
+            "Contoso.Notes_8wekyb3d8bbwe", "--fcm-service-account", "emulated-account.json", "--wns-sid", sid,
+            "--wns-secret", "env:WNS_SECRET", "--check-online",
+        ]
+        let good = try HubProcess.run(arguments, in: workspace, environment: environment)
+        #expect(good.status == 0, "\(good.stderr)")
+        #expect(good.stdout.contains("accepts a validate_only message"))
+        #expect(good.stdout.contains("WNS: the token service issues an access token"))
+        #expect(fcm.messages.isEmpty || fcm.messages.allSatisfy(\.validateOnly), "validate_only delivers nothing")
+        #expect(!good.stdout.contains("package-secret") && !good.stderr.contains("package-secret"))
+
+        // The wrong WNS secret and an account the FCM emulator does not know: both named, nothing written.
+        try? FileManager.default.removeItem(at: workspace.appendingPathComponent("hub.yaml"))
+        try FCMTestServiceAccount.secondary.serviceAccountJSON(tokenURI: fcm.tokenURI).write(
+            to: workspace.appendingPathComponent("emulated-account.json"), atomically: true, encoding: .utf8)
+        var wrong = environment
+        wrong["WNS_SECRET"] = "not-the-secret"
+        let refused = try HubProcess.run(arguments, in: workspace, environment: wrong)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("--fcm-service-account: FCM refused it"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("--wns-secret: WNS refused the credentials"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("not-the-secret"))
         #expect(!FileManager.default.fileExists(atPath: workspace.appendingPathComponent("hub.yaml").path))
     }
 
