@@ -135,7 +135,7 @@ extension APNSBench {
     ///
     /// - Returns: h2load's requests/s, or `nil` when h2load is not installed or failed.
     static func h2load(_ bench: APNSBench, emulator: APNSEmulator, key: APNSTestKey) async throws -> Double? {
-        guard let executable = H2Load.find()?.path else {
+        guard let h2load = H2Load.find() else {
             print("h2load: not installed; install it with `apt-get install nghttp2-client` for the ratio")
             return nil
         }
@@ -153,19 +153,11 @@ extension APNSBench {
             "https://127.0.0.1:\(emulator.port)/3/device/\(token)",
         ]
         let usage = ProcessUsage()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let (status, text) = try h2load.capture(arguments)
         let emulatorCPU = usage.elapsedSelf
         let h2loadCPU = usage.elapsedChildren
-        guard process.terminationStatus == 0, let rate = Self.rate(in: text) else {
-            print("h2load failed (exit \(process.terminationStatus)):\n\(text)")
+        guard status == 0, let rate = Self.rate(in: text) else {
+            print("h2load failed (exit \(status)):\n\(text)")
             return nil
         }
         let succeeded = text.split(separator: "\n").first { $0.contains("status codes:") } ?? "status codes: ?"

@@ -133,6 +133,21 @@ enum CPUTime {
 struct H2Load {
     let path: String
 
+    /// Runs h2load with `arguments` until it exits.
+    /// - Returns: its exit status and its standard output and error together.
+    func capture(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, text)
+    }
+
     static func find() -> H2Load? {
         let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":")
         for directory in directories {
@@ -150,17 +165,9 @@ struct H2Load {
             "hub-bench-\(UUID().uuidString).json")
         try Data(body).write(to: bodyFile)
         defer { try? FileManager.default.removeItem(at: bodyFile) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments =
+        let (_, text) = try capture(
             ["-n", String(requests), "-c", "1", "-m", String(streams), "-d", bodyFile.path]
-            + headers.flatMap { ["-H", $0] } + [url]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+                + headers.flatMap { ["-H", $0] } + [url])
         // "finished in 1.23s, 16260.16 req/s, 2.02MB/s" and "status codes: 20000 2xx, 0 3xx, 0 4xx, 0 5xx"
         let rate = text.firstMatch(of: /finished in [0-9.]+m?s, ([0-9.]+) req\/s/).flatMap { Double($0.1) }
         let succeeded = text.firstMatch(of: /status codes: ([0-9]+) 2xx/).flatMap { Int($0.1) }
