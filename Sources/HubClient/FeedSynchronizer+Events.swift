@@ -24,7 +24,8 @@ extension FeedSynchronizer {
             // The hub writes a keepalive comment every 15 s by default; silence far longer than that
             // means the connection is gone.
             request.timeout = max(TimeInterval(configuration.longPollWait.components.seconds) * 2, 60)
-            let response = StreamingResponse(requester.urlRequest(request, token: token), configuration: session.configuration)
+            let response = StreamingResponse(
+                requester.urlRequest(request, token: token), configuration: session.configuration)
             var parts = response.parts.makeAsyncIterator()
             guard case .head(let head)? = try await parts.next() else {
                 throw HubClientError(.transport, "The event stream closed before the hub answered.")

@@ -42,7 +42,8 @@ actor FeedSynchronizer {
         self.configuration = configuration
         self.registrations = registrations
         self.session = session
-        position = storage.data(forKey: key).flatMap { try? JSONDecoder().decode(Position.self, from: $0) } ?? Position()
+        position =
+            storage.data(forKey: key).flatMap { try? JSONDecoder().decode(Position.self, from: $0) } ?? Position()
     }
 
     // MARK: Subscribers

@@ -69,7 +69,8 @@ extension HubClient {
         ///   last sync (possibly none: taps coalesce, and another sync may have fetched them already).
         /// - Throws: ``HubClientError`` when the sync failed, or `CancellationError`.
         nonisolated(nonsending)
-        public func handleShoulderTap(_ userInfo: [AnyHashable: Any]) async throws -> [UserNotification]? {
+            public func handleShoulderTap(_ userInfo: [AnyHashable: Any]) async throws -> [UserNotification]?
+        {
             guard let tap = ShoulderTap(userInfo: userInfo) else { return nil }
             return try await handle(tap)
         }

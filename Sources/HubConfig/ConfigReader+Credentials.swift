@@ -31,7 +31,9 @@ extension ConfigReader {
             return nil
         }
         if let certificate = entries["certificate"] {
-            guard let p12 = secret(certificate, at: "\(path).certificate", inline: false, binary: true) else { return nil }
+            guard let p12 = secret(certificate, at: "\(path).certificate", inline: false, binary: true) else {
+                return nil
+            }
             let password = secret(entries["password"], at: "\(path).password")
             return APNSCredentials(authentication: .certificate(p12: p12, password: password), environment: environment)
         }

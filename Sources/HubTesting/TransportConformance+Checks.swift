@@ -33,7 +33,8 @@ extension TransportConformance {
     ) async throws {
         let expect = Expect()
         guard let makeDead = harness.deadEndpoint else { return }
-        let outcome = try await send(transport, delivery(.shoulderTap, to: try await makeDead(), app: harness.app),
+        let outcome = try await send(
+            transport, delivery(.shoulderTap, to: try await makeDead(), app: harness.app),
             harness, expect)
         guard case .endpointGone = outcome else {
             throw expect.fail("a delivery to a dead endpoint must be endpointGone, got \(outcome)")
@@ -177,7 +178,8 @@ private final class Race<Value: Sendable>: Sendable {
     /// Decides the race with `result` unless it is decided; returns whether this call decided it.
     @discardableResult
     func finish(_ result: Result<Value, any Error>) -> Bool {
-        let (continuation, cleanup) = state.withLock { state -> (CheckedContinuation<Value, any Error>?, (@Sendable () -> Void)?) in
+        let (continuation, cleanup) = state.withLock {
+            state -> (CheckedContinuation<Value, any Error>?, (@Sendable () -> Void)?) in
             guard !state.finished else { return (nil, nil) }
             state.finished = true
             defer {

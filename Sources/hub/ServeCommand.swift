@@ -83,8 +83,10 @@ struct ServeCommand: AsyncParsableCommand {
             onListening: { port in logger.notice("hub listening on http://\(host):\(port)") })
         let group = ServiceGroup(
             configuration: .init(
-                services: storeServices + [hub, application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        logger.info("hub starting", metadata: ["apps": "\(file.apps.count)", "instance": "\(hubConfiguration.instanceID)"])
+                services: storeServices + [hub, application], gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
+        logger.info(
+            "hub starting", metadata: ["apps": "\(file.apps.count)", "instance": "\(hubConfiguration.instanceID)"])
         try await group.run()
         logger.info("hub stopped")
     }

@@ -53,8 +53,9 @@ struct ClientUnitTests {
         #expect(unavailable.code == .unavailable && unavailable.isTransient)
         #expect(unavailable.retryAfter == .seconds(7))
         #expect(HubClientError.code(status: 502, problemType: nil) == .server)
-        #expect(HubClientError.code(status: 400, problemType: "https://notificationhub.dev/problems/invalid-cursor")
-            == .invalidCursor)
+        #expect(
+            HubClientError.code(status: 400, problemType: "https://notificationhub.dev/problems/invalid-cursor")
+                == .invalidCursor)
     }
 
     @Test("request URLs percent-encode the app, path segments and query values")
@@ -100,11 +101,15 @@ struct ClientUnitTests {
     @Test("a client generates its endpoint ID once and reads it back from storage")
     func endpointIDPersists() {
         let storage = InMemoryHubClientStorage()
-        let make = { HubClient(baseURL: URL(string: "http://127.0.0.1:1")!, app: "a.example", storage: storage) { _ in "" } }
+        let make = {
+            HubClient(baseURL: URL(string: "http://127.0.0.1:1")!, app: "a.example", storage: storage) { _ in "" }
+        }
         let first = make()
         #expect(first.endpointID.range(of: "^[a-z0-9-]{36}$", options: .regularExpression) != nil)
         #expect(make().endpointID == first.endpointID)
-        let otherApp = HubClient(baseURL: URL(string: "http://127.0.0.1:1")!, app: "b.example", storage: storage) { _ in "" }
+        let otherApp = HubClient(baseURL: URL(string: "http://127.0.0.1:1")!, app: "b.example", storage: storage) { _ in
+            ""
+        }
         #expect(otherApp.endpointID != first.endpointID)
     }
 

@@ -58,7 +58,9 @@ struct DeviceSimulator: AsyncParsableCommand {
         if token == nil && (user == nil || tokenSecretFile == nil) {
             throw ValidationError("Give --user and --token-secret-file to mint development tokens, or --token.")
         }
-        guard URL(string: hub)?.host != nil else { throw ValidationError("--hub must be a URL such as http://127.0.0.1:8080") }
+        guard URL(string: hub)?.host != nil else {
+            throw ValidationError("--hub must be a URL such as http://127.0.0.1:8080")
+        }
     }
 
     func run() async throws {

@@ -82,7 +82,8 @@ actor Inbox {
     }
 
     private static func line(_ notification: UserNotification) -> String {
-        let text = notification.visualContent.map { "\($0.title)\($0.body.map { " — " + $0 } ?? "")" }
+        let text =
+            notification.visualContent.map { "\($0.title)\($0.body.map { " — " + $0 } ?? "")" }
             ?? notification.rawContent ?? ""
         return "\(notification.appNotificationId) [\(notification.readState), \(notification.userActionState)] "
             + "\(text)  (id \(notification.id.prefix(8)))"

@@ -26,10 +26,11 @@ public enum WebhookSignature {
         var mac = HMAC<SHA256>(key: SymmetricKey(data: secret.revealBytes()))
         mac.update(data: Data("\(timestamp).".utf8))
         mac.update(data: body)
-        return "sha256=" + mac.finalize().map { byte in
-            let digits = String(byte, radix: 16)
-            return byte < 16 ? "0" + digits : digits
-        }.joined()
+        return "sha256="
+            + mac.finalize().map { byte in
+                let digits = String(byte, radix: 16)
+                return byte < 16 ? "0" + digits : digits
+            }.joined()
     }
 
     /// Whether a post carries a valid signature of `body` with a timestamp within ``tolerance`` of

@@ -73,7 +73,8 @@ public struct WebhookTransport: Transport {
             let response = try await httpClient.execute(request, timeout: TimeAmount(configuration.timeout))
             // Drain (and bound) the answer so the connection can be reused.
             _ = try? await response.body.collect(upTo: 64 * 1024)
-            return Self.outcome(status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"))
+            return Self.outcome(
+                status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"))
         } catch {
             return .retry(after: nil, reason: Task.isCancelled ? "cancelled" : "webhook unreachable: \(error)")
         }
@@ -122,7 +123,8 @@ struct WebhookTap: Encodable {
         let visible = delivery.kind != .shoulderTap
         hub = Hint(
             app: delivery.app.id, user: delivery.endpoint.userId, endpoint: delivery.endpoint.id,
-            token: delivery.endpoint.token, kind: delivery.kind.rawValue, changeVersion: delivery.delivery.changeVersion,
+            token: delivery.endpoint.token, kind: delivery.kind.rawValue,
+            changeVersion: delivery.delivery.changeVersion,
             notification: visible ? delivery.notification?.payload.visualContent : nil)
     }
 

@@ -24,7 +24,9 @@ struct WebhookTransportTests {
     static func harness() -> TransportConformanceHarness {
         TransportConformanceHarness(
             app: app,
-            workingEndpoint: { TransportConformance.endpoint(transport: WebhookTransport.transportID, token: "device-1") },
+            workingEndpoint: {
+                TransportConformance.endpoint(transport: WebhookTransport.transportID, token: "device-1")
+            },
             deadEndpoint: { TransportConformance.endpoint(transport: WebhookTransport.transportID, token: "gone") },
             sendTimeLimit: .seconds(10))
     }
@@ -43,7 +45,8 @@ struct WebhookTransportTests {
             let endpoint = TransportConformance.endpoint(id: "phone", transport: transport.id, token: "device-9")
             let tap = TransportConformance.delivery(.shoulderTap, to: endpoint, app: Self.app, sequence: 42)
             #expect(await transport.send(tap) == .accepted)
-            #expect(await transport.send(TransportConformance.delivery(.visible, to: endpoint, app: Self.app)) == .accepted)
+            #expect(
+                await transport.send(TransportConformance.delivery(.visible, to: endpoint, app: Self.app)) == .accepted)
 
             let posts = receiver.received
             #expect(posts.count == 2)
@@ -57,9 +60,10 @@ struct WebhookTransportTests {
             #expect(first.tap["changeVersion"] as? String == "42")
             #expect(first.tap["notification"] == nil, "a shoulder tap carries no content")
             #expect((posts.last?.tap["notification"] as? String)?.contains("Conformance 1") == true)
-            #expect(!WebhookSignature.isValid(
-                signature: "sha256=00", timestamp: "\(Int(Date().timeIntervalSince1970))", body: first.body,
-                secret: WebhookReceiver.secret))
+            #expect(
+                !WebhookSignature.isValid(
+                    signature: "sha256=00", timestamp: "\(Int(Date().timeIntervalSince1970))", body: first.body,
+                    secret: WebhookReceiver.secret))
         }
     }
 
@@ -73,7 +77,8 @@ struct WebhookTransportTests {
                     == .retry(after: .seconds(7), reason: "the receiver answered 503"))
             let slow = TransportConformance.endpoint(transport: transport.id, token: "slow")
             let start = ContinuousClock.now
-            guard case .retry = await transport.send(TransportConformance.delivery(.shoulderTap, to: slow, app: Self.app))
+            guard
+                case .retry = await transport.send(TransportConformance.delivery(.shoulderTap, to: slow, app: Self.app))
             else {
                 Issue.record("a receiver that does not answer must be retried")
                 return
