@@ -1,5 +1,5 @@
-import Foundation
-import HubCore
+public import Foundation
+public import HubCore
 import Yams
 
 extension ConfigReader {
@@ -9,29 +9,63 @@ extension ConfigReader {
     /// (a .p12) are kept byte for byte. Diagnostics name the variable or path, never the secret.
     mutating func secret(_ node: Node?, at path: String, inline: Bool = true, binary: Bool = false) -> Secret? {
         guard let reference = string(node, at: path) else { return nil }
+        switch SecretReference.resolve(
+            reference, relativeTo: baseDirectory, environment: environment, binary: binary, inline: inline)
+        {
+        case .success(let secret):
+            if secret.source == "inline" {
+                warning(
+                    node,
+                    "'\(path)' holds a secret inline; write env:NAME or file:path so hub.yaml can be shared safely")
+            }
+            return secret
+        case .failure(let problem):
+            error(node, "'\(path)'\(problem.message)")
+            return nil
+        }
+    }
+}
+
+/// Secret references as hub.yaml and `hub map-app` take them: `env:NAME`, `file:path`, or (where
+/// allowed) an inline value.
+public enum SecretReference {
+    /// Why a reference did not resolve; the message names the variable or path, never a secret.
+    public struct Problem: Error, Sendable, Equatable {
+        /// Follows the name of the field, its separator included: "'clientSecret'" + " refers to …".
+        public var message: String
+    }
+
+    /// Resolves `reference`: `env:NAME` (a variable of `environment`), `file:path` (a file, relative
+    /// to `directory`), or an inline value when `inline` (its source is then `"inline"`). A text
+    /// file's final line breaks are dropped (`echo key > file` writes one); `binary` files (a .p12)
+    /// are kept byte for byte.
+    public static func resolve(
+        _ reference: String, relativeTo directory: String,
+        environment: [String: String] = ProcessInfo.processInfo.environment, binary: Bool = false,
+        inline: Bool = true
+    ) -> Result<Secret, Problem> {
         if reference.hasPrefix("env:") {
             let name = String(reference.dropFirst(4))
             guard !name.isEmpty else {
-                error(node, "'\(path)': write env:NAME with the name of an environment variable")
-                return nil
+                return .failure(Problem(message: ": write env:NAME with the name of an environment variable"))
             }
             guard let value = environment[name], !value.isEmpty else {
-                error(node, "'\(path)' refers to the environment variable \(name), which is not set; export \(name)")
-                return nil
+                return .failure(
+                    Problem(message: " refers to the environment variable \(name), which is not set; export \(name)"))
             }
-            return Secret(value, source: reference)
+            return .success(Secret(value, source: reference))
         }
         if reference.hasPrefix("file:") {
             let relative = String(reference.dropFirst(5))
-            let full = resolve(path: relative)
+            let full =
+                relative.hasPrefix("/")
+                ? relative : URL(fileURLWithPath: directory).appendingPathComponent(relative).path
             guard let data = FileManager.default.contents(atPath: full) else {
-                let exists = FileManager.default.fileExists(atPath: full)
-                error(
-                    node,
-                    exists
-                        ? "'\(path)' refers to \(full), which cannot be read; check its permissions"
-                        : "'\(path)' refers to \(full), which does not exist; create it or fix the path")
-                return nil
+                return .failure(
+                    Problem(
+                        message: FileManager.default.fileExists(atPath: full)
+                            ? " refers to \(full), which cannot be read; check its permissions"
+                            : " refers to \(full), which does not exist; create it or fix the path"))
             }
             var bytes = Array(data)
             if !binary {
@@ -39,13 +73,9 @@ extension ConfigReader {
                     bytes.removeLast()
                 }
             }
-            return Secret(bytes: bytes, source: reference)
+            return .success(Secret(bytes: bytes, source: reference))
         }
-        if !inline {
-            error(node, "'\(path)' must be a reference: file:path or env:NAME")
-            return nil
-        }
-        warning(node, "'\(path)' holds a secret inline; write env:NAME or file:path so hub.yaml can be shared safely")
-        return Secret(reference, source: "inline")
+        guard inline else { return .failure(Problem(message: " must be a reference: file:path or env:NAME")) }
+        return .success(Secret(reference, source: "inline"))
     }
 }

@@ -160,27 +160,22 @@ final class MapAppSession {
         }
     }
 
-    /// The WNS credentials of the request, with the secret read from its reference.
+    /// The WNS credentials of the request, with the secret read from its reference (resolved as
+    /// hub.yaml's are).
     private func wnsCredentials(_ wns: AppMappingRequest.WNS, problems: inout [String]) -> WNSCredentials? {
         guard let reference = wns.clientSecret else { return nil }
-        let secret: String
-        if reference.hasPrefix("env:") {
-            guard let value = ProcessInfo.processInfo.environment[String(reference.dropFirst(4))] else {
-                problems.append("--wns-secret: the environment variable \(reference.dropFirst(4)) is not set")
-                return nil
-            }
-            secret = value
-        } else if let value = readReference(reference, flag: "--wns-secret", problems: &problems) {
-            secret = value.trimmingCharacters(in: .newlines)
-        } else {
+        let secret: Secret
+        switch SecretReference.resolve(reference, relativeTo: directory, inline: false) {
+        case .success(let resolved): secret = resolved
+        case .failure(let problem):
+            problems.append("--wns-secret\(problem.message)")
             return nil
         }
         if let sid = wns.packageSID {
-            return WNSCredentials(authentication: .packageSID(sid: sid, secret: Secret(secret, source: reference)))
+            return WNSCredentials(authentication: .packageSID(sid: sid, secret: secret))
         }
         guard let tenant = wns.tenantID, let client = wns.clientID else { return nil }
-        return WNSCredentials(
-            authentication: .entra(tenantID: tenant, clientID: client, clientSecret: Secret(secret, source: reference)))
+        return WNSCredentials(authentication: .entra(tenantID: tenant, clientID: client, clientSecret: secret))
     }
 
     private func readReference(_ reference: String, flag: String, problems: inout [String]) -> String? {
