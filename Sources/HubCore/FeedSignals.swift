@@ -4,25 +4,84 @@ import Synchronization
 ///
 /// Race-free use: take a ``ticket()`` *before* reading the feed; if the read found nothing,
 /// ``wait(_:endpoint:after:timeout:)`` with that ticket returns at once when a wake-up came in
-/// between. A waiter that names its (polling) endpoint is woken only by wake-ups of that endpoint:
-/// the hub wakes each polling endpoint after a committed change it did not make itself; a waiter
-/// without an endpoint is woken by any committed change of the feed.
+/// between. A waiter that names its (polling) endpoint is woken by wake-ups of that endpoint and
+/// by ``Audience/everyone(except:)`` wake-ups that do not except it; a waiter without an endpoint
+/// is woken by any change of the feed.
+///
+/// The hub also tells the signals which change versions it committed (``committed(_:version:)``),
+/// so that a long-poll whose cursor is already at the newest version can wait without reading the
+/// store first (``isCurrent(_:version:)``).
+///
+/// Costs: a wake-up costs the number of its own waiters; a wait costs no timer of its own (one
+/// task sleeps until the earliest deadline of all waits).
 public final class FeedSignals: Sendable {
-    private struct Target: Hashable {
+    /// Who a wake-up is for.
+    public enum Audience: Hashable, Sendable {
+        /// The waiters without an endpoint (they wait for any change of the feed).
+        case feed
+        /// The waiters of one polling endpoint.
+        case endpoint(String)
+        /// Every waiter of the feed: those without an endpoint and those of every endpoint but
+        /// `except` (the endpoint that made the change). The wake-up of a committed change.
+        case everyone(except: String?)
+    }
+
+    /// Carries wake-ups to other hub instances (a shared store's LISTEN/NOTIFY, for example).
+    /// The receiving instance passes them to ``receive(_:_:)``.
+    public typealias Relay = @Sendable (_ key: FeedKey, _ audience: Audience) -> Void
+
+    private struct Waiter {
+        let continuation: CheckedContinuation<Bool, Never>
+        let deadline: ContinuousClock.Instant
+    }
+
+    /// What the signals know of one feed.
+    private struct Feed {
+        /// Waiting requests by the endpoint they wait for (`nil`: any change), then by waiter ID.
+        var waiters: [String?: [UInt64: Waiter]] = [:]
+        /// The clock of the last wake-up of the waiters without an endpoint.
+        var feedWake: UInt64 = 0
+        /// The clock of the last wake-up of each endpoint by name.
+        var endpointWakes: [String: UInt64] = [:]
+        /// The last ``Audience/everyone(except:)`` wake-up, whom it excepted, and the one before it
+        /// (which counts for every endpoint: a conservative answer costs a read, never a wake-up).
+        var everyoneWake: UInt64 = 0
+        var everyoneExcept: String?
+        var earlierEveryoneWake: UInt64 = 0
+        /// The newest change version of the feed this instance knows was committed, if it knows.
+        var latest: Int64?
+        /// The clock when the feed was last woken or waited on, for pruning.
+        var touched: UInt64 = 0
+
+        func woke(_ endpoint: String?, after ticket: UInt64) -> Bool {
+            guard let endpoint else { return feedWake > ticket }
+            if (endpointWakes[endpoint] ?? 0) > ticket || earlierEveryoneWake > ticket { return true }
+            return everyoneWake > ticket && everyoneExcept != endpoint
+        }
+
+        var waiterCount: Int { waiters.values.reduce(0) { $0 + $1.count } }
+    }
+
+    /// One entry of the deadline heap; stale once its waiter was woken or cancelled.
+    private struct Deadline {
+        let at: ContinuousClock.Instant
+        let id: UInt64
         let key: FeedKey
         let endpoint: String?
     }
 
     private struct State {
         var clock: UInt64 = 0
-        var lastWake: [Target: UInt64] = [:]
-        /// `lastWake` is pruned when it grows past this (amortized: at least doubles in between).
+        var feeds: [FeedKey: Feed] = [:]
+        /// `feeds` is pruned when it grows past this (amortized: at least doubles in between).
         var pruneAt = 10_000
-        /// Waiters by what they wait for, so a wake-up costs the number of its own waiters, not
-        /// of every request waiting on the hub.
-        var waiters: [Target: [UInt64: CheckedContinuation<Bool, Never>]] = [:]
         var waiterCount = 0
         var nextWaiter: UInt64 = 0
+        /// The deadlines of the waits, earliest first (a binary min-heap).
+        var deadlines: [Deadline] = []
+        /// The reaper task that ends waits at their deadline: its generation and when it wakes.
+        var reaper: (generation: UInt64, wakesAt: ContinuousClock.Instant)?
+        var reaperGeneration: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -33,9 +92,6 @@ public final class FeedSignals: Sendable {
         let send: Relay
     }
     private let relay = Mutex<RelayBox?>(nil)
-
-    /// Carries wake-ups to other hub instances (a shared store's LISTEN/NOTIFY, for example).
-    public typealias Relay = @Sendable (_ key: FeedKey, _ endpoint: String?) -> Void
     /// Wake-ups older than this many ticks are forgotten (long-polls last at most a minute).
     private let memory: UInt64 = 100_000
 
@@ -44,48 +100,83 @@ public final class FeedSignals: Sendable {
     /// The current position of the wake-up clock.
     public func ticket() -> UInt64 { state.withLock { $0.clock } }
 
+    // MARK: Waiting
+
     /// Waits for a wake-up of the feed (or of `endpoint` in it) after `ticket`, at most `timeout`.
     /// - Returns: `true` when woken, `false` on timeout or cancellation.
     public func wait(_ key: FeedKey, endpoint: String?, after ticket: UInt64, timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now.advanced(by: timeout)
         let id = state.withLock { state -> UInt64 in
             state.nextWaiter += 1
             return state.nextWaiter
         }
-        let target = Target(key: key, endpoint: endpoint)
-        return await withTaskGroup(of: Bool.self) { group in
-            group.addTask { await self.suspend(id: id, target: target, ticket: ticket) }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return false
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let (immediate, reaper) = state.withLock { state -> (Bool?, UInt64?) in
+                    if state.feeds[key]?.woke(endpoint, after: ticket) == true { return (true, nil) }
+                    if Task.isCancelled || timeout <= .zero { return (false, nil) }
+                    state.feeds[key, default: Feed()].waiters[endpoint, default: [:]][id] = Waiter(
+                        continuation: continuation, deadline: deadline)
+                    state.feeds[key]?.touched = state.clock
+                    state.waiterCount += 1
+                    Self.push(Deadline(at: deadline, id: id, key: key, endpoint: endpoint), into: &state.deadlines)
+                    if let reaper = state.reaper, reaper.wakesAt <= deadline { return (nil, nil) }
+                    state.reaperGeneration += 1
+                    state.reaper = (state.reaperGeneration, deadline)
+                    return (nil, state.reaperGeneration)
+                }
+                if let immediate { continuation.resume(returning: immediate) }
+                if let reaper { Task { await self.reap(generation: reaper, at: deadline) } }
             }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
+        } onCancel: {
+            let waiter = state.withLock { state -> Waiter? in
+                Self.removeWaiter(id, key: key, endpoint: endpoint, from: &state)
+            }
+            waiter?.continuation.resume(returning: false)
         }
     }
 
-    private func suspend(id: UInt64, target: Target, ticket: UInt64) async -> Bool {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-                let immediate = state.withLock { state -> Bool? in
-                    if (state.lastWake[target] ?? 0) > ticket { return true }
-                    if Task.isCancelled { return false }
-                    state.waiters[target, default: [:]][id] = continuation
-                    state.waiterCount += 1
-                    return nil
+    /// Ends the waits whose deadline passed, sleeping until the earliest deadline, until no wait
+    /// is left or a reaper with an earlier deadline took over.
+    private func reap(generation: UInt64, at first: ContinuousClock.Instant) async {
+        var wakesAt = first
+        while true {
+            try? await Task.sleep(until: wakesAt, clock: .continuous)
+            let now = ContinuousClock.now
+            let (expired, next) = state.withLock { state -> ([Waiter], ContinuousClock.Instant?) in
+                guard state.reaper?.generation == generation else { return ([], nil) }
+                var expired: [Waiter] = []
+                while let top = state.deadlines.first, top.at <= now {
+                    Self.popFirst(from: &state.deadlines)
+                    if let waiter = Self.removeWaiter(top.id, key: top.key, endpoint: top.endpoint, from: &state) {
+                        expired.append(waiter)
+                    }
                 }
-                if let immediate { continuation.resume(returning: immediate) }
+                // Woken and cancelled waits leave their deadline behind; rebuild when most are stale.
+                if state.deadlines.count > 2 * state.waiterCount + 1024 { Self.rebuildDeadlines(&state) }
+                guard let top = state.deadlines.first else {
+                    state.reaper = nil
+                    return (expired, nil)
+                }
+                state.reaper = (generation, top.at)
+                return (expired, top.at)
             }
-        } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
-                guard let waiter = state.waiters[target]?.removeValue(forKey: id) else { return nil }
-                if state.waiters[target]?.isEmpty == true { state.waiters[target] = nil }
-                state.waiterCount -= 1
-                return waiter
-            }
-            waiter?.resume(returning: false)
+            for waiter in expired { waiter.continuation.resume(returning: false) }
+            guard let next else { return }
+            wakesAt = next
         }
     }
+
+    private static func removeWaiter(
+        _ id: UInt64, key: FeedKey, endpoint: String?, from state: inout State
+    ) -> Waiter? {
+        guard let waiter = state.feeds[key]?.waiters[endpoint]?.removeValue(forKey: id) else { return nil }
+        if state.feeds[key]?.waiters[endpoint]?.isEmpty == true { state.feeds[key]?.waiters[endpoint] = nil }
+        state.waiterCount -= 1
+        return waiter
+    }
+
+    // MARK: Waking
 
     /// Sends every local wake-up to `relay` as well, so waiters on other instances wake too.
     public func setRelay(_ relay: Relay?) { self.relay.withLock { $0 = relay.map(RelayBox.init) } }
@@ -93,28 +184,144 @@ public final class FeedSignals: Sendable {
     /// Wakes the waiters of a feed: without `endpoint`, those that wait for any change of the feed;
     /// with one, those that wait for that endpoint. The wake-up also goes to the relay, if any.
     public func wake(_ key: FeedKey, endpoint: String? = nil) {
-        wakeLocally(key, endpoint: endpoint)
-        relay.withLock { $0 }?.send(key, endpoint)
+        wake(key, endpoint.map(Audience.endpoint) ?? .feed)
     }
 
-    /// Wakes local waiters only: for wake-ups that arrive from another instance through the relay.
+    /// Wakes the waiters of `audience` in the feed, here and (through the relay) on other instances.
+    /// - Returns: how many waiting requests of this instance were woken.
+    @discardableResult
+    public func wake(_ key: FeedKey, _ audience: Audience) -> Int {
+        let woken = wakeLocally(key, audience)
+        relay.withLock { $0 }?.send(key, audience)
+        return woken
+    }
+
+    /// Wakes local waiters only (a stream ending, say); the relay is not told.
     public func wakeLocally(_ key: FeedKey, endpoint: String? = nil) {
-        let target = Target(key: key, endpoint: endpoint)
-        let woken = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
+        wakeLocally(key, endpoint.map(Audience.endpoint) ?? .feed)
+    }
+
+    /// A wake-up that came from another instance through the relay: wakes the local waiters of
+    /// `audience` and forgets the feed's newest version (the other instance changed the feed).
+    public func receive(_ key: FeedKey, _ audience: Audience) {
+        wakeLocally(key, audience, forgetVersion: true)
+    }
+
+    @discardableResult
+    private func wakeLocally(_ key: FeedKey, _ audience: Audience, forgetVersion: Bool = false) -> Int {
+        let woken = state.withLock { state -> [Waiter] in
             state.clock += 1
-            state.lastWake[target] = state.clock
-            if state.lastWake.count > state.pruneAt {
-                let horizon = state.clock > memory ? state.clock - memory : 0
-                state.lastWake = state.lastWake.filter { $0.value > horizon }
-                state.pruneAt = max(10_000, state.lastWake.count * 2)
+            let clock = state.clock
+            if state.feeds.count > state.pruneAt { prune(&state) }
+            var feed = state.feeds.removeValue(forKey: key) ?? Feed()
+            defer { state.feeds[key] = feed }
+            feed.touched = clock
+            if forgetVersion { feed.latest = nil }
+            var woken: [Waiter] = []
+            switch audience {
+            case .feed:
+                feed.feedWake = clock
+                woken = feed.waiters.removeValue(forKey: nil).map { Array($0.values) } ?? []
+            case .endpoint(let endpoint):
+                feed.endpointWakes[endpoint] = clock
+                woken = feed.waiters.removeValue(forKey: endpoint).map { Array($0.values) } ?? []
+            case .everyone(let except):
+                feed.feedWake = clock
+                feed.earlierEveryoneWake = feed.everyoneWake
+                feed.everyoneWake = clock
+                feed.everyoneExcept = except
+                let kept = except.flatMap { feed.waiters.removeValue(forKey: $0) }
+                for group in feed.waiters.values { woken.append(contentsOf: group.values) }
+                feed.waiters = kept.map { [except: $0] } ?? [:]
             }
-            guard let woken = state.waiters.removeValue(forKey: target) else { return [] }
             state.waiterCount -= woken.count
-            return Array(woken.values)
+            return woken
         }
-        for continuation in woken { continuation.resume(returning: true) }
+        for waiter in woken { waiter.continuation.resume(returning: true) }
+        return woken.count
+    }
+
+    /// Forgets the wake-ups and versions of feeds nobody waits on that were not touched for
+    /// ``memory`` ticks.
+    private func prune(_ state: inout State) {
+        let horizon = state.clock > memory ? state.clock - memory : 0
+        state.feeds = state.feeds.filter { !$0.value.waiters.isEmpty || $0.value.touched > horizon }
+        state.pruneAt = max(10_000, state.feeds.count * 2)
+    }
+
+    // MARK: Versions
+
+    /// Records that this instance committed a change of the feed with `version` (`nil`: a change
+    /// whose version it does not know, which makes ``isCurrent(_:version:)`` false until the next
+    /// known one). Call before waking the feed's waiters for that change.
+    public func committed(_ key: FeedKey, version: Int64?) {
+        state.withLock { state in
+            guard let version else {
+                state.feeds[key]?.latest = nil
+                return
+            }
+            if state.feeds[key] == nil {
+                if state.feeds.count > state.pruneAt { prune(&state) }
+                state.feeds[key] = Feed(touched: state.clock)
+            }
+            let latest = state.feeds[key]?.latest ?? version
+            state.feeds[key]?.latest = max(latest, version)
+        }
+    }
+
+    /// Whether `version` is at or past the newest change this instance knows the feed has, so a
+    /// read from `version` would find nothing that a wake-up would not announce. `false` when it
+    /// does not know (a feed not changed since start, or changed by another instance).
+    public func isCurrent(_ key: FeedKey, version: Int64) -> Bool {
+        state.withLock { state in state.feeds[key]?.latest.map { version >= $0 } ?? false }
     }
 
     /// How many requests are waiting, for metrics.
     public var waiterCount: Int { state.withLock { $0.waiterCount } }
+
+    // MARK: Deadline heap
+
+    private static func push(_ entry: Deadline, into heap: inout [Deadline]) {
+        heap.append(entry)
+        var child = heap.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard heap[child].at < heap[parent].at else { break }
+            heap.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    private static func popFirst(from heap: inout [Deadline]) {
+        guard heap.count > 1 else {
+            heap.removeAll(keepingCapacity: true)
+            return
+        }
+        heap[0] = heap.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var smallest = parent
+            if left < heap.count && heap[left].at < heap[smallest].at { smallest = left }
+            if right < heap.count && heap[right].at < heap[smallest].at { smallest = right }
+            guard smallest != parent else { return }
+            heap.swapAt(parent, smallest)
+            parent = smallest
+        }
+    }
+
+    private static func rebuildDeadlines(_ state: inout State) {
+        var live: [Deadline] = []
+        live.reserveCapacity(state.waiterCount)
+        for (key, feed) in state.feeds {
+            for (endpoint, group) in feed.waiters {
+                for (id, waiter) in group {
+                    live.append(Deadline(at: waiter.deadline, id: id, key: key, endpoint: endpoint))
+                }
+            }
+        }
+        live.sort { $0.at < $1.at }  // a sorted array is a valid min-heap
+        state.deadlines = live
+    }
 }

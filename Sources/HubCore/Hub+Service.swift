@@ -37,7 +37,7 @@ extension Hub {
         do {
             let changed = try await store.sweep(
                 now: current, purgeBefore: current.addingTimeInterval(-configuration.retention.seconds))
-            for key in changed { await self.changed(key) }
+            for key in changed { await self.changed(key, version: nil) }
             return changed
         } catch {
             if !(error is CancellationError) && !Task.isCancelled {

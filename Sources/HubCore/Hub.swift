@@ -88,7 +88,7 @@ public final class Hub: Service, Sendable {
                 ?? now.addingTimeInterval(configuration.defaultLifetime.seconds),
             deliveryMode: draft.deliveryMode ?? app.delivery.mode, now: now)
         let result = try await store.publish(request)
-        await changed(request.key, targeting: draft.targetPolicy)
+        await changed(request.key, version: result.notification.changeVersion, targeting: draft.targetPolicy)
         logger.debug(
             "published", metadata: ["app": "\(app.id)", "notification": "\(result.notification.id)"])
         return result
@@ -104,7 +104,7 @@ public final class Hub: Service, Sendable {
         guard let tombstone = try await store.delete(key, appNotificationId: id, at: now()) else {
             throw HubError(.notFound, "No notification '\(id)' for this user.")
         }
-        await changed(key)
+        await changed(key, version: tombstone.changeVersion)
         return tombstone
     }
 
@@ -151,13 +151,19 @@ public final class Hub: Service, Sendable {
         guard let updated = try await store.updateState(change) else {
             throw HubError(.notFound, "No notification '\(id)' for this user.")
         }
-        await changed(key, except: endpoint)
+        await changed(key, version: updated.changeVersion, except: endpoint)
         return updated
     }
 
     /// Changes after `version`. With `wait`, an empty page waits up to that long for a change
     /// (long-poll); with `endpoint` (a polling endpoint), it wakes for the changes that endpoint
     /// did not make itself.
+    ///
+    /// A long-poll reads again when woken and at the end of its wait, so the page it returns holds
+    /// the changes after `version` at that moment (a waiting polling endpoint is not woken by its
+    /// own changes, but gets them when its wait ends). A long-poll whose `version` is already the
+    /// newest this instance committed for the feed waits without reading first (a change written
+    /// by another process that does not relay its wake-ups shows at the end of the wait).
     public func feed(
         app appID: String, user userID: String, after version: Int64, limit: Int = 100,
         wait: Duration? = nil, endpoint: String? = nil
@@ -165,14 +171,20 @@ public final class Hub: Service, Sendable {
         let key = FeedKey(appId: try app(appID).id, userId: userID)
         let limit = min(max(limit, 1), 1000)
         let ticket = signals.ticket()
-        var page = try await store.feed(key, after: version, limit: limit)
-        if page.changes.isEmpty, let wait, wait > .zero {
-            if await signals.wait(key, endpoint: endpoint, after: ticket, timeout: wait) {
+        var page: FeedPage?
+        if let wait, wait > .zero, signals.isCurrent(key, version: version) {
+            page = nil
+        } else {
+            page = try await store.feed(key, after: version, limit: limit)
+        }
+        if page?.changes.isEmpty ?? true, let wait, wait > .zero {
+            let woken = await signals.wait(key, endpoint: endpoint, after: ticket, timeout: wait)
+            if woken || !Task.isCancelled {
                 page = try await store.feed(key, after: version, limit: limit)
             }
         }
         if let endpoint { try await recordSync(key, endpoint: endpoint) }
-        return page
+        return page ?? FeedPage(changes: [], version: version, hasMore: false)
     }
 
     /// Writes a polling endpoint's sync time unless it was written less than
@@ -195,17 +207,27 @@ public final class Hub: Service, Sendable {
         if due { try await store.touchEndpoint(key, id: endpoint, syncedAt: current) }
     }
 
-    /// After a committed change of the feed: wakes its anonymous waiters and the user's active
-    /// polling endpoints (but `except`, the endpoint that made the change; for a publish only those
-    /// on the platforms it targets), and pokes the dispatcher for the taps to push endpoints.
+    /// After a committed change of the feed (its change `version`, `nil` when several or unknown):
+    /// wakes its anonymous waiters and the user's polling endpoints (but `except`, the endpoint
+    /// that made the change; for a publish only those on the platforms it targets), and pokes the
+    /// dispatcher for the taps to push endpoints.
     ///
     /// Polling endpoints have no outbox rows: waking them is in-process (and relayed to other
     /// instances by a shared store), so it costs no write. A wake-up lost in a crash costs nothing
     /// either: the device's long-poll dies with the process, and its next sync reads the feed from
-    /// its cursor.
-    func changed(_ key: FeedKey, except: String? = nil, targeting policy: TargetPolicy = TargetPolicy()) async {
-        signals.wake(key)
+    /// its cursor. A change for every platform wakes the waiting requests of the feed without
+    /// reading its endpoints: only endpoints with a request waiting can be woken at all.
+    func changed(
+        _ key: FeedKey, version: Int64?, except: String? = nil, targeting policy: TargetPolicy = TargetPolicy()
+    ) async {
+        signals.committed(key, version: version)
         dispatcher.poke()
+        guard policy.restrictsPlatforms else {
+            let woken = signals.wake(key, .everyone(except: except))
+            if woken > 0 { Counter(label: "hub_polling_wakes_total").increment(by: woken) }
+            return
+        }
+        signals.wake(key, .feed)
         let endpoints: [Endpoint]
         do {
             endpoints = try await store.endpoints(key)
@@ -220,8 +242,7 @@ public final class Hub: Service, Sendable {
         where endpoint.transport == .polling && endpoint.state == .active && endpoint.id != except
             && policy.includes(endpoint.platform)
         {
-            signals.wake(key, endpoint: endpoint.id)
-            woken += 1
+            woken += signals.wake(key, .endpoint(endpoint.id))
         }
         if woken > 0 { Counter(label: "hub_polling_wakes_total").increment(by: woken) }
     }

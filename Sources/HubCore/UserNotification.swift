@@ -26,6 +26,8 @@ public struct TargetPolicy: Sendable, Hashable, Codable {
     public init(platformTypes: [Platform] = []) { self.platformTypes = platformTypes }
 
     public func includes(_ platform: Platform) -> Bool { platformTypes.isEmpty || platformTypes.contains(platform) }
+    /// Whether some platforms are left out (an empty list targets every platform).
+    var restrictsPlatforms: Bool { !platformTypes.isEmpty }
 }
 
 /// Graph's fallback policy: if an endpoint has not synced within `timeout` after a high-priority tap,

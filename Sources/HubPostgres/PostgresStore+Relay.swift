@@ -3,15 +3,47 @@ public import HubCore
 import Logging
 import PostgresNIO
 
-/// One wake-up as it travels between instances: a feed and, optionally, one endpoint in it.
+/// One wake-up as it travels between instances: a feed and whom in it to wake (its anonymous
+/// waiters; one endpoint's; or, with `everyone`, all of them but the `except` endpoint's).
+///
+/// Compact keys keep many wake-ups in one 8000-byte NOTIFY. An instance of an older version
+/// ignores `all` and `x`, and takes an everyone wake-up for a wake-up of the anonymous waiters
+/// (its polling endpoints then wake at their timeout; upgrade all instances together).
 struct Wake: Hashable, Codable, Sendable {
     var app: String
     var user: String
     var endpoint: String?
+    var everyone: Bool?
+    var except: String?
     enum CodingKeys: String, CodingKey {
         case app = "a"
         case user = "u"
         case endpoint = "e"
+        case everyone = "all"
+        case except = "x"
+    }
+
+    init(app: String, user: String, endpoint: String? = nil, everyone: Bool? = nil, except: String? = nil) {
+        self.app = app
+        self.user = user
+        self.endpoint = endpoint
+        self.everyone = everyone
+        self.except = except
+    }
+
+    init(_ key: FeedKey, _ audience: FeedSignals.Audience) {
+        switch audience {
+        case .feed: self.init(app: key.appId, user: key.userId)
+        case .endpoint(let endpoint): self.init(app: key.appId, user: key.userId, endpoint: endpoint)
+        case .everyone(let except): self.init(app: key.appId, user: key.userId, everyone: true, except: except)
+        }
+    }
+
+    var key: FeedKey { FeedKey(appId: app, userId: user) }
+
+    var audience: FeedSignals.Audience {
+        if everyone == true { return .everyone(except: except) }
+        return endpoint.map(FeedSignals.Audience.endpoint) ?? .feed
     }
 }
 
@@ -58,15 +90,13 @@ extension PostgresStore {
     ///
     /// Sets `signals`' relay so that every local wake-up (a publish, a dismiss, a polling delivery)
     /// is also sent to the other instances with `NOTIFY`, and, while ``run()`` runs, LISTENs for
-    /// theirs and wakes the matching local waiters with `FeedSignals.wakeLocally`; this instance's
+    /// theirs and wakes the matching local waiters with `FeedSignals.receive`; this instance's
     /// own notifications are recognised by ``instanceID`` and skipped. Call once, with the
     /// `FeedSignals` the hub and the polling transport share; calling again moves the relay to
     /// the new `signals`.
     public func relay(into signals: FeedSignals) {
         relayState.withLock { $0.target = signals }
-        signals.setRelay { [weak self] key, endpoint in
-            self?.queue(Wake(app: key.appId, user: key.userId, endpoint: endpoint))
-        }
+        signals.setRelay { [weak self] key, audience in self?.queue(Wake(key, audience)) }
         relayStarts.continuation.yield()
     }
 
@@ -188,9 +218,7 @@ extension PostgresStore {
             return
         }
         guard message.from != instanceID, let signals = relayState.withLock({ $0.target }) else { return }
-        for wake in message.wakes {
-            signals.wakeLocally(FeedKey(appId: wake.app, userId: wake.user), endpoint: wake.endpoint)
-        }
+        for wake in message.wakes { signals.receive(wake.key, wake.audience) }
     }
 }
 

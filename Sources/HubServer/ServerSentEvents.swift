@@ -77,7 +77,7 @@ private struct EventStream: Sendable {
         } onGracefulShutdown: {
             stopping.set()
             // Wake the stream's wait so it notices at once rather than at the next heartbeat.
-            signals.wake(key, endpoint: wakeEndpoint)
+            signals.wakeLocally(key, endpoint: wakeEndpoint)
         }
     }
 }

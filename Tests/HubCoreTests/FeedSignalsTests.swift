@@ -78,6 +78,94 @@ struct FeedSignalsTests {
         #expect(drift < 16 * 1024, "the relay ran \(drift) bytes deeper after 5,000 wake-ups")
     }
 
+    @Test("a change wakes every waiter of the feed but the endpoint that made it")
+    func everyoneExcept() async {
+        let signals = FeedSignals()
+        let key = key
+        let ticket = signals.ticket()
+        let waits = ["phone", "tablet", "laptop"].map { endpoint in
+            Task { await signals.wait(key, endpoint: endpoint, after: ticket, timeout: .seconds(60)) }
+        }
+        let anonymous = Task { await signals.wait(key, endpoint: nil, after: ticket, timeout: .seconds(60)) }
+        let otherFeed = Task {
+            await signals.wait(
+                FeedKey(appId: "a.contoso.com", userId: "bob"), endpoint: "phone", after: ticket, timeout: .seconds(60))
+        }
+        #expect(await eventuallyTrue { signals.waiterCount == 5 })
+        #expect(signals.wake(key, .everyone(except: "phone")) == 3)
+        for woken in [waits[1], waits[2], anonymous] { #expect(await woken.value) }
+        #expect(signals.waiterCount == 2, "the phone and bob's phone still wait")
+        waits[0].cancel()
+        otherFeed.cancel()
+        for ended in [waits[0], otherFeed] { #expect(await ended.value == false) }
+    }
+
+    @Test("a change between ticket and wait counts for every endpoint but the one it excepted")
+    func everyoneBeforeWait() async {
+        let signals = FeedSignals()
+        let ticket = signals.ticket()
+        signals.wake(key, .everyone(except: "phone"))
+        #expect(await signals.wait(key, endpoint: "tablet", after: ticket, timeout: .seconds(30)))
+        #expect(await signals.wait(key, endpoint: nil, after: ticket, timeout: .seconds(30)))
+        #expect(await !signals.wait(key, endpoint: "phone", after: ticket, timeout: .milliseconds(20)))
+        // Two changes: the earlier one did not except the phone, so it counts for the phone too.
+        let second = signals.ticket()
+        signals.wake(key, .everyone(except: "tablet"))
+        signals.wake(key, .everyone(except: "phone"))
+        #expect(await signals.wait(key, endpoint: "phone", after: second, timeout: .seconds(30)))
+    }
+
+    @Test("waits end at their own deadlines, a short one registered after a long one included")
+    func deadlines() async {
+        let signals = FeedSignals()
+        let key = key
+        let long = Task { await signals.wait(key, endpoint: "a", after: signals.ticket(), timeout: .seconds(60)) }
+        #expect(await eventuallyTrue { signals.waiterCount == 1 })
+        let start = ContinuousClock.now
+        let shortWaits = (0..<50).map { index in
+            Task {
+                await signals.wait(
+                    key, endpoint: "s\(index)", after: signals.ticket(), timeout: .milliseconds(100 + index))
+            }
+        }
+        for wait in shortWaits { #expect(await wait.value == false) }
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed >= .milliseconds(100) && elapsed < .seconds(30), "ended after \(elapsed)")
+        #expect(signals.waiterCount == 1, "the 60 s wait still waits")
+        long.cancel()
+        #expect(await long.value == false)
+        #expect(signals.waiterCount == 0)
+    }
+
+    @Test("the newest committed version: known after a commit, forgotten on a change from another instance")
+    func versions() {
+        let signals = FeedSignals()
+        #expect(!signals.isCurrent(key, version: 100), "nothing is known before a commit")
+        signals.committed(key, version: 7)
+        signals.committed(key, version: 5)
+        #expect(signals.isCurrent(key, version: 7) && signals.isCurrent(key, version: 8))
+        #expect(!signals.isCurrent(key, version: 6))
+        #expect(!signals.isCurrent(FeedKey(appId: "a.contoso.com", userId: "bob"), version: 7))
+        signals.receive(key, .everyone(except: nil))
+        #expect(!signals.isCurrent(key, version: 7), "another instance changed the feed")
+        signals.committed(key, version: 9)
+        signals.committed(key, version: nil)
+        #expect(!signals.isCurrent(key, version: 9), "a change of unknown version")
+    }
+
+    @Test("a wake-up from another instance reaches the local waiters of its audience and is not relayed back")
+    func receive() async {
+        let signals = FeedSignals()
+        let relayed = Mutex(0)
+        signals.setRelay { _, _ in relayed.withLock { $0 += 1 } }
+        let ticket = signals.ticket()
+        signals.receive(key, .endpoint("tablet"))
+        #expect(await signals.wait(key, endpoint: "tablet", after: ticket, timeout: .seconds(30)))
+        #expect(relayed.withLock { $0 } == 0)
+        signals.wake(key, .everyone(except: nil))
+        #expect(relayed.withLock { $0 } == 1)
+    }
+
     @Test("cancelling a waiting task ends the wait at once")
     func cancellation() async {
         let signals = FeedSignals()

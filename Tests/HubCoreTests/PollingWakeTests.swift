@@ -72,4 +72,40 @@ struct PollingWakeTests {
         maker.cancel()
         #expect(dismissed.changeVersion > published.changeVersion)
     }
+
+    @Test(
+        "a long-poll already at the newest version reads at the end of its wait: a change another writer made shows then"
+    )
+    func longPollReadsAtItsEnd() async throws {
+        let test = try TestHub(dispatcher: Self.noDispatcher)
+        try await test.register("p1", platform: .android, transport: .polling)
+        let published = try await test.publish("n-1")
+        #expect(
+            test.hub.signals.isCurrent(
+                FeedKey(appId: TestHub.app.id, userId: "alice"), version: published.changeVersion))
+        let poll = Task {
+            try await test.hub.feed(
+                app: TestHub.app.id, user: "alice", after: published.changeVersion, wait: .milliseconds(500),
+                endpoint: "p1")
+        }
+        #expect(await eventuallyTrue { test.hub.signals.waiterCount == 1 })
+        // Another process on the same database: it commits, but cannot wake this one's waiters.
+        let draft = NotificationDraft(
+            appNotificationId: "n-2", payload: NotificationPayload(visualContent: VisualContent(title: "n-2")))
+        let (written, _) = try await test.store.publish(
+            PublishRequest(
+                key: FeedKey(appId: TestHub.app.id, userId: "alice"), draft: draft, newId: "elsewhere",
+                expirationDateTime: Date().addingTimeInterval(3600),
+                deliveryMode: .shoulderTap, now: Date()))
+        let page = try await poll.value
+        #expect(page.changes.map(\.id) == [written.id])
+        #expect(page.version == written.changeVersion)
+        // Its own publishes it knows: a long-poll from the newest version waits without a read.
+        let newer = try await test.publish("n-3")
+        #expect(
+            test.hub.signals.isCurrent(FeedKey(appId: TestHub.app.id, userId: "alice"), version: newer.changeVersion))
+        #expect(
+            !test.hub.signals.isCurrent(FeedKey(appId: TestHub.app.id, userId: "alice"), version: written.changeVersion)
+        )
+    }
 }

@@ -148,4 +148,21 @@ struct PostgresStoreOfflineTests {
         let decoded = try payloads.flatMap { try JSONDecoder().decode(WakeMessage.self, from: Data($0.utf8)).wakes }
         #expect(decoded == wakes)
     }
+
+    @Test("Every audience of a wake-up survives the trip through a NOTIFY payload")
+    func audiencesRoundTrip() throws {
+        let key = FeedKey(appId: "notes.contoso.com", userId: "alice")
+        let audiences: [FeedSignals.Audience] = [
+            .feed, .endpoint("phone"), .everyone(except: nil), .everyone(except: "tablet"),
+        ]
+        let wakes = audiences.map { Wake(key, $0) }
+        let payloads = PostgresStore.payloads(for: wakes, from: "i1", logger: .init(label: "test"))
+        let decoded = try payloads.flatMap { try JSONDecoder().decode(WakeMessage.self, from: Data($0.utf8)).wakes }
+        #expect(decoded.map(\.audience) == audiences)
+        #expect(decoded.allSatisfy { $0.key == key })
+        // An older instance's wake-up (no "all" key) still decodes, as the feed's anonymous waiters'.
+        let old = try JSONDecoder().decode(
+            WakeMessage.self, from: Data(#"{"from":"i0","wakes":[{"a":"x","u":"y"}]}"#.utf8))
+        #expect(old.wakes.map(\.audience) == [.feed])
+    }
 }
