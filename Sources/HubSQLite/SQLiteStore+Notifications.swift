@@ -20,7 +20,9 @@ extension SQLiteStore {
     /// with a fallback policy also schedules a `fallback` delivery at `now + timeout` for every
     /// non-polling endpoint that got a tap (see ``enqueueFallback(_:to:version:now:)``).
     public func publish(_ request: PublishRequest) async throws -> (notification: UserNotification, created: Bool) {
-        try await write { db in
+        let content = try NotificationRecord.EncodedContent(
+            payload: request.draft.payload, targetPolicy: request.draft.targetPolicy)
+        return try await write { db in
             let draft = request.draft
             let key = request.key
             let now = request.now.canonical
@@ -45,9 +47,9 @@ extension SQLiteStore {
                 created = true
             }
             if existing == nil {
-                try NotificationRecord(notification).insert(db)
+                try NotificationRecord.insert(notification, content: content, db)
             } else {
-                try NotificationRecord(notification).update(db)
+                try NotificationRecord.update(notification, content: content, db)
             }
 
             let visible = request.deliveryMode == .visible && draft.payload.visualContent != nil
@@ -80,7 +82,7 @@ extension SQLiteStore {
             notification.status = .deleted
             notification.lastModifiedDateTime = now.canonical
             notification.changeVersion = try Self.nextChangeVersion(db)
-            try NotificationRecord(notification).update(db)
+            try NotificationRecord.update(notification, db)
             try Self.tapAll(db, about: notification, except: nil, now: now.canonical)
             return notification
         }
@@ -101,7 +103,7 @@ extension SQLiteStore {
             if let userActionState = change.userActionState { notification.userActionState = userActionState }
             notification.lastModifiedDateTime = change.now.canonical
             notification.changeVersion = try Self.nextChangeVersion(db)
-            try NotificationRecord(notification).update(db)
+            try NotificationRecord.update(notification, db)
             try Self.tapAll(db, about: notification, except: change.exceptEndpoint, now: change.now.canonical)
             return notification
         }
@@ -178,7 +180,7 @@ extension SQLiteStore {
                 notification.status = .expired
                 notification.lastModifiedDateTime = now
                 notification.changeVersion = try Self.nextChangeVersion(db)
-                try NotificationRecord(notification).update(db)
+                try NotificationRecord.update(notification, db)
                 try Self.tapAll(db, about: notification, except: nil, now: now)
                 changed.insert(FeedKey(appId: notification.appId, userId: notification.userId))
             }

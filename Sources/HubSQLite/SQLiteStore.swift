@@ -101,9 +101,20 @@ public final class SQLiteStore: Store {
     }
 
     /// Runs `value` in one read transaction (a snapshot), translating busy errors.
+    ///
+    /// The read runs on the calling thread: GRDB's asynchronous read hops through two dispatch
+    /// queues and back, which cost more than the short reads of the hub's hot paths (a feed page, a
+    /// notification). The reads are bounded (pages of at most 1,000 rows), and a file store's
+    /// readers never wait for its writer (WAL), so a cooperative thread is held for about as long
+    /// as the read's own CPU work.
     func read<T: Sendable>(_ value: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        let writer = self.writer
-        return try await Self.translatingErrors { try await writer.read(value) }
+        try Self.translatingErrors { try Self.readHere(writer, value) }
+    }
+
+    /// GRDB's synchronous read, which runs on the calling thread when a reader is free (a sync
+    /// context picks it over the asynchronous overload).
+    private static func readHere<T>(_ reader: any DatabaseReader, _ value: (Database) throws -> T) throws -> T {
+        try reader.read(value)
     }
 
     // MARK: Errors
@@ -164,10 +175,10 @@ public final class SQLiteStore: Store {
 extension SQLiteStore {
     /// Takes the next value of the store-wide change counter. Call inside a write transaction.
     static func nextChangeVersion(_ db: Database) throws -> Int64 {
-        try db.cachedStatement(sql: "UPDATE changeCounter SET lastVersion = lastVersion + 1 WHERE id = 1").execute()
         guard
             let version = try Int64.fetchOne(
-                db.cachedStatement(sql: "SELECT lastVersion FROM changeCounter WHERE id = 1"))
+                db.cachedStatement(
+                    sql: "UPDATE changeCounter SET lastVersion = lastVersion + 1 WHERE id = 1 RETURNING lastVersion"))
         else {
             throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "the changeCounter row is missing")
         }

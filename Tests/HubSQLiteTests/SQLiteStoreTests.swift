@@ -158,6 +158,15 @@ struct SQLiteStoreTests {
         let constraint = SQLiteStore.translate(SQLiteStore.sampleDatabaseError(busy: false))
         #expect(!(constraint is HubError))
     }
+
+    @Test("The stored default target policy is what the JSON encoder writes, and reads back as the default")
+    func defaultTargetPolicy() throws {
+        #expect(try JSONColumn.encodeValue(TargetPolicy()) == JSONColumn.everyPlatform)
+        #expect(try JSONColumn.encode(TargetPolicy()) == JSONColumn.everyPlatform)
+        #expect(try JSONColumn.decodePolicy(JSONColumn.everyPlatform) == TargetPolicy())
+        let some = TargetPolicy(platformTypes: [.ios, .android])
+        #expect(try JSONColumn.decodePolicy(JSONColumn.encode(some)) == some)
+    }
 }
 
 /// A publish request for `appNotificationId`, now, expiring in a day.

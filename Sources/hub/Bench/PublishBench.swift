@@ -151,6 +151,7 @@ struct PublishBenchmark {
         // Phase 1: throughput of durable publishes (each returned publish is committed).
         let counter = Shared(0)
         let start = ContinuousClock.now
+        let throughputUsage = ProcessUsage()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for worker in 0..<concurrency {
                 group.addTask {
@@ -171,8 +172,10 @@ struct PublishBenchmark {
         let elapsed = (ContinuousClock.now - start).seconds
         lines.append(
             String(
-                format: "durable publishes: %d in %.2f s = %.0f publishes/s (%d concurrent publishers)",
-                publishes, elapsed, Double(publishes) / elapsed, concurrency))
+                format: "durable publishes: %d in %.2f s = %.0f publishes/s (%d concurrent publishers); "
+                    + "%.3f CPU-s per 1,000",
+                publishes, elapsed, Double(publishes) / elapsed, concurrency,
+                throughputUsage.elapsedSelf * 1000 / Double(publishes)))
 
         // Let the dispatchers drain the taps of phase 1 before measuring latency.
         while try await store.deliveryStatistics().pending > 0 { try await Task.sleep(for: .milliseconds(50)) }
@@ -184,6 +187,8 @@ struct PublishBenchmark {
         let stop = Shared(false)
         let publishTimes = Shared<[String: ContinuousClock.Instant]>([:])
         var achievedRate = 0.0
+        var latencyUsage = ProcessUsage()
+        var latencyCPU = 0.0
         try await withThrowingTaskGroup(of: Void.self) { group in
             for user in 0..<users {
                 let poller = hubs[(user + 1) % hubs.count]
@@ -222,6 +227,7 @@ struct PublishBenchmark {
             try await Task.sleep(for: .milliseconds(200))
             let interval = Duration.seconds(1) / rate
             let started = ContinuousClock.now
+            latencyUsage = ProcessUsage()
             try await withThrowingTaskGroup(of: Void.self) { publishes in
                 var next = started
                 for index in 0..<(rate * seconds) {
@@ -237,6 +243,7 @@ struct PublishBenchmark {
                 try await publishes.waitForAll()
             }
             achievedRate = Double(rate * seconds) / (ContinuousClock.now - started).seconds
+            latencyCPU = latencyUsage.elapsedSelf
             try await Task.sleep(for: .seconds(2))
             stop.withLock { $0 = true }
             group.cancelAll()
@@ -252,9 +259,9 @@ struct PublishBenchmark {
             String(
                 format:
                     "publish-to-wake at %d publishes/s (%.0f/s achieved)%@: p50 %.2f ms, p99 %.2f ms, max %.2f ms "
-                    + "(%d of %d wakes)",
+                    + "(%d of %d wakes); %.3f CPU-s per 1,000 publishes with their wake-ups",
                 rate, achievedRate, across, percentile(0.5), percentile(0.99), sorted.last ?? .nan, sorted.count,
-                expected))
+                expected, latencyCPU * 1000 / Double(rate * seconds)))
         lines.append("resident memory: \(Self.residentMegabytes()) MB")
         return lines.joined(separator: "\n")
     }
