@@ -86,27 +86,36 @@ struct NotificationRecord: FetchableRecord {
     static let databaseTableName = "notification"
     var notification: UserNotification
 
+    /// The columns every notification query selects, in the order ``init(row:)`` reads them
+    /// (by position: a lookup by name lowercases the name on every access).
+    static let selection = """
+        appId, userId, id, appNotificationId, groupName, priority, payload, targetPolicy, displayTimeToLive, \
+        expirationDateTime, fallbackTimeoutSeconds, deliveryMode, createdDateTime, lastModifiedDateTime, readState, \
+        userActionState, status, changeVersion
+        """
+
+    /// Reads a row selected with ``selection``.
     init(row: Row) throws {
-        let fallbackSeconds: Int? = row["fallbackTimeoutSeconds"]
+        let fallbackSeconds: Int? = row[10]
         notification = UserNotification(
-            id: row["id"],
-            appId: row["appId"],
-            userId: row["userId"],
-            appNotificationId: row["appNotificationId"],
-            groupName: row["groupName"],
-            priority: NotificationPriority(rawValue: row["priority"]),
-            payload: try JSONColumn.decode(NotificationPayload.self, from: row["payload"]),
-            targetPolicy: try JSONColumn.decodePolicy(row["targetPolicy"]),
-            displayTimeToLive: row["displayTimeToLive"],
-            expirationDateTime: row.date("expirationDateTime"),
+            id: row[2],
+            appId: row[0],
+            userId: row[1],
+            appNotificationId: row[3],
+            groupName: row[4],
+            priority: NotificationPriority(rawValue: row[5]),
+            payload: try JSONColumn.decode(NotificationPayload.self, from: row[6]),
+            targetPolicy: try JSONColumn.decodePolicy(row[7]),
+            displayTimeToLive: row[8],
+            expirationDateTime: Date(storedSeconds: row[9]),
             fallbackPolicy: fallbackSeconds.map(FallbackPolicy.init(timeoutSeconds:)),
-            deliveryMode: (row["deliveryMode"] as String?).map(DeliveryMode.init(rawValue:)),
-            createdDateTime: row.date("createdDateTime"),
-            lastModifiedDateTime: row.date("lastModifiedDateTime"),
-            readState: ReadState(rawValue: row["readState"]),
-            userActionState: UserActionState(rawValue: row["userActionState"]),
-            status: NotificationStatus(rawValue: row["status"]),
-            changeVersion: row["changeVersion"]
+            deliveryMode: (row[11] as String?).map(DeliveryMode.init(rawValue:)),
+            createdDateTime: Date(storedSeconds: row[12]),
+            lastModifiedDateTime: Date(storedSeconds: row[13]),
+            readState: ReadState(rawValue: row[14]),
+            userActionState: UserActionState(rawValue: row[15]),
+            status: NotificationStatus(rawValue: row[16]),
+            changeVersion: row[17]
         )
     }
 

@@ -119,7 +119,7 @@ extension SQLiteStore {
     public func history(_ key: FeedKey, filter: HistoryFilter) async throws -> [UserNotification] {
         guard filter.limit > 0 else { return [] }
         return try await read { db in
-            var sql = "SELECT * FROM notification WHERE appId = ? AND userId = ?"
+            var sql = "SELECT \(NotificationRecord.selection) FROM notification WHERE appId = ? AND userId = ?"
             var arguments: StatementArguments = [key.appId, key.userId]
             if let readState = filter.readState {
                 sql += " AND readState = ?"
@@ -149,7 +149,7 @@ extension SQLiteStore {
             let rows = try NotificationRecord.fetchAll(
                 db.cachedStatement(
                     sql: """
-                        SELECT * FROM notification WHERE appId = ? AND userId = ? AND changeVersion > ?
+                        SELECT \(NotificationRecord.selection) FROM notification WHERE appId = ? AND userId = ? AND changeVersion > ?
                         ORDER BY changeVersion LIMIT ?
                         """),
                 arguments: [key.appId, key.userId, version, pageSize + 1])
@@ -170,7 +170,7 @@ extension SQLiteStore {
             let expiring = try NotificationRecord.fetchAll(
                 db.cachedStatement(
                     sql: """
-                        SELECT * FROM notification WHERE status = 'active' AND expirationDateTime <= ?
+                        SELECT \(NotificationRecord.selection) FROM notification WHERE status = 'active' AND expirationDateTime <= ?
                         ORDER BY changeVersion
                         """),
                 arguments: [now.storedSeconds])
@@ -199,7 +199,10 @@ extension SQLiteStore {
 extension SQLiteStore {
     static func fetchNotification(_ db: Database, _ key: FeedKey, id: String) throws -> UserNotification? {
         try NotificationRecord.fetchOne(
-            db.cachedStatement(sql: "SELECT * FROM notification WHERE appId = ? AND userId = ? AND id = ?"),
+            db.cachedStatement(
+                sql:
+                    "SELECT \(NotificationRecord.selection) FROM notification WHERE appId = ? AND userId = ? AND id = ?"
+            ),
             arguments: [key.appId, key.userId, id]
         )?.notification
     }
@@ -209,7 +212,9 @@ extension SQLiteStore {
     ) throws -> UserNotification? {
         try NotificationRecord.fetchOne(
             db.cachedStatement(
-                sql: "SELECT * FROM notification WHERE appId = ? AND userId = ? AND appNotificationId = ?"),
+                sql:
+                    "SELECT \(NotificationRecord.selection) FROM notification WHERE appId = ? AND userId = ? AND appNotificationId = ?"
+            ),
             arguments: [key.appId, key.userId, appNotificationId]
         )?.notification
     }
