@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import HubCore
+import Synchronization
 
 // How HubCore values map to rows of the SQLite schema (see `SQLiteStore+Migrations.swift`).
 //
@@ -56,6 +57,23 @@ enum JSONColumn {
         policy.platformTypes.isEmpty ? everyPlatform : try encodeValue(policy)
     }
 
+    /// Payloads decoded lately, by their stored text: the devices of a user read the same new
+    /// notification at about the same time (one wake-up, several long-polls), so most feed reads
+    /// of a fresh notification find its payload here instead of decoding the JSON again.
+    private static let recentPayloads = Mutex<[String: NotificationPayload]>([:])
+    /// The most payloads kept; the cache starts over when full.
+    static let recentPayloadLimit = 256
+
+    static func decodePayload(_ text: String) throws -> NotificationPayload {
+        if let cached = recentPayloads.withLock({ $0[text] }) { return cached }
+        let payload = try decode(NotificationPayload.self, from: text)
+        recentPayloads.withLock { cache in
+            if cache.count >= recentPayloadLimit { cache.removeAll(keepingCapacity: true) }
+            cache[text] = payload
+        }
+        return payload
+    }
+
     static func decodePolicy(_ text: String) throws -> TargetPolicy {
         text == everyPlatform ? TargetPolicy() : try decode(TargetPolicy.self, from: text)
     }
@@ -104,7 +122,7 @@ struct NotificationRecord: FetchableRecord {
             appNotificationId: row[3],
             groupName: row[4],
             priority: NotificationPriority(rawValue: row[5]),
-            payload: try JSONColumn.decode(NotificationPayload.self, from: row[6]),
+            payload: try JSONColumn.decodePayload(row[6]),
             targetPolicy: try JSONColumn.decodePolicy(row[7]),
             displayTimeToLive: row[8],
             expirationDateTime: Date(storedSeconds: row[9]),

@@ -159,6 +159,18 @@ struct SQLiteStoreTests {
         #expect(!(constraint is HubError))
     }
 
+    @Test("Payloads decode the same through the cache of recent ones, past its limit too")
+    func payloadCache() throws {
+        let payloads = (0...JSONColumn.recentPayloadLimit).map {
+            NotificationPayload(rawContent: "raw \($0)", visualContent: VisualContent(title: "t\($0)", body: "b"))
+        }
+        let texts = try payloads.map { try JSONColumn.encode($0) }
+        for _ in 0..<2 {
+            for (text, payload) in zip(texts, payloads) { #expect(try JSONColumn.decodePayload(text) == payload) }
+        }
+        #expect(throws: (any Error).self) { try JSONColumn.decodePayload("{not json") }
+    }
+
     @Test("The stored default target policy is what the JSON encoder writes, and reads back as the default")
     func defaultTargetPolicy() throws {
         #expect(try JSONColumn.encodeValue(TargetPolicy()) == JSONColumn.everyPlatform)
