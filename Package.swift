@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "HubTesting", targets: ["HubTesting"]),
         .library(name: "HubPolling", targets: ["HubPolling"]),
         .library(name: "HubAPNS", targets: ["HubAPNS"]),
+        .library(name: "HubHTTP2", targets: ["HubHTTP2"]),
         .library(name: "HubFCM", targets: ["HubFCM"]),
         .library(name: "HubWNS", targets: ["HubWNS"]),
         .library(name: "HubPostgres", targets: ["HubPostgres"]),
@@ -104,9 +105,25 @@ let package = Package(
             swiftSettings: strictness
         ),
         .target(
+            name: "HubHTTP2",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Plugins/HTTP2Client",
+            swiftSettings: strictness
+        ),
+        .target(
             name: "HubFCM",
             dependencies: [
                 "HubCore",
+                "HubHTTP2",
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
@@ -214,6 +231,17 @@ let package = Package(
             name: "HubAPNSTests",
             dependencies: ["HubAPNS", "HubTesting", "HubSQLite", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictness),
+        .testTarget(
+            name: "HubHTTP2Tests",
+            dependencies: [
+                "HubHTTP2", "HubTesting",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strictness
+        ),
         .testTarget(
             name: "HubFCMTests", dependencies: ["HubFCM", "HubTesting", "HubSQLite"], swiftSettings: strictness),
         .testTarget(

@@ -1,14 +1,16 @@
-import AsyncHTTPClient
 import Foundation
 public import HubCore
+import HubHTTP2
 public import Logging
 import NIOCore
+import NIOHPACK
 import Synchronization
 
 /// Sends FCM HTTP v1 messages on behalf of any number of service accounts.
 ///
-/// One HTTP client (HTTP/2 when the server offers it, connections reused) and one access-token
-/// holder per service account. A send whose access token FCM refuses with 401 gets a fresh token
+/// `messages:send` goes over an ``HubHTTP2/HTTP2Client`` (a few long-lived HTTP/2 connections, each
+/// send a stream); the OAuth token endpoint, called about once an hour per account, over
+/// AsyncHTTPClient. One access-token holder per service account. A send whose access token FCM refuses with 401 gets a fresh token
 /// and is sent once more; every other answer is returned as it came, as an ``FCMError``.
 ///
 /// ```swift
@@ -18,7 +20,12 @@ import Synchronization
 /// ```
 public final class FCMClient: Sendable {
     public let configuration: FCMConfiguration
+    /// For the token endpoint.
     private let http: OwnedHTTPClient
+    /// For `messages:send`.
+    private let http2: HTTP2Client
+    /// ``FCMConfiguration/sendBaseURL`` split once: where sends go and the path before `/v1/…`.
+    private let sendBase: Result<(origin: HTTP2Origin, path: String), FCMError>
     private let logger: Logger
     /// Token holders by account; the full credentials are compared on lookup (cheap: the key's
     /// bytes are usually the very same buffer), never hashed per send.
@@ -36,7 +43,19 @@ public final class FCMClient: Sendable {
     {
         self.configuration = configuration
         self.http = try OwnedHTTPClient(trustRootsPEM: configuration.trustRootsPEM)
+        self.http2 = try HTTP2Client(
+            configuration: HTTP2Client.Configuration(trustRootsPEM: configuration.trustRootsPEM), logger: logger)
         self.logger = logger
+        do throws(HTTP2ClientError) {
+            var (origin, path) = try HTTP2Origin.split(url: configuration.sendBaseURL)
+            while path.hasSuffix("/") { path.removeLast() }
+            sendBase = .success((origin, path))
+        } catch {
+            sendBase = .failure(
+                FCMError(
+                    code: .networkFailure, message: "the FCM send URL \(configuration.sendBaseURL) is not usable",
+                    underlying: error))
+        }
     }
 
     /// Sends `message` as the service account `credentials`.
@@ -57,21 +76,22 @@ public final class FCMClient: Sendable {
         }
         let body = message.requestBody(validateOnly: validateOnly)
         let provider = provider(for: credentials)
-        let url = configuration.sendURL(projectID: credentials.projectID)
+        let (origin, base) = try sendBase.get()
+        let path = "\(base)/v1/projects/\(credentials.projectID)/messages:send"
         let token: String
         if let cached = provider.cachedToken() {
             token = cached
         } else {
             token = try await provider.token()
         }
-        let first = await post(body, to: url, bearer: token)
+        let first = await post(body, to: origin, path: path, bearer: token)
         guard case .failure(let error) = first, error.httpStatus == 401, error.code != .thirdPartyAuthError else {
             return try first.get()
         }
         logger.debug(
             "FCM refused the access token; exchanging a new one", metadata: ["account": "\(credentials.clientEmail)"])
         await provider.invalidate(token)
-        return try await post(body, to: url, bearer: try await provider.token()).get()
+        return try await post(body, to: origin, path: path, bearer: try await provider.token()).get()
     }
 
     /// Checks that `credentials` can send: exchanges an assertion for an access token and sends a
@@ -82,8 +102,10 @@ public final class FCMClient: Sendable {
         _ = try await send(probe, credentials: credentials, validateOnly: true)
     }
 
-    /// Closes the HTTP connections. Sends after this fail with ``FCMErrorCode/networkFailure``.
+    /// Closes the HTTP connections (sends still running get a moment to finish). Sends after this
+    /// fail with ``FCMErrorCode/networkFailure``.
     public func shutdown() async throws {
+        await http2.shutdown(grace: .seconds(2))
         try await http.shutdown()
     }
 
@@ -101,30 +123,30 @@ public final class FCMClient: Sendable {
     }
 
     /// One `messages:send` exchange. - Returns: the message name, or FCM's error.
-    private func post(_ body: [UInt8], to url: String, bearer token: String) async -> Result<String, FCMError> {
-        var request = HTTPClientRequest(url: url)
-        request.method = .POST
-        request.headers.add(name: "authorization", value: "Bearer \(token)")
-        request.headers.add(name: "content-type", value: "application/json; charset=UTF-8")
-        request.body = .bytes(ByteBuffer(bytes: body))
+    private func post(
+        _ body: [UInt8], to origin: HTTP2Origin, path: String, bearer token: String
+    ) async -> Result<String, FCMError> {
+        let headers: HPACKHeaders = [
+            "authorization": "Bearer \(token)", "content-type": "application/json; charset=UTF-8",
+        ]
+        let request = HTTP2Request(method: "POST", path: path, headers: headers, body: ByteBuffer(bytes: body))
+        let response: HTTP2Response
         do {
-            let response = try await http.client.execute(request, timeout: TimeAmount(configuration.requestTimeout))
-            let bytes = Data(try await response.body.collect(upTo: 256 * 1024).readableBytesView)
-            let status = Int(response.status.code)
-            if status == 200 {
-                return .success(Self.messageName(in: bytes))
-            }
-            let decoded = try? JSONDecoder().decode(GoogleErrorBody.self, from: bytes)
-            return .failure(
-                FCMError(
-                    code: FCMErrorCode(parsing: decoded?.fcmErrorCode), httpStatus: status,
-                    status: decoded?.error.status,
-                    message: decoded?.error.message ?? "HTTP \(status) without a Google error body",
-                    retryAfter: RetryAfter.parse(response.headers.first(name: "retry-after"), now: configuration.now()))
-            )
+            response = try await http2.execute(request, to: origin, timeout: configuration.requestTimeout)
         } catch {
             return .failure(FCMError(code: .networkFailure, message: "FCM did not answer: \(error)", underlying: error))
         }
+        let bytes = Data(response.body.readableBytesView)
+        if response.status == 200 {
+            return .success(Self.messageName(in: bytes))
+        }
+        let decoded = try? JSONDecoder().decode(GoogleErrorBody.self, from: bytes)
+        return .failure(
+            FCMError(
+                code: FCMErrorCode(parsing: decoded?.fcmErrorCode), httpStatus: response.status,
+                status: decoded?.error.status,
+                message: decoded?.error.message ?? "HTTP \(response.status) without a Google error body",
+                retryAfter: RetryAfter.parse(response.headers.first(name: "retry-after"), now: configuration.now())))
     }
 }
 

@@ -57,11 +57,4 @@ public struct FCMConfiguration: Sendable {
         self.minimumQuotaRetry = minimumQuotaRetry
         self.now = now
     }
-
-    /// The `messages:send` URL of `projectID`.
-    func sendURL(projectID: String) -> String {
-        var base = sendBaseURL
-        while base.hasSuffix("/") { base.removeLast() }
-        return "\(base)/v1/projects/\(projectID)/messages:send"
-    }
 }

@@ -1,0 +1,173 @@
+import NIOCore
+
+/// The bookkeeping of one ``HTTP2ConnectionPool``: which connections exist, how many streams each
+/// runs and allows, who waits. Mutated only under the pool's lock; every method is synchronous and
+/// collects what must happen after the lock is released in ``Actions``.
+struct HTTP2PoolLedger {
+    /// A connection and its stream count.
+    struct Member {
+        let connection: HTTP2Connection
+        /// Streams allowed at once: the server's limit, capped by the configuration.
+        var limit: Int
+        /// Streams leased and not yet released.
+        var active = 0
+        /// No new streams (GOAWAY, a refused stream, closing); closed when `active` reaches 0.
+        var retired = false
+    }
+
+    /// Someone waiting for a stream; resumed exactly once, by ``Step/hand(_:_:)`` or its expiry.
+    struct Waiter {
+        let id: Int
+        let resume: CheckedContinuation<Result<HTTP2Connection, HTTP2ClientError>, Never>
+        var expiry: Scheduled<Void>? = nil
+    }
+
+    /// One thing to do once the lock is released, in order.
+    enum Step {
+        case hand(Waiter, Result<HTTP2Connection, HTTP2ClientError>)
+        case close(HTTP2Connection)
+        /// Open a connection with this ID.
+        case open(Int)
+    }
+    typealias Actions = [Step]
+
+    let maximumConnections: Int
+    let streamCap: Int
+    private(set) var members: [Int: Member] = [:]
+    private(set) var waiters = CircularBuffer<Waiter>()
+    private(set) var opening = 0
+    private var lastID = 0
+    private(set) var isShutdown = false
+    /// Failed opens in a row, and until when a new open waits after them.
+    private var failedOpens = 0
+    private var backoffUntil: NIODeadline?
+    private var lastOpenError: HTTP2ClientError?
+
+    init(maximumConnections: Int, streamCap: Int) {
+        self.maximumConnections = max(1, maximumConnections)
+        self.streamCap = max(1, streamCap)
+    }
+
+    mutating func nextID() -> Int {
+        lastID += 1
+        return lastID
+    }
+
+    /// A stream slot on the connection with the fewest active streams that has room, if any.
+    mutating func lease() -> HTTP2Connection? {
+        var chosen: Int?
+        var least = Int.max
+        for (id, member) in members where !member.retired && member.active < min(member.limit, least) {
+            chosen = id
+            least = member.active
+        }
+        guard let chosen else { return nil }
+        members[chosen]!.active += 1
+        return members[chosen]!.connection
+    }
+
+    /// Why a caller should not wait: shut down, or the last opens failed and nothing can serve it.
+    func refusal(at now: NIODeadline) -> HTTP2ClientError? {
+        if isShutdown { return HTTP2ClientError(.shutdown, "the HTTP/2 client is shut down") }
+        guard let backoffUntil, now < backoffUntil, opening == 0, !members.values.contains(where: { !$0.retired })
+        else { return nil }
+        return lastOpenError ?? HTTP2ClientError(.connectionFailed, "the server is unreachable")
+    }
+
+    mutating func enqueue(_ waiter: Waiter, into actions: inout Actions) {
+        waiters.append(waiter)
+        openIfNeeded(into: &actions)
+    }
+
+    mutating func setExpiry(_ expiry: Scheduled<Void>, ofWaiter id: Int) -> Bool {
+        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return false }
+        waiters[index].expiry = expiry
+        return true
+    }
+
+    mutating func removeWaiter(_ id: Int) -> Waiter? {
+        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return nil }
+        return waiters.remove(at: index)
+    }
+
+    /// Opens one connection at a time, only for waiters, within the limit.
+    private mutating func openIfNeeded(into actions: inout Actions) {
+        let usable = members.values.count { !$0.retired }
+        let pending = actions.contains { if case .open = $0 { true } else { false } }
+        guard !pending, !waiters.isEmpty, !isShutdown, opening == 0, usable < maximumConnections,
+            backoffUntil.map({ NIODeadline.now() >= $0 }) ?? true
+        else { return }
+        opening += 1
+        actions.append(.open(nextID()))
+    }
+
+    /// Hands free slots to waiters in arrival order; opens a connection for those still waiting.
+    mutating func dispatch(into actions: inout Actions) {
+        while !waiters.isEmpty, let connection = lease() {
+            actions.append(.hand(waiters.removeFirst(), .success(connection)))
+        }
+        openIfNeeded(into: &actions)
+    }
+
+    mutating func opened(_ connection: HTTP2Connection, into actions: inout Actions) {
+        opening -= 1
+        failedOpens = 0
+        backoffUntil = nil
+        if isShutdown {
+            actions.append(.close(connection))
+            return
+        }
+        members[connection.id] = Member(connection: connection, limit: min(connection.initialStreamLimit, streamCap))
+        dispatch(into: &actions)
+    }
+
+    /// A failed open backs off (0.1 s doubling to 30 s); waiters fail when nothing else can serve them.
+    mutating func failedToOpen(_ error: HTTP2ClientError, into actions: inout Actions) {
+        opening -= 1
+        failedOpens += 1
+        backoffUntil = .now() + .milliseconds(Int64(min(100 << min(failedOpens - 1, 9), 30_000)))
+        lastOpenError = error
+        if members.values.contains(where: { !$0.retired }) {
+            dispatch(into: &actions)
+        } else {
+            actions += waiters.map { .hand($0, .failure(error)) }
+            waiters.removeAll()
+        }
+    }
+
+    mutating func release(_ id: Int, into actions: inout Actions) {
+        guard var member = members[id] else { return }
+        member.active = max(0, member.active - 1)
+        members[id] = member
+        if member.retired && member.active == 0 { actions.append(.close(member.connection)) }
+        dispatch(into: &actions)
+    }
+
+    mutating func setLimit(_ limit: Int, of id: Int, into actions: inout Actions) {
+        guard members[id] != nil else { return }
+        members[id]!.limit = max(0, min(limit, streamCap))
+        dispatch(into: &actions)
+    }
+
+    /// No new streams on `id`; it closes once its active streams are done.
+    mutating func retire(_ id: Int, into actions: inout Actions) {
+        guard var member = members[id], !member.retired else { return }
+        member.retired = true
+        members[id] = member
+        if member.active == 0 { actions.append(.close(member.connection)) }
+        dispatch(into: &actions)
+    }
+
+    mutating func closed(_ id: Int, into actions: inout Actions) {
+        members[id] = nil
+        dispatch(into: &actions)
+    }
+
+    /// Refuses new work and fails every waiter.
+    mutating func shutDown(into actions: inout Actions) {
+        isShutdown = true
+        let error = HTTP2ClientError(.shutdown, "the HTTP/2 client is shut down")
+        actions += waiters.map { .hand($0, .failure(error)) }
+        waiters.removeAll()
+    }
+}

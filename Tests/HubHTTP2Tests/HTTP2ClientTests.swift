@@ -1,0 +1,239 @@
+import Foundation
+import HubHTTP2
+import HubTesting
+import NIOCore
+import Testing
+
+@Suite("HTTP/2 client: connection reuse, GOAWAY and close recovery, refused streams, deadlines, stream limits")
+struct HTTP2ClientTests {
+    /// Runs `body` with a scripted server and a client that trusts it; shuts both down afterwards.
+    private func withServer(
+        maxConcurrentStreams: Int = 100, configure: (inout HTTP2Client.Configuration) -> Void = { _ in },
+        _ body: (ScriptedHTTP2Server, HTTP2Client, HTTP2Origin) async throws -> Void
+    ) async throws {
+        let server = try await ScriptedHTTP2Server.start(maxConcurrentStreams: maxConcurrentStreams)
+        var configuration = HTTP2Client.Configuration(trustRootsPEM: [server.authority.certificatePEM])
+        configure(&configuration)
+        let client = try HTTP2Client(configuration: configuration)
+        let origin = HTTP2Origin(scheme: "https", host: "127.0.0.1", port: server.port)
+        do {
+            try await body(server, client, origin)
+        } catch {
+            await client.shutdown(grace: .zero)
+            try? await server.shutdown()
+            throw error
+        }
+        await client.shutdown(grace: .zero)
+        try await server.shutdown()
+    }
+
+    private func post(
+        _ client: HTTP2Client, _ origin: HTTP2Origin, timeout: Duration = .seconds(10)
+    ) async throws(HTTP2ClientError) -> HTTP2Response {
+        var request = HTTP2Request(path: "/echo", headers: ["content-type": "application/json"])
+        request.body = ByteBuffer(string: #"{"n":1}"#)
+        return try await client.execute(request, to: origin, timeout: timeout)
+    }
+
+    /// `count` requests, `concurrency` at a time. - Returns: the statuses, or the errors' codes.
+    private func burst(
+        _ client: HTTP2Client, _ origin: HTTP2Origin, count: Int, timeout: Duration = .seconds(10)
+    ) async -> [String] {
+        await withTaskGroup(of: String.self) { group in
+            for _ in 0..<count {
+                group.addTask {
+                    do throws(HTTP2ClientError) {
+                        return String(try await post(client, origin, timeout: timeout).status)
+                    } catch {
+                        return error.code.rawValue
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+    }
+
+    @Test("many requests, sequential and concurrent up to the stream limit, share one connection")
+    func reuse() async throws {
+        try await withServer { server, client, origin in
+            for _ in 0..<20 {
+                let status = try await post(client, origin).status
+                #expect(status == 200)
+            }
+            for _ in 0..<3 {
+                let statuses = await burst(client, origin, count: 100)
+                #expect(statuses.allSatisfy { $0 == "200" }, "\(Set(statuses))")
+            }
+            #expect(server.snapshot.connections == 1)
+            #expect(server.snapshot.requests == 320)
+            #expect(client.connectionCount(to: origin) == 1)
+        }
+    }
+
+    @Test("the request and the response arrive whole: method, path, headers, body, status")
+    func exchange() async throws {
+        try await withServer { _, client, origin in
+            let response = try await post(client, origin)
+            #expect(response.status == 200)
+            #expect(String(buffer: response.body) == "ok")
+            #expect(response.headers.first(name: ":status") == "200")
+        }
+    }
+
+    @Test("after the server closes the connection, the next request opens a new one")
+    func serverClose() async throws {
+        try await withServer { server, client, origin in
+            server.setScript { connection, _ in connection == 1 ? .answerAndClose : .answer() }
+            let status = try await post(client, origin).status
+            #expect(status == 200)
+            try await Task.sleep(for: .milliseconds(200))
+            let second = try await post(client, origin).status
+            #expect(second == 200)
+            #expect(server.snapshot.connections == 2)
+        }
+    }
+
+    @Test("a stream above GOAWAY's last stream is sent again on a fresh connection; later ones go there too")
+    func goAway() async throws {
+        try await withServer { server, client, origin in
+            server.setScript { connection, request in connection == 1 && request == 3 ? .goAwayRefusing : .answer() }
+            for _ in 0..<6 {
+                let status = try await post(client, origin).status
+                #expect(status == 200)
+            }
+            #expect(server.snapshot.connections == 2)
+            #expect(server.snapshot.requests == 7, "the refused request was sent twice")
+        }
+    }
+
+    @Test("REFUSED_STREAM is retried on a fresh connection; a server that always refuses fails with .refused")
+    func refusedStream() async throws {
+        try await withServer { server, client, origin in
+            server.setScript { connection, _ in connection == 1 ? .refuse : .answer() }
+            let status = try await post(client, origin).status
+            #expect(status == 200)
+            #expect(server.snapshot.connections == 2)
+            server.setScript { _, _ in .refuse }
+            do throws(HTTP2ClientError) {
+                _ = try await post(client, origin)
+                Issue.record("a request every connection refuses succeeded")
+            } catch {
+                #expect(error.code == .refused)
+            }
+            #expect(server.snapshot.connections == 4, "the first try on connection 2, each retry on a new one")
+        }
+    }
+
+    @Test("a server that never answers: the request fails at its deadline and its stream is reset")
+    func deadline() async throws {
+        try await withServer { server, client, origin in
+            // Connected first, so the short deadline below is spent on the stream, not the TLS handshake.
+            let warm = try await post(client, origin).status
+            #expect(warm == 200)
+            server.setScript { _, _ in .silence }
+            let start = ContinuousClock.now
+            do throws(HTTP2ClientError) {
+                _ = try await post(client, origin, timeout: .milliseconds(300))
+                Issue.record("a request without an answer succeeded")
+            } catch {
+                #expect(error.code == .timedOut)
+            }
+            let elapsed = ContinuousClock.now - start
+            #expect(elapsed >= .milliseconds(290) && elapsed < .seconds(3), "\(elapsed)")
+            #expect(
+                await eventually { server.snapshot.abandoned == 1 },
+                "the server saw the stream reset: \(server.snapshot)")
+            server.setScript { _, _ in .answer() }
+            let status = try await post(client, origin).status
+            #expect(status == 200, "the connection still serves")
+            #expect(server.snapshot.connections == 1)
+        }
+    }
+
+    @Test("never more streams than SETTINGS_MAX_CONCURRENT_STREAMS; more connections open when all are full")
+    func streamLimit() async throws {
+        try await withServer(maxConcurrentStreams: 2, configure: { $0.maximumConnectionsPerOrigin = 3 }) {
+            server, client, origin in
+            server.setScript { _, _ in .answer(delay: .milliseconds(100)) }
+            let statuses = await burst(client, origin, count: 12)
+            #expect(statuses.allSatisfy { $0 == "200" }, "\(statuses)")
+            let statistics = server.snapshot
+            #expect(statistics.peakActive.values.allSatisfy { $0 <= 2 }, "\(statistics.peakActive)")
+            #expect(statistics.connections == 3)
+        }
+    }
+
+    @Test("with one connection allowed, requests beyond the stream limit wait for a free stream")
+    func streamLimitQueue() async throws {
+        try await withServer(maxConcurrentStreams: 2, configure: { $0.maximumConnectionsPerOrigin = 1 }) {
+            server, client, origin in
+            server.setScript { _, _ in .answer(delay: .milliseconds(50)) }
+            let statuses = await burst(client, origin, count: 8)
+            #expect(statuses.allSatisfy { $0 == "200" }, "\(statuses)")
+            #expect(server.snapshot.connections == 1)
+            #expect(server.snapshot.peakActive.values.allSatisfy { $0 <= 2 })
+        }
+    }
+
+    @Test("nothing listening: connectionFailed, quickly; a server without h2 is named as such")
+    func unreachable() async throws {
+        let client = try HTTP2Client()
+        let start = ContinuousClock.now
+        do throws(HTTP2ClientError) {
+            _ = try await post(client, HTTP2Origin(scheme: "https", host: "127.0.0.1", port: 1))
+            Issue.record("a request to a closed port succeeded")
+        } catch {
+            #expect(error.code == .connectionFailed)
+        }
+        #expect(ContinuousClock.now - start < .seconds(5))
+        await client.shutdown()
+
+        let http1 = try await FCMEmulator.start(http2: false)
+        let trusting = try HTTP2Client(configuration: .init(trustRootsPEM: [http1.trustRootPEM]))
+        let http1Origin = try HTTP2Origin.split(url: http1.baseURL).origin
+        do throws(HTTP2ClientError) {
+            _ = try await post(trusting, http1Origin)
+            Issue.record("an HTTP/1.1-only server answered over HTTP/2")
+        } catch {
+            #expect(error.code == .connectionFailed)
+        }
+        await trusting.shutdown()
+        try await http1.shutdown()
+    }
+
+    @Test("after shutdown requests fail with .shutdown")
+    func shutdown() async throws {
+        try await withServer { _, client, origin in
+            let status = try await post(client, origin).status
+            #expect(status == 200)
+            await client.shutdown()
+            do throws(HTTP2ClientError) {
+                _ = try await post(client, origin)
+                Issue.record("a request after shutdown succeeded")
+            } catch {
+                #expect(error.code == .shutdown)
+            }
+        }
+    }
+
+    @Test("URLs split into origin and path; default ports are left out of :authority")
+    func urls() throws {
+        let (origin, path) = try HTTP2Origin.split(url: "https://fcm.googleapis.com/v1/projects/p/messages:send")
+        #expect(origin == HTTP2Origin(host: "fcm.googleapis.com"))
+        #expect(origin.authority == "fcm.googleapis.com")
+        #expect(path == "/v1/projects/p/messages:send")
+        let local = try HTTP2Origin.split(url: "https://127.0.0.1:8443")
+        #expect(local.origin.port == 8443 && local.origin.authority == "127.0.0.1:8443" && local.path == "/")
+        #expect(throws: HTTP2ClientError.self) { try HTTP2Origin.split(url: "ftp://example.com/") }
+    }
+}
+
+/// Polls `condition` until it holds or `timeout` passes.
+func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+    let end = ContinuousClock.now + timeout
+    while ContinuousClock.now < end {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
