@@ -21,6 +21,7 @@ struct ServeCommand: AsyncParsableCommand {
     var noDispatch = false
 
     func run() async throws {
+        MallocTuning.apply()
         let file = try options.loadOrExit()
         LogBootstrap.bootstrap(file.logging)
         let logger = Logger(label: "hub")

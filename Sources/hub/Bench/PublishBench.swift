@@ -54,6 +54,7 @@ struct PublishBench: AsyncParsableCommand {
     }
 
     func run() async throws {
+        MallocTuning.apply()  // as `hub serve` runs
         let runs: [(store: String, instances: Int)] =
             compare ? [("sqlite", 1), ("postgres", 1), ("postgres", 2)] : [(store, instances)]
         for (index, setup) in runs.enumerated() {
