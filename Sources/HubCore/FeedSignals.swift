@@ -120,6 +120,9 @@ public final class FeedSignals: Sendable {
                     state.feeds[key]?.touched = state.clock
                     state.waiterCount += 1
                     Self.push(Deadline(at: deadline, id: id, key: key, endpoint: endpoint), into: &state.deadlines)
+                    // Woken and cancelled waits leave their deadline behind; rebuild when most are
+                    // stale (amortized: the heap at least halves), also while no deadline comes due.
+                    if state.deadlines.count > 2 * state.waiterCount + 1024 { Self.rebuildDeadlines(&state) }
                     if let reaper = state.reaper, reaper.wakesAt <= deadline { return (nil, nil) }
                     state.reaperGeneration += 1
                     state.reaper = (state.reaperGeneration, deadline)
@@ -152,7 +155,6 @@ public final class FeedSignals: Sendable {
                         expired.append(waiter)
                     }
                 }
-                // Woken and cancelled waits leave their deadline behind; rebuild when most are stale.
                 if state.deadlines.count > 2 * state.waiterCount + 1024 { Self.rebuildDeadlines(&state) }
                 guard let top = state.deadlines.first else {
                     state.reaper = nil

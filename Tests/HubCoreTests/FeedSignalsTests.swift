@@ -137,6 +137,21 @@ struct FeedSignalsTests {
         #expect(signals.waiterCount == 0)
     }
 
+    @Test("many short-lived waits leave no timer or deadline behind: the next waits still time out")
+    func manyWokenWaits() async {
+        let signals = FeedSignals()
+        let key = key
+        for round in 0..<3_000 {
+            let ticket = signals.ticket()
+            async let woken = signals.wait(key, endpoint: "e\(round % 3)", after: ticket, timeout: .seconds(60))
+            while signals.waiterCount == 0 { await Task.yield() }
+            signals.wake(key, .everyone(except: nil))
+            #expect(await woken)
+        }
+        #expect(signals.waiterCount == 0)
+        #expect(await !signals.wait(key, endpoint: "late", after: signals.ticket(), timeout: .milliseconds(50)))
+    }
+
     @Test("the newest committed version: known after a commit, forgotten on a change from another instance")
     func versions() {
         let signals = FeedSignals()
