@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// glibc's allocator settings for a long-running hub.
@@ -16,13 +16,13 @@ enum MallocTuning {
     /// Applies ``trimThreshold`` unless the environment sets glibc's malloc tunables.
     static func apply() {
         #if canImport(Glibc)
-        if let tunables = getenv("GLIBC_TUNABLES"), String(cString: tunables).contains("glibc.malloc.") { return }
-        // `mallopt` is declared in malloc.h, which the Glibc module does not import.
-        typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
-        guard let symbol = dlsym(nil, "mallopt") else { return }
-        let mallopt = unsafeBitCast(symbol, to: Mallopt.self)
-        let trimThresholdParameter: Int32 = -1  // M_TRIM_THRESHOLD
-        _ = mallopt(trimThresholdParameter, trimThreshold)
+            if let tunables = getenv("GLIBC_TUNABLES"), String(cString: tunables).contains("glibc.malloc.") { return }
+            // `mallopt` is declared in malloc.h, which the Glibc module does not import.
+            typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
+            guard let symbol = dlsym(nil, "mallopt") else { return }
+            let mallopt = unsafeBitCast(symbol, to: Mallopt.self)
+            let trimThresholdParameter: Int32 = -1  // M_TRIM_THRESHOLD
+            _ = mallopt(trimThresholdParameter, trimThreshold)
         #endif
     }
 }
