@@ -271,6 +271,14 @@ public final class FeedSignals: Sendable {
         }
     }
 
+    /// Forgets every feed's newest version: for a relay that may have missed wake-ups of other
+    /// instances (its connection was lost), so that the next long-polls read the store first.
+    public func forgetVersions() {
+        state.withLock { state in
+            for key in state.feeds.keys { state.feeds[key]?.latest = nil }
+        }
+    }
+
     /// Whether `version` is at or past the newest change this instance knows the feed has, so a
     /// read from `version` would find nothing that a wake-up would not announce. `false` when it
     /// does not know (a feed not changed since start, or changed by another instance).

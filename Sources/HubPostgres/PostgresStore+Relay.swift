@@ -73,7 +73,9 @@ struct RelayState {
 // A lost connection is reopened (100 ms, doubling up to 5 s); a heartbeat query every 15 s
 // notices a connection that died without closing. Wake-ups queued meanwhile are sent after the
 // reconnect; those other instances sent while this one was away are lost, and the long-polls
-// they were for end at their timeout and poll again, which finds the change.
+// they were for end at their timeout and read the change then. Losing and regaining the
+// connection forgets the feeds' newest versions (`FeedSignals.forgetVersions()`), so no long-poll
+// skips its first read on the strength of what this instance knew before.
 extension PostgresStore {
     /// Most wake-ups queued for sending; beyond it new ones are dropped (and counted in a warning).
     static let relayQueueLimit = 50_000
@@ -128,6 +130,9 @@ extension PostgresStore {
                         group.addTask {
                             try await connection.listen(on: self.wakeChannel) { notifications in
                                 self.logger.debug("listening for wake-ups of other instances")
+                                // Wake-ups sent while this instance was not listening are lost:
+                                // what it knew of the feeds' newest versions may be stale.
+                                self.relayState.withLock { $0.target }?.forgetVersions()
                                 for try await notification in notifications { self.received(notification.payload) }
                             }
                         }
@@ -138,6 +143,7 @@ extension PostgresStore {
                 delay = .milliseconds(100)
             } catch {
                 guard !Task.isCancelled else { return }
+                relayState.withLock { $0.target }?.forgetVersions()
                 logger.warning(
                     "wake-up relay lost its connection; reconnecting",
                     metadata: ["error": "\(Self.translate(error))", "retryIn": "\(delay)"])

@@ -166,6 +166,9 @@ struct FeedSignalsTests {
         signals.committed(key, version: 9)
         signals.committed(key, version: nil)
         #expect(!signals.isCurrent(key, version: 9), "a change of unknown version")
+        signals.committed(key, version: 10)
+        signals.forgetVersions()
+        #expect(!signals.isCurrent(key, version: 10), "a relay that lost its connection forgets them all")
     }
 
     @Test("a wake-up from another instance reaches the local waiters of its audience and is not relayed back")

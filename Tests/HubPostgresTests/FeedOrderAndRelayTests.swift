@@ -88,7 +88,11 @@ struct FeedOrderAndRelayTests {
         second.relay(into: secondSignals)
         try await PostgresTestDatabase.running([first, second]) {
             #expect(await eventually { (try? await second.wakeConnectionCount()) == 1 })
+            // What it knew of a feed's newest version is stale once wake-ups may have been missed.
+            secondSignals.committed(Self.key, version: 42)
+            #expect(secondSignals.isCurrent(Self.key, version: 42))
             #expect(try await second.terminateWakeConnection() == 1)
+            #expect(await eventually { !secondSignals.isCurrent(Self.key, version: 42) }, "forgotten on the loss")
             #expect(await eventually { (try? await second.wakeConnectionCount()) == 1 }, "listening again")
             // LISTEN runs right after connecting; give it a moment before the NOTIFY.
             try await Task.sleep(for: .milliseconds(100))
