@@ -266,7 +266,8 @@ let package = Package(
         .testTarget(
             name: "HubCLITests",
             dependencies: [
-                "hub", "HubTesting", "HubConfig", .product(name: "JWTKit", package: "jwt-kit"),
+                "hub", "HubTesting", "HubConfig", "HubCore", "HubAPNS", "HubFCM", "HubWNS",
+                .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -27,10 +27,10 @@ extension APNSEmulator {
         guard let header = incoming.first("authorization"), !header.isEmpty else {
             throw .init(403, "MissingProviderToken", "no authorization header and no client certificate")
         }
-        guard header.lowercased().hasPrefix("bearer ") else {
+        guard Self.hasBearerPrefix(header) else {
             throw .init(403, "InvalidProviderToken", "authorization must be 'bearer <jwt>'")
         }
-        let jwt = String(header.dropFirst("bearer ".count))
+        let jwt = String(header.utf8.dropFirst(Self.bearer.count))!
         let verified: APNSEmulatorConnection.Verified
         if let cached = connection.state.withLock({ $0.verified[jwt] }) {
             verified = cached
@@ -41,7 +41,9 @@ extension APNSEmulator {
                 state.verified[jwt] = verified
             }
         }
-        let keyEnvironment = state.withLock { $0.keys[verified.keyID]?.environment }
+        let (keyEnvironment, bundles) = state.withLock {
+            ($0.keys[verified.keyID]?.environment, $0.teamBundles[verified.teamID] ?? [])
+        }
         if let keyEnvironment, keyEnvironment != configuration.environment {
             throw .init(403, "BadEnvironmentKeyIdInToken", "key \(verified.keyID) is for \(keyEnvironment)")
         }
@@ -69,8 +71,18 @@ extension APNSEmulator {
             defer { state.raisedLimit = true }
             return !state.raisedLimit
         }
-        let bundles = state.withLock { $0.teamBundles[verified.teamID] ?? [] }
         return .init(bundleIDs: bundles, isCertificate: false, firstValidRequest: first)
+    }
+
+    private static let bearer = Array("bearer ".utf8)
+
+    /// Whether `header` starts with `bearer ` in any case, without lowercasing the whole token.
+    static func hasBearerPrefix(_ header: String) -> Bool {
+        var bytes = header.utf8.makeIterator()
+        for expected in bearer {
+            guard let byte = bytes.next(), byte | (expected == 0x20 ? 0 : 0x20) == expected else { return false }
+        }
+        return true
     }
 
     /// Parses a compact ES256 JWT and verifies its signature with the registered key of its `kid`.

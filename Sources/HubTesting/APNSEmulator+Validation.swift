@@ -79,9 +79,8 @@ extension APNSEmulator {
         guard token.utf8.count % 2 == 0, token.utf8.allSatisfy(Self.isHexDigit) else {
             throw .init(400, "BadDeviceToken", "the token is not hex text of whole bytes")
         }
-        var seen = Set<String>()
-        for field in incoming.fields where !seen.insert(field.name).inserted {
-            throw .init(400, "DuplicateHeaders", "'\(field.name)' appears more than once")
+        if let repeated = Self.repeatedName(in: incoming.fields) {
+            throw .init(400, "DuplicateHeaders", "'\(repeated)' appears more than once")
         }
         if let id = incoming.first("apns-id"), !Self.isCanonicalUUID(id) {
             throw .init(400, "BadMessageId", "apns-id must be a lowercase UUID")
@@ -90,7 +89,7 @@ extension APNSEmulator {
             throw .init(400, "InvalidPushType", "apns-push-type is missing or not one of Apple's push types")
         }
         let priority = incoming.first("apns-priority") ?? "10"
-        guard ["1", "5", "10"].contains(priority) else {
+        guard priority == "1" || priority == "5" || priority == "10" else {
             throw .init(400, "BadPriority", "apns-priority must be 1, 5 or 10")
         }
         if pushType == "background" && priority != "5" {
@@ -121,11 +120,7 @@ extension APNSEmulator {
             throw .init(400, "MissingTopic", "apns-topic is required")
         }
         let bundleID = topic.hasSuffix(suffix) ? String(topic.dropLast(suffix.count)) : topic
-        let labels = bundleID.split(separator: ".", omittingEmptySubsequences: false)
-        let wellFormed =
-            labels.count >= 2 && !labels.contains(where: \.isEmpty)
-            && bundleID.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }
-        guard topic.hasSuffix(suffix), wellFormed else {
+        guard topic.hasSuffix(suffix), Self.isWellFormedBundleID(bundleID) else {
             throw .init(400, "BadTopic", "'\(topic)' is not a bundle ID followed by '\(suffix)' for \(pushType) pushes")
         }
         if allowed.bundleIDs.contains(bundleID) { return bundleID }
@@ -155,20 +150,63 @@ extension APNSEmulator {
         }
     }
 
+    /// Counts the request and, when something wants it (``requests``, ``Configuration/onRequest``,
+    /// ``Configuration/onRefusal``), keeps it as a ``Request``.
     private func record(
         _ incoming: APNSEmulatorIncoming, token: String, connection: APNSEmulatorConnection,
         verdict: APNSEmulatorVerdict, note: String?, at now: Date
     ) {
-        let request = Request(
-            connectionID: connection.id, deviceToken: token,
-            headers: Dictionary(incoming.fields.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first }),
-            payload: incoming.body, status: verdict.status, reason: verdict.reason, note: note, receivedAt: now)
+        let onRefusal = verdict.status == 200 ? nil : configuration.onRefusal
+        var request: Request?
+        if configuration.recordsRequests || configuration.onRequest != nil || onRefusal != nil {
+            request = Request(
+                connectionID: connection.id, deviceToken: token,
+                headers: Dictionary(
+                    incoming.fields.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first }),
+                payload: incoming.body, status: verdict.status, reason: verdict.reason, note: note, receivedAt: now)
+        }
         state.withLock { state in
             state.requestCount += 1
             state.statusCounts[verdict.status, default: 0] += 1
-            if state.recording { state.records.append(request) }
+            if state.recording, let request { state.records.append(request) }
         }
+        guard let request else { return }
         configuration.onRequest?(request)
+        onRefusal?(request)
+    }
+
+    /// The first header name that appears twice. Requests carry a dozen fields, so comparing pairs
+    /// beats building a set; long lists still get one.
+    static func repeatedName(in fields: [(name: String, value: String)]) -> String? {
+        guard fields.count <= 32 else {
+            var seen = Set<String>()
+            return fields.first { !seen.insert($0.name).inserted }?.name
+        }
+        for index in fields.indices.dropFirst() {
+            let name = fields[index].name
+            if fields[..<index].contains(where: { $0.name == name }) { return name }
+        }
+        return nil
+    }
+
+    /// Two or more non-empty labels separated by dots, of ASCII letters, digits and `-`.
+    static func isWellFormedBundleID(_ bundleID: String) -> Bool {
+        var labels = 1
+        var labelLength = 0
+        for byte in bundleID.utf8 {
+            switch byte {
+            case UInt8(ascii: "."):
+                guard labelLength > 0 else { return false }
+                labels += 1
+                labelLength = 0
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"):
+                labelLength += 1
+            default:
+                return false
+            }
+        }
+        return labels >= 2 && labelLength > 0
     }
 
     static func isHexDigit(_ byte: UInt8) -> Bool {

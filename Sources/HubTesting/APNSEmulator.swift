@@ -69,6 +69,9 @@ public final class APNSEmulator: Sendable {
         public var now: @Sendable () -> Date = { Date() }
         /// Called for every answered request (after recording), for logs of `hub emulate apns`.
         public var onRequest: (@Sendable (Request) -> Void)?
+        /// Called for every request answered with another status than 200 (after recording); cheaper
+        /// than ``onRequest`` for callers that only want the refusals, such as `hub bench apns`.
+        public var onRefusal: (@Sendable (Request) -> Void)?
         public init() {}
     }
 
@@ -135,7 +138,7 @@ public final class APNSEmulator: Sendable {
         return emulator
     }
 
-    /// Sets up one accepted connection: TLS, HTTP/2 at one stream, a stream handler per request.
+    /// Sets up one accepted connection: TLS, HTTP/2 at one stream, one handler for its requests.
     private func configure(_ channel: any Channel, tls: NIOSSLContext) throws {
         let connection: APNSEmulatorConnection? = state.withLock { state in
             guard !state.isShutDown else { return nil }
@@ -153,15 +156,9 @@ public final class APNSEmulator: Sendable {
             HTTP2Setting(parameter: .maxConcurrentStreams, value: configuration.initialMaxConcurrentStreams),
             HTTP2Setting(parameter: .maxHeaderListSize, value: 16_384),
         ]
-        _ = try pipeline.configureHTTP2Pipeline(
-            mode: .server, connectionConfiguration: settings, streamConfiguration: .init(), streamDelegate: connection
-        ) { stream in
-            stream.eventLoop.makeCompletedFuture {
-                try stream.pipeline.syncOperations.addHandler(
-                    APNSEmulatorStreamHandler(emulator: self, connection: connection))
-            }
-        }
-        try pipeline.addHandler(APNSEmulatorPingCounter(emulator: self))
+        // No stream multiplexer: one handler reads every stream (see APNSEmulatorStreamHandler).
+        try pipeline.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: settings))
+        try pipeline.addHandler(APNSEmulatorStreamHandler(emulator: self, connection: connection))
     }
 
     /// Registers a token-signing key: requests signed with it may push to `bundleIDs` (any of their

@@ -62,7 +62,7 @@ struct APNSEmulatorState {
 
 /// One accepted connection: its authentication state and stream counts. Touched from its own
 /// event loop (streams, requests) and from knobs, hence the lock.
-final class APNSEmulatorConnection: NIOHTTP2StreamDelegate, Sendable {
+final class APNSEmulatorConnection: Sendable {
     struct Verified {
         var keyID: String
         var teamID: String
@@ -100,7 +100,7 @@ final class APNSEmulatorConnection: NIOHTTP2StreamDelegate, Sendable {
         channel?.closeFuture.whenComplete { [weak self] _ in self?.state.withLock { $0.isClosed = true } }
     }
 
-    func streamCreated(_ id: HTTP2StreamID, channel: any Channel) {
+    func streamCreated(_ id: HTTP2StreamID) {
         state.withLock { state in
             state.activeStreams += 1
             state.maxActiveStreams = max(state.maxActiveStreams, state.activeStreams)
@@ -108,30 +108,12 @@ final class APNSEmulatorConnection: NIOHTTP2StreamDelegate, Sendable {
         }
     }
 
-    func streamClosed(_ id: HTTP2StreamID, channel: any Channel) {
+    func streamClosed(_ id: HTTP2StreamID) {
         let closeNow = state.withLock { state in
             state.activeStreams -= 1
             return state.goingAway && state.activeStreams == 0
         }
         // After the current write is flushed: closing inside it would drop the last answer.
         if closeNow, let parent = self.channel { parent.eventLoop.execute { parent.close(promise: nil) } }
-    }
-}
-
-/// Counts the PINGs a connection receives (NIO answers them itself).
-final class APNSEmulatorPingCounter: ChannelInboundHandler {
-    typealias InboundIn = HTTP2Frame
-    private let emulator: APNSEmulator
-
-    init(emulator: APNSEmulator) { self.emulator = emulator }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .ping(_, ack: false) = unwrapInboundIn(data).payload {
-            emulator.state.withLock { $0.pingsReceived += 1 }
-        }
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        context.close(promise: nil)
     }
 }

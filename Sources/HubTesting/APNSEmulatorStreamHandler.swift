@@ -32,16 +32,36 @@ struct APNSEmulatorVerdict {
     var delay: Duration?
 }
 
-/// Reads one request off its stream, has the emulator judge it, and writes the answer.
+/// Reads the requests of every stream of one connection, has the emulator judge each, and writes
+/// the answers.
+///
+/// It sits right after `NIOHTTP2Handler`, with no stream multiplexer: a channel and pipeline per
+/// stream was most of the emulator's cost per request. So it does what the multiplexer did: it
+/// keeps each stream's headers and body until END_STREAM, returns flow-control credit for the DATA
+/// it reads (the stream's, and the connection's in batches), and forgets streams the client resets.
+/// Answers written while reading go out in one flush when the read ends.
 final class APNSEmulatorStreamHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTP2Frame.FramePayload
-    typealias OutboundOut = HTTP2Frame.FramePayload
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    /// A request still being read, or judged and waiting for its answer to be written.
+    private struct Stream {
+        var headers: HPACKHeaders?
+        var body: [UInt8] = []
+        var processed = false
+        /// DATA bytes read and not yet returned to the stream's window.
+        var unacknowledged = 0
+    }
+
+    /// Credit is returned once this much is used, as NIO's multiplexer does (half the default window).
+    private static let windowUpdateThreshold = 32_768
 
     private let emulator: APNSEmulator
     private let connection: APNSEmulatorConnection
-    private var headers: HPACKHeaders?
-    private var body: [UInt8] = []
-    private var processed = false
+    private var streams: [HTTP2StreamID: Stream] = [:]
+    private var connectionUnacknowledged = 0
+    private var reading = false
+    private var needsFlush = false
 
     init(emulator: APNSEmulator, connection: APNSEmulatorConnection) {
         self.emulator = emulator
@@ -49,47 +69,121 @@ final class APNSEmulatorStreamHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .headers(let frame):
-            if headers == nil { headers = frame.headers }
-            if frame.endStream { process(context: context) }
-        case .data(let frame):
-            if case .byteBuffer(let buffer) = frame.data { body.append(contentsOf: buffer.readableBytesView) }
-            if frame.endStream { process(context: context) }
+        reading = true
+        let frame = unwrapInboundIn(data)
+        let id = frame.streamID
+        switch frame.payload {
+        case .headers(let headers):
+            guard id != .rootStream else { break }
+            if streams[id] == nil { streams[id] = Stream() }
+            if streams[id]?.headers == nil { streams[id]?.headers = headers.headers }
+            if headers.endStream { process(id, context: context) }
+        case .data(let payload):
+            let length = payload.data.readableBytes + (payload.paddingBytes.map { $0 + 1 } ?? 0)
+            acknowledge(length, on: id, endStream: payload.endStream, context: context)
+            if case .byteBuffer(let buffer) = payload.data {
+                streams[id]?.body.append(contentsOf: buffer.readableBytesView)
+            }
+            if payload.endStream { process(id, context: context) }
+        case .rstStream:
+            streams[id] = nil
+        case .ping(_, ack: false):
+            emulator.state.withLock { $0.pingsReceived += 1 }
         default:
             break
         }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        reading = false
+        if needsFlush {
+            needsFlush = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let created = event as? NIOHTTP2StreamCreatedEvent {
+            connection.streamCreated(created.streamID)
+        } else if let closed = event as? StreamClosedEvent {
+            streams[closed.streamID] = nil
+            connection.streamClosed(closed.streamID)
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
     }
 
-    private func process(context: ChannelHandlerContext) {
-        guard !processed else { return }
-        processed = true
-        let fields = (headers ?? HPACKHeaders()).map { (name: $0.name.lowercased(), value: $0.value) }
+    /// Returns the flow-control credit of `length` DATA bytes, in batches.
+    private func acknowledge(_ length: Int, on id: HTTP2StreamID, endStream: Bool, context: ChannelHandlerContext) {
+        guard length > 0 else { return }
+        connectionUnacknowledged += length
+        if connectionUnacknowledged >= Self.windowUpdateThreshold {
+            write(
+                HTTP2Frame(
+                    streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: connectionUnacknowledged)),
+                context: context)
+            connectionUnacknowledged = 0
+        }
+        // A stream that ended needs no more credit.
+        guard !endStream, var stream = streams[id] else { return }
+        stream.unacknowledged += length
+        if stream.unacknowledged >= Self.windowUpdateThreshold {
+            write(
+                HTTP2Frame(streamID: id, payload: .windowUpdate(windowSizeIncrement: stream.unacknowledged)),
+                context: context)
+            stream.unacknowledged = 0
+        }
+        streams[id]?.unacknowledged = stream.unacknowledged
+    }
+
+    private func process(_ id: HTTP2StreamID, context: ChannelHandlerContext) {
+        guard var stream = streams[id], !stream.processed else { return }
+        stream.processed = true
+        let fields = (stream.headers ?? HPACKHeaders()).map { (name: $0.name.lowercased(), value: $0.value) }
         let incoming = APNSEmulatorIncoming(
-            fields: fields, body: body, certificateBundleIDs: certificateBundleIDs(context: context))
+            fields: fields, body: stream.body, certificateBundleIDs: certificateBundleIDs(context: context))
+        stream.headers = nil
+        stream.body = []
+        streams[id] = stream
         let verdict = emulator.evaluate(incoming, on: connection)
-        if verdict.raiseLimit, let parent = context.channel.parent {
+        if verdict.raiseLimit {
             let limit = emulator.state.withLock { $0.maxConcurrentStreams }
             let settings = HTTP2Frame(
                 streamID: .rootStream,
                 payload: .settings(.settings([.init(parameter: .maxConcurrentStreams, value: limit)])))
-            parent.writeAndFlush(settings, promise: nil)
+            write(settings, context: context)
         }
         if verdict.hold { return }
         if let delay = verdict.delay {
             context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(delay)) { [self] in
-                respond(context: context, verdict)
+                // The client may have reset the stream meanwhile.
+                guard streams[id] != nil else { return }
+                respond(id, verdict, context: context)
+                flushUnlessReading(context: context)
             }
         } else {
-            respond(context: context, verdict)
+            respond(id, verdict, context: context)
+            flushUnlessReading(context: context)
         }
     }
 
-    private func respond(context: ChannelHandlerContext, _ verdict: APNSEmulatorVerdict) {
+    /// Writes now; the flush comes when the read ends, or at once outside a read.
+    private func write(_ frame: HTTP2Frame, context: ChannelHandlerContext) {
+        context.write(wrapOutboundOut(frame), promise: nil)
+        needsFlush = true
+    }
+
+    private func flushUnlessReading(context: ChannelHandlerContext) {
+        guard !reading, needsFlush else { return }
+        needsFlush = false
+        context.flush()
+    }
+
+    private func respond(_ id: HTTP2StreamID, _ verdict: APNSEmulatorVerdict, context: ChannelHandlerContext) {
         // IDs differ per answer: kept out of the HPACK dynamic table, which they would only churn.
         var headers = HPACKHeaders()
         headers.add(name: ":status", value: String(verdict.status))
@@ -99,7 +193,8 @@ final class APNSEmulatorStreamHandler: ChannelInboundHandler {
         }
         if let retryAfter = verdict.retryAfter { headers.add(name: "retry-after", value: retryAfter) }
         guard let reason = verdict.reason else {
-            context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: headers, endStream: true))), promise: nil)
+            write(
+                HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true))), context: context)
             return
         }
         var json = "{\"reason\":\"\(reason)\""
@@ -108,9 +203,11 @@ final class APNSEmulatorStreamHandler: ChannelInboundHandler {
         }
         json += "}"
         headers.add(name: "content-type", value: "application/json")
-        context.write(wrapOutboundOut(.headers(.init(headers: headers))), promise: nil)
+        write(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers))), context: context)
         let buffer = context.channel.allocator.buffer(string: json)
-        context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(buffer), endStream: true))), promise: nil)
+        write(
+            HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true))),
+            context: context)
     }
 
     /// The bundle IDs of the connection's client certificate: its subject's UID (Apple puts the
@@ -118,8 +215,7 @@ final class APNSEmulatorStreamHandler: ChannelInboundHandler {
     private func certificateBundleIDs(context: ChannelHandlerContext) -> [String] {
         if let known = connection.state.withLock({ $0.certificateBundleIDs }) { return known }
         var bundles: [String] = []
-        if let parent = context.channel.parent,
-            let handler = try? parent.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self),
+        if let handler = try? context.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self),
             let peer = handler.peerCertificate, let der = try? peer.toDERBytes(),
             let certificate = try? Certificate(derEncoded: der)
         {

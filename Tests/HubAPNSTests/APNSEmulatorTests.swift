@@ -184,4 +184,28 @@ struct APNSEmulatorTests {
         #expect(alert(#"{"aps":{"alert":{"title":"t","loc-args":["a",1]}}}"#) == "400 BadPayload")
         #expect(alert(#"{"aps":{"alert":{"title":"t","action-loc-key":"OPEN"}}}"#) == "200", "tolerated legacy key")
     }
+
+    @Test("JSON: the emulator's parser reads bodies exactly as JSONDecoder does, leniencies and all")
+    func jsonParser() throws {
+        let deep = String(repeating: "[", count: 512) + String(repeating: "]", count: 512)
+        let tooDeep = String(repeating: "[", count: 513) + String(repeating: "]", count: 513)
+        let texts = [
+            #"{"aps":{"content-available":1},"hub":{"app":"a.b","v":7}}"#, "1.0", "1e2", "1E+2", "100e-2", "-0", "-0.0",
+            "1.5", "1e-2", "-1", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
+            "12345678901234567890.0", "1e400", "01", "1.", ".5", "-", "NaN", "true", "false", "null", "nul",
+            #"{"a":1,"a":2}"#, #"{"\u0061":1,"a":2}"#, "[1,]", #"{"a":1,}"#, "[1,,]", "[,]", "{,}", "{}", "[]",
+            #"" \ud83d\ude00 \u00e9 \n \/ ""#, #""\ud800""#, #""\udc00x""#, #""\x""#, "\"a\u{01}b\"", "\"\u{7F}é\"",
+            #""\u0000""#, " 1 ", "1 x", "\u{FEFF}{}", "{} \n", #"{"a" : [ 1 , { "b" : null } ] }"#, #"{"a" 1}"#,
+            #"{1:2}"#, "[1 2]", "", " ", deep, tooDeep,
+        ]
+        for text in texts {
+            let expected = try? JSONDecoder().decode(APNSEmulator.JSON.self, from: Data(text.utf8))
+            #expect(APNSEmulator.JSON.parse(Array(text.utf8)) == expected, "\(text.prefix(40))")
+        }
+        for bytes: [UInt8] in [
+            [0x22, 0xFF, 0x22], [0x22, 0xC3, 0x22], [0x7B, 0x22, 0xE2, 0x82, 0x22, 0x3A, 0x31, 0x7D],
+        ] {
+            #expect(APNSEmulator.JSON.parse(bytes) == nil)
+        }
+    }
 }

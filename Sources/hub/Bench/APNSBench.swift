@@ -30,11 +30,9 @@ struct APNSBench: AsyncParsableCommand {
         settings.recordsRequests = false
         // Why requests were refused, so a run that measured refusals says so.
         let refusals = Shared<[String: Int]>([:])
-        settings.onRequest = { request in
-            if request.status != 200 {
-                refusals.withLock {
-                    $0["\(request.status) \(request.reason ?? ""): \(request.note ?? "")", default: 0] += 1
-                }
+        settings.onRefusal = { request in
+            refusals.withLock {
+                $0["\(request.status) \(request.reason ?? ""): \(request.note ?? "")", default: 0] += 1
             }
         }
         let emulator = try await APNSEmulator.start(settings)

@@ -45,7 +45,7 @@ struct EmulateAPNS: AsyncParsableCommand {
                 let token = "\(request.deviceToken.prefix(8))…(\(request.deviceToken.count))"
                 let outcome = request.reason.map { "\(request.status) \($0)" } ?? "\(request.status)"
                 let note = request.note.map { " — \($0)" } ?? ""
-                Self.emit(
+                EmulateCommand.emit(
                     "\(outcome) \(request.header("apns-push-type") ?? "-") \(request.header("apns-topic") ?? "-") "
                         + "→ \(token) (\(request.payload.count) bytes)\(note)")
             }
@@ -56,7 +56,7 @@ struct EmulateAPNS: AsyncParsableCommand {
         try emulator.certificateAuthority.writeCertificatePEM(to: caPath)
         let registered = try register(on: emulator, folder: folder)
 
-        Self.emit(
+        EmulateCommand.emit(
             """
             APNs emulator (\(environment)) on https://127.0.0.1:\(emulator.port)
               CA certificate  \(caPath)
@@ -65,9 +65,9 @@ struct EmulateAPNS: AsyncParsableCommand {
             Point a hub at it (both environments go to the emulator):
                 HUB_APNS_SERVER=127.0.0.1:\(emulator.port) HUB_APNS_TRUST_ROOTS=\(caPath) hub serve --config \(options.config)
 
-            Requests follow (Ctrl-C stops the emulator).
+            Requests follow (Ctrl-C or SIGTERM stops the emulator).
             """)
-        while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
+        try await EmulateCommand.runUntilTerminated {}
         await emulator.shutdown()
     }
 
@@ -105,11 +105,5 @@ struct EmulateAPNS: AsyncParsableCommand {
             "  no app in \(options.config) has a token key; made a development key for \(bundleIDs.joined(separator: ", ")):",
             "    credentials: { apns: { teamId: \(key.teamID), keyId: \(key.keyID), privateKey: file:\(keyPath) } }",
         ]
-    }
-
-    /// Writes `line` to standard output at once: `print` is block-buffered when stdout is a file or a
-    /// pipe (`| tee`), where the banner and each request would only show up much later.
-    static func emit(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 }

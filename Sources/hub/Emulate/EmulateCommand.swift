@@ -1,4 +1,7 @@
 import ArgumentParser
+import Foundation
+import Logging
+import ServiceLifecycle
 
 /// `hub emulate …`: local emulators of the push providers, for development against a hub.
 struct EmulateCommand: AsyncParsableCommand {
@@ -7,4 +10,52 @@ struct EmulateCommand: AsyncParsableCommand {
         abstract: "Run a local emulator of APNs, FCM or WNS that enforces what the real service enforces.",
         subcommands: [EmulateAPNS.self, EmulateFCM.self, EmulateWNS.self]
     )
+
+    /// Writes `line` to standard output at once: `print` is block-buffered when stdout is a file or a
+    /// pipe (`| tee`, a test), where the banner and each request would only show up much later.
+    static func emit(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    /// Runs `body` (which reports what the emulator receives) until SIGTERM or SIGINT, then returns,
+    /// so the command can shut its emulator down and exit 0 instead of dying of the signal.
+    static func runUntilTerminated(_ body: @escaping @Sendable () async throws -> Void) async throws {
+        var logger = Logger(label: "hub.emulate")
+        logger.logLevel = .warning
+        let group = ServiceGroup(
+            services: [UntilTerminated(body: body)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        try await group.run()
+    }
+
+    /// Until SIGTERM or SIGINT, prints a line for each new element of `items` (polled every 100 ms).
+    static func printUntilTerminated<Item>(
+        _ items: @escaping @Sendable () -> [Item], line: @escaping @Sendable (Item) -> String
+    ) async throws {
+        try await runUntilTerminated {
+            var shown = 0
+            while !Task.isCancelled {
+                let current = items()
+                for item in current.dropFirst(shown) { emit(line(item)) }
+                shown = current.count
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+}
+
+/// The one service of an emulator command: `body`, cancelled when a signal asks for shutdown.
+private struct UntilTerminated: Service {
+    let body: @Sendable () async throws -> Void
+
+    func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                try await body()
+                // A body that returns early still waits for the signal.
+                try await gracefulShutdown()
+            }
+        } catch is CancellationError {
+            // The signal arrived.
+        }
+    }
 }

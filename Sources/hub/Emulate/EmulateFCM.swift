@@ -38,7 +38,7 @@ struct EmulateFCM: AsyncParsableCommand {
         try Data(account.serviceAccountJSON(tokenURI: emulator.tokenURI).utf8).write(
             to: URL(fileURLWithPath: accountPath))
 
-        print(
+        EmulateCommand.emit(
             """
             FCM emulator on \(emulator.baseURL) (\(http1Only ? "HTTP/1.1" : "h2 and HTTP/1.1"))
               token endpoint   \(emulator.tokenURI)
@@ -51,23 +51,15 @@ struct EmulateFCM: AsyncParsableCommand {
             and start it with
                 HUB_FCM_SEND_URL=\(emulator.baseURL) HUB_FCM_TRUST_ROOTS=\(caPath) hub serve --config hub.yaml
 
-            Accepted messages follow (Ctrl-C stops the emulator).
+            Accepted messages follow (Ctrl-C or SIGTERM stops the emulator).
             """)
-        var shown = 0
-        while !Task.isCancelled {
-            let messages = emulator.messages
-            for message in messages.dropFirst(shown) {
-                let target = message.token.map { "token \($0)" } ?? message.topic.map { "topic \($0)" } ?? "?"
-                let data = message.data.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(
-                    separator: " ")
-                let title = message.notificationTitle.map { " notification \"\($0)\"" } ?? ""
-                print(
-                    "\(message.validateOnly ? "validated" : "accepted") \(target) [\(data)]\(title) "
-                        + "priority \(message.androidPriority ?? "-") ttl \(message.androidTTL ?? "-") \(message.httpVersion)"
-                )
-            }
-            shown = messages.count
-            try await Task.sleep(for: .milliseconds(250))
+        try await EmulateCommand.printUntilTerminated({ emulator.messages }) { message in
+            let target = message.token.map { "token \($0)" } ?? message.topic.map { "topic \($0)" } ?? "?"
+            let data = message.data.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            let title = message.notificationTitle.map { " notification \"\($0)\"" } ?? ""
+            return "\(message.validateOnly ? "validated" : "accepted") \(target) [\(data)]\(title) "
+                + "priority \(message.androidPriority ?? "-") ttl \(message.androidTTL ?? "-") \(message.httpVersion)"
         }
+        try await emulator.shutdown()
     }
 }

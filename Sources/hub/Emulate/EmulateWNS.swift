@@ -35,7 +35,7 @@ struct EmulateWNS: AsyncParsableCommand {
         let caPath = folder.appendingPathComponent("ca.pem").path
         try emulator.authority.writeCertificatePEM(to: caPath)
 
-        print(
+        EmulateCommand.emit(
             """
             WNS emulator on \(emulator.baseURL) (HTTP/1.1)
               classic token    \(emulator.classicTokenURL)   package SID \(packageSid)
@@ -52,19 +52,12 @@ struct EmulateWNS: AsyncParsableCommand {
                 HUB_WNS_ENTRA_AUTHORITY=\(emulator.entraAuthority) HUB_WNS_ALLOWED_HOSTS=\(emulator.host) \\
                 HUB_WNS_TRUST_ROOTS=\(caPath) hub serve --config hub.yaml
 
-            Accepted notifications follow (Ctrl-C stops the emulator).
+            Accepted notifications follow (Ctrl-C or SIGTERM stops the emulator).
             """)
-        var shown = 0
-        while !Task.isCancelled {
-            let received = emulator.received
-            for notification in received.dropFirst(shown) {
-                let preview = notification.text.prefix(120)
-                print(
-                    "accepted \(notification.type) on channel \(notification.channelID) ttl \(notification.timeToLive ?? "-") "
-                        + "cache \(notification.cachePolicy ?? "-") tag \(notification.tag ?? "-"): \(preview)")
-            }
-            shown = received.count
-            try await Task.sleep(for: .milliseconds(250))
+        try await EmulateCommand.printUntilTerminated({ emulator.received }) { notification in
+            "accepted \(notification.type) on channel \(notification.channelID) ttl \(notification.timeToLive ?? "-") "
+                + "cache \(notification.cachePolicy ?? "-") tag \(notification.tag ?? "-"): \(notification.text.prefix(120))"
         }
+        try await emulator.shutdown()
     }
 }

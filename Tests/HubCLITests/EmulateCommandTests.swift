@@ -1,0 +1,220 @@
+import Foundation
+import HubAPNS
+import HubCore
+import HubFCM
+import HubWNS
+import Logging
+import Testing
+
+/// `hub emulate …` as a developer runs it: started on port 0, used with what it prints, stopped by SIGTERM.
+@Suite("hub emulate")
+struct EmulateCommandTests {
+    @Test("apns: a token-auth push with the printed key and CA is accepted, a dead token is gone, SIGTERM exits 0")
+    func apns() async throws {
+        let workspace = try makeWorkspace()
+        let dead = String(repeating: "d0", count: 32)
+        // No hub.yaml in this folder: the command makes and prints a development key.
+        let emulator = try RunningEmulator(
+            ["apns", "--config", "absent.yaml", "--port", "0", "--directory", "apns", "--unregistered", dead],
+            in: workspace, readyWhen: "Requests follow")
+        let banner = emulator.output
+        let port = try #require(emulator.value(after: "on https://127.0.0.1:", in: banner).flatMap { Int($0) })
+        let caPath = try #require(emulator.value(after: "CA certificate  ", in: banner))
+        let keyPath = try #require(emulator.value(after: "privateKey: file:", in: banner))
+        let teamID = try #require(emulator.value(after: "teamId: ", in: banner))
+        let keyID = try #require(emulator.value(after: "keyId: ", in: banner))
+        #expect(FileManager.default.fileExists(atPath: caPath))
+
+        var configuration = APNSTransport.Configuration(
+            productionHost: "127.0.0.1", developmentHost: "127.0.0.1", port: port, trustRoots: .pemFile(caPath))
+        configuration.requestTimeout = .seconds(30)
+        let transport = APNSTransport(configuration: configuration, logger: Logger(label: "emulate-test"))
+        let credentials = APNSCredentials(
+            authentication: .token(
+                keyID: keyID, teamID: teamID, privateKey: Secret(try read(URL(fileURLWithPath: keyPath)))))
+        let live = String(repeating: "a1", count: 32)
+        let accepted = await transport.send(
+            APNSRequest(
+                deviceToken: live, environment: .production, bundleID: "com.example.app",
+                payload: .alert(APNSAlertPayload(alert: APNSAlert(title: "Hello", body: "from the test")))),
+            credentials: credentials)
+        let gone = await transport.send(
+            APNSRequest(
+                deviceToken: dead, environment: .production, bundleID: "com.example.app",
+                payload: .background(APNSBackgroundPayload())),
+            credentials: credentials)
+        await transport.shutdown()
+        #expect(accepted == .accepted, "\(emulator.output)")
+        guard case .endpointGone = gone else {
+            Issue.record("a token given with --unregistered must be gone, got \(gone)")
+            return
+        }
+        #expect(try await emulator.waitFor("410 Unregistered background com.example.app"))
+        #expect(emulator.output.contains("200 alert com.example.app → a1a1a1a1…(64)"), "\(emulator.output)")
+
+        emulator.signal(SIGTERM)
+        #expect(emulator.waitForExit() == 0, "\(emulator.output)\n\(emulator.errors)")
+    }
+
+    @Test("fcm: a send with the printed service account and CA is accepted and printed, SIGTERM exits 0")
+    func fcm() async throws {
+        let workspace = try makeWorkspace()
+        let emulator = try RunningEmulator(
+            ["fcm", "--port", "0", "--directory", "fcm"], in: workspace, readyWhen: "Accepted messages follow")
+        let banner = emulator.output
+        let base = try #require(emulator.value(after: "FCM emulator on ", in: banner))
+        let caPath = try #require(emulator.value(after: "CA certificate   ", in: banner))
+        let accountPath = try #require(emulator.value(after: "service account  ", in: banner))
+        let account = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: accountPath)))
+                as? [String: Any])
+        let credentials = FCMCredentials(
+            projectID: try #require(account["project_id"] as? String),
+            clientEmail: try #require(account["client_email"] as? String),
+            privateKeyID: account["private_key_id"] as? String,
+            privateKey: Secret(try #require(account["private_key"] as? String)),
+            tokenURI: try #require(account["token_uri"] as? String))
+
+        let transport = try FCMTransport(
+            configuration: FCMConfiguration(sendBaseURL: base, trustRootsPEM: [try read(URL(fileURLWithPath: caPath))]),
+            logger: Logger(label: "emulate-test"))
+        let app = CrossDeviceApp(
+            id: "notes.contoso.com", name: "Notes", platforms: [.android: ["com.contoso.notes"]],
+            credentials: PushCredentials(fcm: credentials))
+        let outcome = await transport.send(
+            Self.outbound(app: app, platform: .android, appID: "com.contoso.notes", transport: .fcm, token: "emulate-1")
+        )
+        try await transport.shutdown()
+        #expect(outcome == .accepted, "\(emulator.output)")
+        #expect(try await emulator.waitFor("accepted token emulate-1"))
+
+        emulator.signal(SIGTERM)
+        #expect(emulator.waitForExit() == 0, "\(emulator.output)\n\(emulator.errors)")
+    }
+
+    @Test("wns: a raw notification to a printed channel with the printed secret is accepted, SIGTERM exits 0")
+    func wns() async throws {
+        let workspace = try makeWorkspace()
+        let emulator = try RunningEmulator(
+            ["wns", "--port", "0", "--directory", "wns", "--channels", "1"], in: workspace,
+            readyWhen: "Accepted notifications follow")
+        let banner = emulator.output
+        let tokenURL = try #require(emulator.value(after: "classic token    ", in: banner))
+        let sid = try #require(emulator.value(after: "package SID ", in: banner))
+        let secret = try #require(emulator.value(after: "client secret    ", in: banner))
+        let caPath = try #require(emulator.value(after: "CA certificate   ", in: banner))
+        let channel = try #require(
+            banner.split(separator: "\n").first { $0.hasPrefix("    https://") }.map {
+                $0.trimmingCharacters(in: .whitespaces)
+            })
+        let host = try #require(URL(string: channel)?.host)
+
+        let transport = try WNSTransport(
+            configuration: WNSConfiguration(
+                classicTokenURL: tokenURL, channelPolicy: WNSChannelPolicy(additionalHosts: [host]),
+                trustRootsPEM: [try read(URL(fileURLWithPath: caPath))]))
+        let app = CrossDeviceApp(
+            id: "notes.contoso.com", name: "Notes", platforms: [.windows: ["Contoso.Notes_8wekyb3d8bbwe"]],
+            credentials: PushCredentials(
+                wns: WNSCredentials(authentication: .packageSID(sid: sid, secret: Secret(secret)))))
+        let outcome = await transport.send(
+            Self.outbound(
+                app: app, platform: .windows, appID: "Contoso.Notes_8wekyb3d8bbwe", transport: .wns, token: channel))
+        try await transport.shutdown()
+        #expect(outcome == .accepted, "\(emulator.output)")
+        #expect(try await emulator.waitFor("accepted wns/raw"))
+
+        emulator.signal(SIGTERM)
+        #expect(emulator.waitForExit() == 0, "\(emulator.output)\n\(emulator.errors)")
+    }
+
+    /// A shoulder tap to one endpoint of `app`.
+    static func outbound(
+        app: CrossDeviceApp, platform: Platform, appID: String, transport: TransportID, token: String
+    ) -> OutboundDelivery {
+        let now = Date()
+        let endpoint = Endpoint(
+            id: "device", appId: app.id, userId: "alice", platform: platform, platformAppId: appID,
+            transport: transport, token: token, registeredAt: now)
+        let delivery = Delivery(
+            id: 1, appId: app.id, userId: "alice", endpointId: endpoint.id, kind: .shoulderTap, notificationId: nil,
+            changeVersion: 1, priority: .none, createdAt: now, dueAt: now)
+        return OutboundDelivery(delivery: delivery, endpoint: endpoint, app: app, notification: nil)
+    }
+}
+
+/// A `hub emulate …` process, its standard output collected as it comes.
+final class RunningEmulator: @unchecked Sendable {
+    let process = Process()
+    private let lock = NSLock()
+    private var outText = ""
+    private var errorText = ""
+
+    /// Starts `hub emulate <arguments>` in `directory` and waits until its output contains `readyWhen`.
+    init(_ arguments: [String], in directory: URL, readyWhen marker: String) throws {
+        process.executableURL = HubProcess.executable
+        process.arguments = ["emulate"] + arguments
+        process.currentDirectoryURL = directory
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        stdout.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            self.lock.withLock { self.outText += String(decoding: data, as: UTF8.self) }
+        }
+        stderr.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            self.lock.withLock { self.errorText += String(decoding: data, as: UTF8.self) }
+        }
+        try process.run()
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline, process.isRunning, !output.contains(marker) { usleep(20_000) }
+        guard output.contains(marker) else {
+            process.terminate()
+            throw EmulatorDidNotStart(output: output + errors)
+        }
+    }
+
+    var output: String { lock.withLock { outText } }
+    var errors: String { lock.withLock { errorText } }
+
+    /// The text after `prefix` in `text`, up to the next space, comma or line end.
+    func value(after prefix: String, in text: String) -> String? {
+        guard let range = text.range(of: prefix) else { return nil }
+        let value = text[range.upperBound...].prefix { !$0.isWhitespace && $0 != "," && $0 != ")" }
+        return value.isEmpty ? nil : String(value)
+    }
+
+    /// Waits until the output contains `text` (the commands poll what they print), at most 10 s.
+    func waitFor(_ text: String) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if output.contains(text) { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return output.contains(text)
+    }
+
+    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    /// Waits for the process to exit, at most `timeout` seconds. - Returns: its status, or nil.
+    func waitForExit(timeout: TimeInterval = 20) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        guard !process.isRunning else { return nil }
+        // A death by signal is not a clean exit, whatever its number.
+        return process.terminationReason == .exit ? process.terminationStatus : -process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}
+
+struct EmulatorDidNotStart: Error, CustomStringConvertible {
+    let output: String
+    var description: String { "hub emulate did not start:\n\(output)" }
+}
