@@ -5,6 +5,6 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure the hub: durable publishes/s, publish-to-wake latency, transport throughput.",
-        subcommands: [PublishBench.self, APNSBench.self, FCMBench.self]
+        subcommands: [PublishBench.self, APNSBench.self, FCMBench.self, RSSBench.self]
     )
 }
