@@ -6,28 +6,28 @@ import NIOSSL
 
 /// One HTTP/2-over-TLS connection to an APNs server, multiplexing requests as streams.
 ///
-/// The pipeline is TLS (ALPN `h2`) → ``APNSFlushCoalescer`` → `NIOHTTP2Handler` with its inline
-/// stream multiplexer → ``APNSConnectionHandler``. Each request gets its own stream channel with an
-/// ``APNSStreamHandler``. The pool decides how many streams run at once; this type only opens the
-/// connection and runs streams on it.
+/// The pipeline is TLS (ALPN `h2`) → ``APNSFlushCoalescer`` → `NIOHTTP2Handler` (no stream
+/// multiplexer) → ``APNSStreams``, which runs every request as a stream of its own →
+/// ``APNSConnectionHandler`` for stream 0. The pool decides how many streams run at once; this type
+/// only opens the connection and runs streams on it.
 final class APNSConnection: Sendable {
     let id: Int
     let server: APNSTransport.Server
     let channel: any Channel
-    private let multiplexer: NIOHTTP2Handler.StreamMultiplexer
+    private let streams: NIOLoopBound<APNSStreams>
     /// The server's stream limit from its first SETTINGS frame.
     let initialMaxConcurrentStreams: Int
     private let goAway: APNSGoAwayRecord
 
     private init(
-        id: Int, server: APNSTransport.Server, channel: any Channel, multiplexer: NIOHTTP2Handler.StreamMultiplexer,
+        id: Int, server: APNSTransport.Server, channel: any Channel, streams: NIOLoopBound<APNSStreams>,
         initialMaxConcurrentStreams: Int, goAway: APNSGoAwayRecord
     ) {
         self.goAway = goAway
         self.id = id
         self.server = server
         self.channel = channel
-        self.multiplexer = multiplexer
+        self.streams = streams
         self.initialMaxConcurrentStreams = initialMaxConcurrentStreams
     }
 
@@ -42,7 +42,7 @@ final class APNSConnection: Sendable {
         let hostname = server.isIPAddress ? nil : server.host
         do {
             let goAway = APNSGoAwayRecord()
-            let (channel, multiplexer, ready) = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            let (channel, streams, ready) = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connectTimeout(remaining)
                 .connect(host: server.host, port: server.port) { channel in
                     channel.eventLoop.makeCompletedFuture {
@@ -56,7 +56,7 @@ final class APNSConnection: Sendable {
             do {
                 let maximum = try await ready.get()
                 return APNSConnection(
-                    id: id, server: server, channel: channel, multiplexer: multiplexer,
+                    id: id, server: server, channel: channel, streams: streams,
                     initialMaxConcurrentStreams: maximum, goAway: goAway)
             } catch {
                 channel.close(promise: nil)
@@ -71,7 +71,7 @@ final class APNSConnection: Sendable {
     private static func configure(
         _ channel: any Channel, tls: NIOSSLContext, hostname: String?, id: Int,
         configuration: APNSTransport.Configuration, delegate: any APNSConnectionDelegate, goAway: APNSGoAwayRecord
-    ) throws -> (any Channel, NIOHTTP2Handler.StreamMultiplexer, EventLoopFuture<Int>) {
+    ) throws -> (any Channel, NIOLoopBound<APNSStreams>, EventLoopFuture<Int>) {
         let pipeline = channel.pipeline.syncOperations
         try pipeline.addHandler(NIOSSLClientHandler(context: tls, serverHostname: hostname))
         let activity = APNSIOActivity()
@@ -82,15 +82,20 @@ final class APNSConnection: Sendable {
             HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
             HTTP2Setting(parameter: .maxHeaderListSize, value: HPACKDecoder.defaultMaxHeaderListSize),
         ]
-        let multiplexer = try pipeline.configureHTTP2Pipeline(
-            mode: .client, connectionConfiguration: connection, streamConfiguration: .init()
-        ) { pushed in pushed.close() }
+        // The request headers are checked when the request is built (APNSRequest.headerProblem) and
+        // the answer's are read field by field: NIO validating every header block again (and the
+        // content-length of bodies nobody declares a length for) cost a tenth of each request.
+        connection.headerBlockValidation = .disabled
+        connection.contentLengthValidation = .disabled
+        try pipeline.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: connection))
+        let streams = APNSStreams(id: id, goAway: goAway, delegate: delegate)
+        try pipeline.addHandler(streams)
         let ready = channel.eventLoop.makePromise(of: Int.self)
         try pipeline.addHandler(
             APNSConnectionHandler(
                 id: id, delegate: delegate, activity: activity, pingInterval: configuration.pingInterval,
                 pingTimeout: configuration.pingTimeout, goAway: goAway, ready: ready))
-        return (channel, multiplexer, ready.futureResult)
+        return (channel, NIOLoopBound(streams, eventLoop: channel.eventLoop), ready.futureResult)
     }
 
     /// Runs one request on a new stream.
@@ -102,22 +107,16 @@ final class APNSConnection: Sendable {
     ) async throws(APNSStreamFailure)
         -> APNSHTTPResponse
     {
-        let loop = channel.eventLoop
-        let response = loop.makePromise(of: APNSHTTPResponse.self)
-        let created = loop.makePromise(of: (any Channel).self)
-        // No stream means nothing was sent (the connection closed meanwhile): safe to send elsewhere.
-        created.futureResult.whenFailure { _ in response.fail(APNSStreamFailure.refused) }
-        multiplexer.createStreamChannel(promise: created) { stream in
-            stream.eventLoop.makeCompletedFuture {
-                let buffer = stream.allocator.buffer(bytes: body)
-                try stream.pipeline.syncOperations.addHandler(
-                    APNSStreamHandler(headers: headers, body: buffer, deadline: deadline, promise: response))
-            }
-        }
+        let body = ByteBuffer(bytes: body)
+        let streams = self.streams
+        let eventLoop = channel.eventLoop
         do {
-            return try await response.futureResult.get()
-        } catch let closed as NIOHTTP2Errors.StreamClosed where goAway.refused(closed.streamID) {
-            throw .refused
+            // A continuation rather than a promise and its future: one allocation and hop fewer per request.
+            return try await withUnsafeThrowingContinuation { continuation in
+                let request = APNSStreamRequest(
+                    headers: headers, body: body, deadline: deadline, continuation: continuation)
+                eventLoop.execute { streams.value.start(request) }
+            }
         } catch {
             throw APNSStreamFailure(error)
         }

@@ -24,6 +24,9 @@ final class APNSGoAwayRecord: Sendable {
         lastStreamID.store(Int32(id), ordering: .sequentiallyConsistent)
     }
 
+    /// Whether a GOAWAY came: no new streams on this connection.
+    var isReceived: Bool { lastStreamID.load(ordering: .sequentiallyConsistent) != Int32.max }
+
     /// Whether the server said it never processed `stream`.
     func refused(_ stream: HTTP2StreamID) -> Bool {
         Int32(stream) > lastStreamID.load(ordering: .sequentiallyConsistent)

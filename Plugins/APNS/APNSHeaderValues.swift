@@ -80,21 +80,23 @@ public struct APNSCollapseID: Hashable, Sendable, CustomStringConvertible {
     /// APNs' limit.
     public static let maxBytes = 64
 
-    /// Uses `identifier` as is when it fits in 64 bytes; otherwise keeps its first 47 bytes (cut on a
-    /// character boundary) followed by `~` and a 16-digit hash of the whole, so two long identifiers
-    /// that share a prefix still collapse separately.
+    /// Uses `identifier` as is when it fits in 64 bytes and is a valid header value; otherwise keeps
+    /// its first 47 bytes (cut on a character boundary, without control characters or leading
+    /// whitespace) followed by `~` and a 16-digit hash of the whole, so two identifiers that share a
+    /// prefix still collapse separately.
     public init(_ identifier: String) {
-        if identifier.utf8.count <= Self.maxBytes {
+        if identifier.utf8.count <= Self.maxBytes, APNSRequest.fieldValueProblem("", identifier) == nil {
             value = identifier
             return
         }
         var prefix = ""
         var used = 0
         for character in identifier {
-            let size = character.utf8.count
-            if used + size > 47 { break }
+            let bytes = character.utf8
+            if !bytes.allSatisfy(APNSRequest.isFieldByte) || (prefix.isEmpty && character.isWhitespace) { continue }
+            if used + bytes.count > 47 { break }
             prefix.append(character)
-            used += size
+            used += bytes.count
         }
         value = prefix + "~" + Self.fnv1a(identifier)
     }

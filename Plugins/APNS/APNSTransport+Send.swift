@@ -16,6 +16,7 @@ extension APNSTransport {
         case .success(let found): group = found
         case .failure(let error): return .rejected(reason: error.description)
         }
+        if let problem = request.headerProblem { return .rejected(reason: problem) }
         let body: [UInt8]
         do {
             body = try request.payload.encoded(trimmingAlertBody: configuration.trimsAlertBody)

@@ -24,6 +24,7 @@ public final class APNSTransport: Transport {
     let logger: Logger
     let problems = APNSProblemLog()
     private let groups = Mutex<[APNSCredentials: Result<APNSCredentialGroup, APNSError>]>([:])
+    private let lastGroup = Mutex<(APNSCredentials, APNSCredentialGroup)?>(nil)
 
     /// - Parameters:
     ///   - configuration: servers, trust roots, timeouts and limits; Apple's servers by default.
@@ -82,6 +83,8 @@ public final class APNSTransport: Transport {
     /// The credential group of `credentials`, made on first use; a failure is remembered (and
     /// logged once) so broken credentials are not parsed again for every send.
     func group(for credentials: APNSCredentials) -> Result<APNSCredentialGroup, APNSError> {
+        // Most sends use the credentials of the send before: comparing them skips hashing the key.
+        if let (last, group) = lastGroup.withLock({ $0 }), last == credentials { return .success(group) }
         let (result, isNew) = groups.withLock { groups in
             if let existing = groups[credentials] { return (existing, false) }
             let made = Result { () throws(APNSError) in
@@ -90,6 +93,7 @@ public final class APNSTransport: Transport {
             groups[credentials] = made
             return (made, true)
         }
+        if case .success(let group) = result { lastGroup.withLock { $0 = (credentials, group) } }
         if isNew, case .failure(let error) = result {
             logger.error(
                 "APNs credentials cannot be used",

@@ -150,6 +150,38 @@ struct APNSConnectionTests {
         }
     }
 
+    @Test("answer bodies past the connection's 64 KiB flow-control window keep coming: credit is returned")
+    func connectionWindow() async throws {
+        // Every 410 answer carries a JSON body (~50 bytes); 1,500 of them are ~75 KB, more than the
+        // connection-level window HTTP/2 starts with. Without WINDOW_UPDATEs the server stalls.
+        try await APNSHarness.with(transport: { $0.maxConnections = 1 }) { harness in
+            let token = APNSHarness.token(7)
+            harness.emulator.markUnregistered(token: token, at: Date(timeIntervalSince1970: 1_700_000_000))
+            let others = await withTaskGroup(of: [DeliveryOutcome].self) { group in
+                for worker in 0..<32 {
+                    group.addTask { await unregisteredAnswers(harness, token: token, worker: worker) }
+                }
+                var others: [DeliveryOutcome] = []
+                for await outcomes in group { others.append(contentsOf: outcomes) }
+                return others
+            }
+            let firstOthers = others.prefix(3).map { "\($0)" }.joined(separator: "; ")
+            #expect(others.isEmpty, "every answer is 410 Unregistered: \(firstOthers)")
+            #expect(harness.emulator.statistics.connectionsAccepted == 1)
+        }
+    }
+
+    /// Sends to `token` every 32nd of 1,500 times, from `worker` on; returns what was not endpointGone.
+    private func unregisteredAnswers(_ harness: APNSHarness, token: String, worker: Int) async -> [DeliveryOutcome] {
+        var others: [DeliveryOutcome] = []
+        for _ in stride(from: worker, to: 1_500, by: 32) {
+            let outcome = await harness.send(token)
+            if case .endpointGone = outcome { continue }
+            others.append(outcome)
+        }
+        return others
+    }
+
     @Test("shutdown fails later sends with retry")
     func shutdown() async throws {
         try await APNSHarness.with { harness in

@@ -162,4 +162,55 @@ struct APNSHeaderTests {
         #expect(transport.problem(registering: endpoint("xyz1"), for: app) != nil)
         #expect(transport.problem(registering: endpoint("abc"), for: app) != nil)
     }
+
+    @Test("header values an embedder passes in are checked before sending; a collapse ID is made valid")
+    func headerValues() async throws {
+        try await APNSHarness.with { harness in
+            let token = APNSHarness.token(6)
+            var request = harness.request(token)
+            request.bundleID = "com.example.app\r\nx-injected: 1"
+            var outcome = await harness.transport.send(request, credentials: harness.credentials)
+            #expect(outcome.reasonText.contains("apns-topic holds a control character"), "\(outcome)")
+            request = harness.request(token)
+            request.apnsID = " 0c1d8f2e-0000-4000-8000-000000000000"
+            outcome = await harness.transport.send(request, credentials: harness.credentials)
+            #expect(outcome.reasonText.contains("apns-id starts or ends with whitespace"), "\(outcome)")
+            request = harness.request("zz" + String(token.dropFirst(2)))
+            outcome = await harness.transport.send(request, credentials: harness.credentials)
+            #expect(outcome.reasonText.contains("hex"), "\(outcome)")
+            #expect(harness.emulator.requests.isEmpty, "nothing invalid reached the wire")
+
+            // An appNotificationId may hold anything; its collapse ID is still a valid header value.
+            let identifier = " line one\nline two\u{7F}"
+            let collapseID = APNSCollapseID(identifier).value
+            #expect(collapseID.hasPrefix("line oneline two~"), "\(collapseID)")
+            let isValid = collapseID.utf8.allSatisfy { $0 >= 0x20 && $0 != 0x7F }
+            #expect(isValid)
+            #expect(APNSCollapseID(identifier) != APNSCollapseID(" line one\nline two\u{7E}"))
+            #expect(APNSCollapseID("meeting 42").value == "meeting 42")
+            let notification = APNSHarness.notification(appNotificationId: identifier)
+            #expect(
+                await harness.transport.send(harness.delivery(.visible, token: token, notification: notification))
+                    == .accepted)
+            #expect(harness.emulator.requests(to: token).first?.header("apns-collapse-id") == collapseID)
+        }
+    }
+
+    @Test("apns-id: lowercase version-4 UUIDs, distinct, that Foundation reads back")
+    func requestIDs() {
+        var seen = Set<String>()
+        for _ in 0..<10_000 {
+            let id = APNSRequestID.next()
+            #expect(id.count == 36 && id == id.lowercased(), "\(id)")
+            #expect(UUID(uuidString: id) != nil, "\(id)")
+            let characters = Array(id)
+            #expect(characters[14] == "4", "version 4: \(id)")
+            #expect("89ab".contains(characters[19]), "RFC 4122 variant: \(id)")
+            seen.insert(id)
+        }
+        #expect(seen.count == 10_000)
+        #expect(
+            APNSRequestID.format(high: 0x0123_4567_89AB_4DEF, low: 0x8123_4567_89AB_CDEF)
+                == "01234567-89ab-4def-8123-456789abcdef")
+    }
 }
