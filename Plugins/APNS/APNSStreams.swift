@@ -102,6 +102,10 @@ final class APNSStreams: ChannelInboundHandler {
     /// An error reported by NIO, until it is known whether a stream reset follows (a stream error)
     /// or not (a connection error, passed on).
     private var pendingError: (any Error)?
+    /// Fields the transport sends as literals without indexing that Apple asks to be indexed the
+    /// first time on a connection, so that later requests refer to their names (PROVIDERS.md §1.2);
+    /// a name leaves the list once sent.
+    private var firstTimeIndexed = ["apns-id", "apns-expiration", "apns-collapse-id"]
 
     init(id: Int, goAway: APNSGoAwayRecord, delegate: any APNSConnectionDelegate) {
         self.id = id
@@ -145,7 +149,8 @@ final class APNSStreams: ChannelInboundHandler {
             self?.finish(streamID, .failure(.refused))
         }
         context.write(
-            wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: request.headers)))),
+            wrapOutboundOut(
+                HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: indexingFirstUses(request.headers))))),
             promise: opened)
         context.write(
             wrapOutboundOut(
@@ -230,6 +235,25 @@ final class APNSStreams: ChannelInboundHandler {
     }
 
     // MARK: - Streams
+
+    /// `headers` with the fields of ``firstTimeIndexed`` that this connection has not sent yet
+    /// switched to incremental indexing; `headers` itself once all have been sent.
+    private func indexingFirstUses(_ headers: HPACKHeaders) -> HPACKHeaders {
+        guard !firstTimeIndexed.isEmpty, headers.contains(where: { firstTimeIndexed.contains($0.name) }) else {
+            return headers
+        }
+        var result = HPACKHeaders()
+        result.reserveCapacity(headers.count)
+        for (name, value, indexing) in headers {
+            if let index = firstTimeIndexed.firstIndex(of: name) {
+                firstTimeIndexed.remove(at: index)
+                result.add(name: name, value: value, indexing: .indexable)
+            } else {
+                result.add(name: name, value: value, indexing: indexing)
+            }
+        }
+        return result
+    }
 
     private static func isInformational(_ headers: HPACKHeaders) -> Bool {
         headers.first(name: ":status")?.utf8.first == UInt8(ascii: "1")

@@ -114,8 +114,10 @@ extension APNSTransport {
         }
     }
 
-    /// The request headers, in the order and HPACK indexing Apple recommends: `:path`,
-    /// `authorization` and `apns-id` change per request and are not added to the dynamic table.
+    /// The request headers, in the order and HPACK indexing Apple recommends (PROVIDERS.md §1.2):
+    /// `:path` and `authorization` are never added to APNs' small dynamic table; `apns-id`,
+    /// `apns-expiration` and `apns-collapse-id` only the first time on a connection (their names
+    /// are then reused), which ``APNSStreams`` sees to; everything else is indexed.
     static func headers(for request: APNSRequest, authority: String, token: APNSTokenProvider.Token?) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.reserveCapacity(11)
@@ -126,11 +128,12 @@ extension APNSTransport {
         headers.add(name: "apns-push-type", value: request.payload.pushType.rawValue)
         headers.add(name: "apns-topic", value: request.topic)
         headers.add(name: "apns-priority", value: request.payload.priority.description)
+        // Indexed the first time on a connection, which APNSStreams takes care of.
         if let expiration = request.expiration {
-            headers.add(name: "apns-expiration", value: expiration.description)
+            headers.add(name: "apns-expiration", value: expiration.description, indexing: .nonIndexable)
         }
         if let collapseID = request.collapseID {
-            headers.add(name: "apns-collapse-id", value: collapseID.value)
+            headers.add(name: "apns-collapse-id", value: collapseID.value, indexing: .nonIndexable)
         }
         headers.add(name: "apns-id", value: request.apnsID, indexing: .nonIndexable)
         if let token {

@@ -17,6 +17,9 @@ extension APNSEmulator {
         public var note: String?
         /// By the emulator's clock.
         public var receivedAt: Date
+        /// Names of the fields the client sent as HPACK literals without indexing or never indexed
+        /// (RFC 7541 §6.2.2–6.2.3), in order: what Apple's HPACK guidance is checked against.
+        public var unindexedHeaders: [String] = []
 
         public func header(_ name: String) -> String? { headers[name.lowercased()] }
 

@@ -163,7 +163,8 @@ extension APNSEmulator {
                 connectionID: connection.id, deviceToken: token,
                 headers: Dictionary(
                     incoming.fields.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first }),
-                payload: incoming.body, status: verdict.status, reason: verdict.reason, note: note, receivedAt: now)
+                payload: incoming.body, status: verdict.status, reason: verdict.reason, note: note, receivedAt: now,
+                unindexedHeaders: incoming.unindexed)
         }
         state.withLock { state in
             state.requestCount += 1

@@ -14,6 +14,9 @@ struct APNSEmulatorIncoming {
     var body: [UInt8]
     /// Bundle IDs of the client certificate; empty without one.
     var certificateBundleIDs: [String]
+    /// Names of the fields sent as HPACK literals without indexing or never indexed, in order;
+    /// gathered only when requests are recorded.
+    var unindexed: [String] = []
 
     func first(_ name: String) -> String? { fields.first { $0.name == name }?.value }
 }
@@ -144,8 +147,11 @@ final class APNSEmulatorStreamHandler: ChannelInboundHandler {
         guard var stream = streams[id], !stream.processed else { return }
         stream.processed = true
         let fields = (stream.headers ?? HPACKHeaders()).map { (name: $0.name.lowercased(), value: $0.value) }
-        let incoming = APNSEmulatorIncoming(
+        var incoming = APNSEmulatorIncoming(
             fields: fields, body: stream.body, certificateBundleIDs: certificateBundleIDs(context: context))
+        if emulator.configuration.recordsRequests, let headers = stream.headers {
+            incoming.unindexed = headers.compactMap { $0.indexable == .indexable ? nil : $0.name.lowercased() }
+        }
         stream.headers = nil
         stream.body = []
         streams[id] = stream

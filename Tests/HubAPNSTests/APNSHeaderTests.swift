@@ -196,6 +196,30 @@ struct APNSHeaderTests {
         }
     }
 
+    @Test("HPACK as Apple asks: apns-id, apns-expiration, apns-collapse-id indexed only the first time per connection")
+    func hpackIndexing() async throws {
+        try await APNSHarness.with(transport: { $0.maxConnections = 1 }) { harness in
+            let token = APNSHarness.token(7)
+            for id in ["first", "second", "third"] {
+                let notification = APNSHarness.notification(appNotificationId: id)
+                let outcome = await harness.transport.send(
+                    harness.delivery(.visible, token: token, notification: notification))
+                #expect(outcome == .accepted)
+            }
+            let requests = harness.emulator.requests(to: token)
+            try #require(requests.count == 3)
+            #expect(Set(requests.map(\.connectionID)).count == 1, "one connection")
+            // :path and authorization are never indexed; the three per-request fields only at first.
+            #expect(requests[0].unindexedHeaders == [":path", "authorization"])
+            for request in requests.dropFirst() {
+                #expect(
+                    request.unindexedHeaders == [
+                        ":path", "apns-expiration", "apns-collapse-id", "apns-id", "authorization",
+                    ])
+            }
+        }
+    }
+
     @Test("apns-id: lowercase version-4 UUIDs, distinct, that Foundation reads back")
     func requestIDs() {
         var seen = Set<String>()
