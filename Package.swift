@@ -196,6 +196,8 @@ let package = Package(
                 "HubAPNS", "HubFCM", "HubWNS", "HubPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -249,7 +251,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HubAPNSTests",
-            dependencies: ["HubAPNS", "HubTesting", "HubSQLite", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "HubAPNS", "HubTesting", "HubSQLite", .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: strictness),
         .testTarget(
             name: "HubHTTP2Tests",

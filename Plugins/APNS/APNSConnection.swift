@@ -36,13 +36,13 @@ final class APNSConnection: Sendable {
     /// - Throws: ``APNSError/Code/connectionFailed`` when any step fails or `deadline` passes.
     static func connect(
         id: Int, server: APNSTransport.Server, tls: NIOSSLContext, configuration: APNSTransport.Configuration,
-        delegate: any APNSConnectionDelegate, deadline: NIODeadline
+        delegate: any APNSConnectionDelegate, eventLoop: any EventLoop, deadline: NIODeadline
     ) async throws(APNSError) -> APNSConnection {
         let remaining = max(deadline - .now(), .milliseconds(1))
         let hostname = server.isIPAddress ? nil : server.host
         do {
             let goAway = APNSGoAwayRecord()
-            let (channel, streams, ready) = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            let (channel, streams, ready) = try await ClientBootstrap(group: eventLoop)
                 .connectTimeout(remaining)
                 .connect(host: server.host, port: server.port) { channel in
                     channel.eventLoop.makeCompletedFuture {

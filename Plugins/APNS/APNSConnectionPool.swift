@@ -22,6 +22,9 @@ final class APNSConnectionPool: APNSConnectionDelegate, Sendable {
     private let logger: Logger
     private let state: Mutex<APNSPoolState>
     private let badDeviceTokenStreak = Atomic<Int>(0)
+    /// Where this pool's turn through NIO's event loops starts (see ``eventLoop(forConnection:)``).
+    private let firstEventLoop: Int
+    private static let pools = Atomic<Int>(0)
 
     init(
         server: APNSTransport.Server, label: String, tls: NIOSSLContext, configuration: APNSTransport.Configuration,
@@ -32,6 +35,7 @@ final class APNSConnectionPool: APNSConnectionDelegate, Sendable {
         self.tls = tls
         self.configuration = configuration
         self.logger = logger
+        firstEventLoop = Self.pools.add(1, ordering: .relaxed).oldValue
         state = Mutex(
             APNSPoolState(
                 maxConnections: configuration.maxConnections, streamCap: configuration.maxStreamsPerConnection))
@@ -168,7 +172,8 @@ final class APNSConnectionPool: APNSConnectionDelegate, Sendable {
         Task {
             do {
                 let connection = try await APNSConnection.connect(
-                    id: id, server: server, tls: tls, configuration: configuration, delegate: self, deadline: deadline)
+                    id: id, server: server, tls: tls, configuration: configuration, delegate: self,
+                    eventLoop: eventLoop(forConnection: id), deadline: deadline)
                 opened(connection)
             } catch let error as APNSError {
                 failedToOpen(error)
@@ -176,6 +181,26 @@ final class APNSConnectionPool: APNSConnectionDelegate, Sendable {
                 failedToOpen(APNSError(.connectionFailed, "cannot connect to APNs at \(server)", underlying: error))
             }
         }
+    }
+
+    /// The event loop for connection `id`: of NIO's shared loops, one that runs the fewest of this
+    /// pool's connections (ties go round in turn), so that the connections run on different
+    /// threads. The group's own round-robin is shared with every other bootstrap in the process; a
+    /// pool whose connections opened one at a time, each after a server or client elsewhere took
+    /// the next loop, found them all on one thread, which capped the transport at one core.
+    private func eventLoop(forConnection id: Int) -> any EventLoop {
+        let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
+        var load: [ObjectIdentifier: Int] = [:]
+        for loop in eventLoops { load[loop, default: 0] += 1 }
+        let start = firstEventLoop + id
+        let inTurn = (0..<loops.count).map { loops[(start + $0) % loops.count] }
+        return inTurn.min { load[ObjectIdentifier($0), default: 0] < load[ObjectIdentifier($1), default: 0] }
+            ?? inTurn[0]
+    }
+
+    /// The event loop of every open connection, for tests.
+    var eventLoops: [ObjectIdentifier] {
+        state.withLock { $0.entries.values.map { ObjectIdentifier($0.connection.channel.eventLoop) } }
     }
 
     private func opened(_ connection: APNSConnection) {

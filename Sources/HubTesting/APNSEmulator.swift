@@ -1,5 +1,5 @@
 public import HubCore
-import NIOCore
+public import NIOCore
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
@@ -72,6 +72,10 @@ public final class APNSEmulator: Sendable {
         /// Called for every request answered with another status than 200 (after recording); cheaper
         /// than ``onRequest`` for callers that only want the refusals, such as `hub bench apns`.
         public var onRefusal: (@Sendable (Request) -> Void)?
+        /// The event loops that serve connections; `nil` means NIO's shared singleton group.
+        /// `hub bench apns` gives the emulator loops of its own, as APNs is a server of its own:
+        /// sharing the round-robin of the client's group piles connections onto one thread.
+        public var eventLoopGroup: (any EventLoopGroup)?
         public init() {}
     }
 
@@ -118,7 +122,8 @@ public final class APNSEmulator: Sendable {
         }
         let context = try NIOSSLContext(configuration: tls)
         let box = EmulatorBox()
-        let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let group = configuration.eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton
+        let listener = try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 guard let emulator = box.emulator else { return channel.close() }

@@ -1,6 +1,7 @@
 import Foundation
 import HubCore
 import HubTesting
+import NIOPosix
 import Testing
 
 @testable import HubAPNS
@@ -41,6 +42,21 @@ struct APNSConnectionTests {
             let perConnection = harness.emulator.maxConcurrentStreamsByConnection
             #expect(perConnection.values.allSatisfy { $0 <= 2 }, "\(perConnection)")
             #expect((2...4).contains(harness.emulator.statistics.connectionsAccepted))
+        }
+    }
+
+    @Test("a pool's connections run on different event loops, not all on one thread")
+    func spreadOverEventLoops() async throws {
+        try await APNSHarness.with(
+            emulator: { $0.maxConcurrentStreams = 1 }, transport: { $0.maxConnections = 2 }
+        ) { harness in
+            harness.emulator.setResponseDelay(.milliseconds(50))
+            let outcomes = await burst(harness, 1...20)
+            #expect(outcomes.allSatisfy { $0.isAccepted }, "\(outcomes.filter { !$0.isAccepted })")
+            let loops = try pool(harness).eventLoops
+            try #require(loops.count == 2)
+            let available = Array(MultiThreadedEventLoopGroup.singleton.makeIterator()).count
+            #expect(Set(loops).count == min(2, available))
         }
     }
 

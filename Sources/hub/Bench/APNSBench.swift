@@ -5,6 +5,8 @@ import HubConfig
 import HubCore
 import HubTesting
 import Logging
+import NIOCore
+import NIOPosix
 
 /// `hub bench apns`: the APNs transport's throughput against the emulator, next to h2load's with
 /// the same requests, so the figure says how much of the wire's capacity the transport reaches.
@@ -38,6 +40,11 @@ struct APNSBench: AsyncParsableCommand {
                 $0["\(request.status) \(request.reason ?? ""): \(request.note ?? "")", default: 0] += 1
             }
         }
+        // The emulator stands in for Apple's servers, so it gets event loops of its own, as the
+        // server h2load talks to has: in NIO's shared group, whose round-robin the transport's
+        // connections also draw from, its connections could pile onto one thread.
+        let emulatorLoops = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+        settings.eventLoopGroup = emulatorLoops
         let emulator = try await APNSEmulator.start(settings)
         let key = APNSTestKey(keyID: "BENCHKEY01", teamID: "BENCHTEAM1")
         emulator.register(key, bundleIDs: [Self.bundleID])
@@ -86,6 +93,7 @@ struct APNSBench: AsyncParsableCommand {
         let allRefusals = refusals.withLock { $0 }
         if !allRefusals.isEmpty { print("requests refused by the emulator: \(allRefusals)") }
         await emulator.shutdown()
+        try await emulatorLoops.shutdownGracefully()
     }
 
     static func median(_ values: [Double]) -> Double {
