@@ -78,7 +78,9 @@ struct APNSBench: AsyncParsableCommand {
                     format: "round %d transport: %d accepted of %d in %.2f s = %.0f notifications/s; %.3f CPU-s per "
                         + "1,000 (transport and emulator, one process)", round, accepted, notifications, seconds, rate,
                     cpu / Double(notifications) * 1000))
+            Self.report(refusals, of: "round \(round) transport")
             guard let h2load = try await Self.h2load(self, round: round, emulator: emulator, key: key) else { continue }
+            Self.report(refusals, of: "round \(round) h2load")
             h2loadRates.append(h2load)
             ratios.append(rate / h2load)
             print(String(format: "round %d transport / h2load = %.2f", round, rate / h2load))
@@ -87,20 +89,21 @@ struct APNSBench: AsyncParsableCommand {
         print(
             String(
                 format: "median: transport %.0f notifications/s, h2load %@ requests/s, transport / h2load = %@ "
-                    + "(targets: ≥ 10,000/s and ≥ 0.6)", Self.median(rates),
-                h2loadRates.isEmpty ? "-" : String(format: "%.0f", Self.median(h2loadRates)),
-                ratios.isEmpty ? "-" : String(format: "%.2f", Self.median(ratios))))
-        let allRefusals = refusals.withLock { $0 }
-        if !allRefusals.isEmpty { print("requests refused by the emulator: \(allRefusals)") }
+                    + "(targets: ≥ 10,000/s and ≥ 0.6)", BenchCommand.median(rates),
+                h2loadRates.isEmpty ? "-" : String(format: "%.0f", BenchCommand.median(h2loadRates)),
+                ratios.isEmpty ? "-" : String(format: "%.2f", BenchCommand.median(ratios))))
         await emulator.shutdown()
         try await emulatorLoops.shutdownGracefully()
     }
 
-    static func median(_ values: [Double]) -> Double {
-        let sorted = values.sorted()
-        guard !sorted.isEmpty else { return 0 }
-        return sorted.count % 2 == 1
-            ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    /// Prints what the emulator refused since the last report, so a rate that counts refusals says
+    /// so and whose requests they were; then starts counting afresh.
+    static func report(_ refusals: Shared<[String: Int]>, of run: String) {
+        let refused = refusals.withLock { refused in
+            defer { refused = [:] }
+            return refused
+        }
+        if !refused.isEmpty { print("\(run): requests refused by the emulator: \(refused)") }
     }
 
     /// Sends `count` copies of `delivery` with `concurrency` in flight; returns how many were accepted.

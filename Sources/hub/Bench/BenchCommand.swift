@@ -7,4 +7,12 @@ struct BenchCommand: AsyncParsableCommand {
         abstract: "Measure the hub: durable publishes/s, publish-to-wake latency, transport throughput.",
         subcommands: [PublishBench.self, APNSBench.self, FCMBench.self, RSSBench.self]
     )
+
+    /// The middle of `values` (the mean of the two middle ones for an even count); 0 when empty.
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return 0 }
+        return sorted.count % 2 == 1
+            ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
 }

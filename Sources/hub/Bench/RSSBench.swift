@@ -35,7 +35,7 @@ struct RSSBench: AsyncParsableCommand {
         print(
             String(
                 format: "idle RSS: min %.1f MB, median %.1f MB, max %.1f MB (target ≤ 40 MB)", sorted.first ?? 0,
-                sorted[sorted.count / 2], sorted.last ?? 0))
+                BenchCommand.median(totals), sorted.last ?? 0))
     }
 
     struct Reading {
