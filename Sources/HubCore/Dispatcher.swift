@@ -2,12 +2,25 @@ import Foundation
 import Logging
 import Metrics
 import ServiceLifecycle
+import Synchronization
 
-/// Works the durable outbox: claims due deliveries in batches, routes each to its transport,
-/// and records the outcome (delivered, retried with back-off, endpoint gone, rejected, given up).
+/// Works the durable outbox as a stream.
 ///
-/// Graceful shutdown stops claiming, lets in-flight sends finish, then returns; deliveries still
-/// queued stay in the store for the next start (at-least-once).
+/// - **Lanes.** Each transport has a lane with its own concurrency: the lane claims due
+///   deliveries of that transport as its send slots free up (never waiting for a batch to finish),
+///   so a provider that stalls holds back only its own deliveries. One more lane takes the
+///   deliveries of transports this hub does not run and rejects them.
+/// - **Leases.** Claims are short leases that the dispatcher renews while a send is in flight or
+///   its outcome is not yet written, so a crashed instance's deliveries are taken over quickly.
+/// - **Outcomes** (delivered, retried with back-off, endpoint gone, rejected, given up) are
+///   written in batches by one recorder.
+/// - **Store faults** never stop it: claims, renewals and writes that fail are tried again with a
+///   capped back-off (the hub's ``DeadlineStore`` bounds each call), logged once per episode;
+///   outcomes not yet written are kept and written once the store answers again.
+///
+/// Graceful shutdown stops claiming, lets in-flight sends finish, writes their outcomes (for at
+/// most ``DispatcherConfiguration/shutdownFlushTimeout``), then returns; deliveries still queued
+/// stay in the store for the next start (at-least-once).
 final class Dispatcher: Sendable {
     let store: any Store
     let router: Router
@@ -15,8 +28,13 @@ final class Dispatcher: Sendable {
     let instanceID: String
     let logger: Logger
     let now: @Sendable () -> Date
-    private let doorbell = FeedSignals()
-    private static let doorbellKey = FeedKey(appId: "", userId: "dispatcher")
+    /// Rings lanes: pokes (new deliveries may be due) and freed send slots.
+    let bells: FeedSignals
+    let lanes: [Lane]
+    /// The deliveries this instance holds leases on: sending, or outcome not yet written.
+    let leased = Mutex<Set<Int64>>([])
+    let recorder: OutcomeRecorder
+    let faults: StoreFaults
 
     init(
         store: any Store, router: Router, configuration: DispatcherConfiguration, instanceID: String,
@@ -28,84 +46,74 @@ final class Dispatcher: Sendable {
         self.instanceID = instanceID
         self.logger = logger
         self.now = now
+        let bells = FeedSignals()
+        self.bells = bells
+        let transports = router.transportIDs
+        self.lanes =
+            transports.map { Lane(.transport($0), concurrency: configuration.concurrency(for: $0)) }
+            + [Lane(.otherThan(Set(transports)), concurrency: 4)]
+        self.faults = StoreFaults(logger: logger)
+        self.recorder = OutcomeRecorder(bells: bells)
     }
 
     /// Tells the dispatcher that new deliveries may be due.
-    func poke() { doorbell.wake(Self.doorbellKey) }
+    func poke() {
+        for lane in lanes { bells.wake(lane.pokeKey) }
+    }
 
     func run() async {
-        logger.info("dispatcher started", metadata: ["instance": "\(instanceID)"])
-        while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            let ticket = doorbell.ticket()
-            let claimed: [ClaimedDelivery]
-            do {
-                let start = now()
-                claimed = try await store.claimDeliveries(
-                    limit: configuration.batchSize, now: start, owner: instanceID,
-                    leaseUntil: start.addingTimeInterval(configuration.lease.seconds))
-            } catch is CancellationError {
-                break
-            } catch {
-                if Task.isCancelled { break }
-                logger.error("claiming deliveries failed; retrying in a second", metadata: ["error": "\(error)"])
-                await idle(ticket: ticket, for: .seconds(1))
-                continue
-            }
-            if claimed.isEmpty {
-                var wait = configuration.idleInterval
-                if let due = try? await store.nextDueDate() {
-                    wait = min(wait, .milliseconds(max(0, Int64(due.timeIntervalSince(now()) * 1000))))
+        logger.info(
+            "dispatcher started",
+            metadata: ["instance": "\(instanceID)", "lanes": "\(lanes.map(\.name).joined(separator: ","))"])
+        await withGracefulShutdownHandler {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await self.runRecorder() }
+                group.addTask { await self.keepLeases() }
+                await withTaskGroup(of: Void.self) { lanes in
+                    for lane in self.lanes { lanes.addTask { await self.run(lane) } }
                 }
-                await idle(ticket: ticket, for: wait)
-                continue
+                // Every send has returned; write what is left, then stop the helpers.
+                self.recorder.close()
+                await group.waitForAll()
             }
-            await send(claimed)
+        } onGracefulShutdown: {
+            self.wakeAll()
         }
         logger.info("dispatcher stopped", metadata: ["instance": "\(instanceID)"])
     }
 
-    /// Sleeps until poked, `duration` passes, or graceful shutdown begins.
-    private func idle(ticket: UInt64, for duration: Duration) async {
-        guard duration > .zero else { return }
-        await withGracefulShutdownHandler {
-            _ = await doorbell.wait(Self.doorbellKey, endpoint: nil, after: ticket, timeout: duration)
-        } onGracefulShutdown: {
-            self.poke()
+    var stopping: Bool { Task.isShuttingDownGracefully || Task.isCancelled }
+
+    func wakeAll() {
+        for lane in lanes {
+            bells.wake(lane.pokeKey)
+            bells.wake(lane.slotKey)
         }
+        recorder.ring()
     }
 
-    /// Sends a batch with at most `concurrency` sends in flight.
-    private func send(_ batch: [ClaimedDelivery]) async {
-        await withTaskGroup(of: Void.self) { group in
-            var pending = batch[...]
-            for _ in 0..<min(configuration.concurrency, pending.count) {
-                let next = pending.removeFirst()
-                group.addTask { await self.process(next) }
-            }
-            while await group.next() != nil {
-                if let next = pending.popFirst() {
-                    group.addTask { await self.process(next) }
-                }
-            }
-        }
+    /// Sleeps for `duration` unless shutdown begins or `key` rings after `ticket`.
+    func pause(_ duration: Duration, on key: FeedKey, after ticket: UInt64) async {
+        guard duration > .zero, !stopping else { return }
+        _ = await bells.wait(key, endpoint: nil, after: ticket, timeout: duration)
     }
 
-    func process(_ claimed: ClaimedDelivery) async {
+    // MARK: Sending one delivery
+
+    /// Sends one claimed delivery through its transport and says how to record it.
+    func process(_ claimed: ClaimedDelivery) async -> OutboxOutcome.Change {
         let delivery = claimed.delivery
         let endpoint = claimed.endpoint
         let transportLabel = endpoint.transport.rawValue
         guard let app = router.apps[delivery.appId] else {
-            await finish(delivery, .rejected, "the app '\(delivery.appId)' is no longer configured", transportLabel)
-            return
+            return .finish(.rejected, detail: "the app '\(delivery.appId)' is no longer configured", goneSince: nil)
         }
         if let reason = Self.skipReason(claimed) {
-            await finish(delivery, .superseded, reason, transportLabel)
-            return
+            return .finish(.superseded, detail: reason, goneSince: nil)
         }
         guard let transport = router.transport(endpoint.transport) else {
-            await finish(
-                delivery, .rejected, "the \(endpoint.transport) transport is not enabled on this hub", transportLabel)
-            return
+            return .finish(
+                .rejected, detail: "the \(endpoint.transport) transport is not enabled on this hub", goneSince: nil)
         }
         let started = ContinuousClock.now
         let outbound = OutboundDelivery(
@@ -119,19 +127,19 @@ final class Dispatcher: Sendable {
         ).increment()
         switch outcome {
         case .accepted:
-            await finish(delivery, .delivered, nil, transportLabel)
+            return .finish(.delivered, detail: nil, goneSince: nil)
         case .rejected(let reason):
             logger.warning(
                 "delivery rejected; not retried",
                 metadata: ["endpoint": "\(endpoint.id)", "transport": "\(transportLabel)", "reason": "\(reason)"])
-            await finish(delivery, .rejected, reason, transportLabel)
+            return .finish(.rejected, detail: reason, goneSince: nil)
         case .endpointGone(let since, let reason):
             logger.info(
                 "endpoint gone",
                 metadata: ["endpoint": "\(endpoint.id)", "transport": "\(transportLabel)", "reason": "\(reason)"])
-            await finish(delivery, .endpointGone, reason, transportLabel, goneSince: since)
+            return .finish(.endpointGone, detail: reason, goneSince: since)
         case .retry(let after, let reason):
-            await retry(delivery, after: after, reason: reason, transportLabel)
+            return retry(delivery, after: after, reason: reason)
         }
     }
 
@@ -156,22 +164,17 @@ final class Dispatcher: Sendable {
         return nil
     }
 
-    private func retry(_ delivery: Delivery, after: Duration?, reason: String, _ transport: String) async {
+    /// Another attempt after a back-off, or `gaveUp` when attempts or age ran out.
+    private func retry(_ delivery: Delivery, after: Duration?, reason: String) -> OutboxOutcome.Change {
         let current = now()
         let age = current.timeIntervalSince(delivery.createdAt)
         if delivery.attempts >= configuration.maxAttempts || age >= configuration.maxAge.seconds {
             let why = "gave up after \(delivery.attempts) attempts over \(Int(age)) s; last error: \(reason)"
             logger.warning("delivery given up", metadata: ["endpoint": "\(delivery.endpointId)", "reason": "\(why)"])
-            await finish(delivery, .gaveUp, why, transport)
-            return
+            return .finish(.gaveUp, detail: why, goneSince: nil)
         }
         let delay = Self.backoff(attempt: delivery.attempts, retryAfter: after, configuration: configuration)
-        do {
-            try await store.retryDelivery(
-                id: delivery.id, dueAt: current.addingTimeInterval(delay.seconds), error: reason, at: current)
-        } catch {
-            logger.error("recording a retry failed", metadata: ["delivery": "\(delivery.id)", "error": "\(error)"])
-        }
+        return .retry(dueAt: current.addingTimeInterval(delay.seconds), error: reason)
     }
 
     /// Exponential back-off with ±20 % jitter; a provider's `Retry-After` is a floor.
@@ -181,18 +184,6 @@ final class Dispatcher: Sendable {
         let jittered = base * Double.random(in: 0.8...1.2)
         let floor = retryAfter?.seconds ?? 0
         return .milliseconds(Int64(max(jittered, floor) * 1000))
-    }
-
-    private func finish(
-        _ delivery: Delivery, _ result: DeliveryResult, _ detail: String?, _ transport: String, goneSince: Date? = nil
-    ) async {
-        do {
-            try await store.finishDelivery(
-                id: delivery.id, result: result, detail: detail, goneSince: goneSince, at: now())
-        } catch {
-            // The lease expires and the delivery is tried again: at-least-once.
-            logger.error("recording a delivery failed", metadata: ["delivery": "\(delivery.id)", "error": "\(error)"])
-        }
     }
 }
 

@@ -36,7 +36,8 @@ extension Hub {
         let current = now()
         do {
             let changed = try await store.sweep(
-                now: current, purgeBefore: current.addingTimeInterval(-configuration.retention.seconds))
+                now: current, purgeBefore: current.addingTimeInterval(-configuration.retention.seconds),
+                planner: planner)
             for key in changed { await self.changed(key, version: nil) }
             return changed
         } catch {

@@ -16,7 +16,10 @@ import Synchronization
 /// ```
 public final class Hub: Service, Sendable {
     public let configuration: HubConfiguration
+    /// The store, every call bounded by ``HubConfiguration/storeTimeout`` (a ``DeadlineStore``).
     public let store: any Store
+    /// The delivery rules every change of a notification is planned with.
+    public let planner: DeliveryPlanner
     public let router: Router
     /// Wakes long-polls and event streams; shared with the polling transport.
     public let signals: FeedSignals
@@ -50,7 +53,9 @@ public final class Hub: Service, Sendable {
         now: @escaping @Sendable () -> Date = { Date() }
     ) throws {
         self.configuration = configuration
+        let store = DeadlineStore(store, timeout: configuration.storeTimeout)
         self.store = store
+        self.planner = .standard
         self.router = try Router(apps: configuration.apps, transports: transports)
         self.signals = signals
         self.logger = logger
@@ -86,7 +91,7 @@ public final class Hub: Service, Sendable {
             key: FeedKey(appId: app.id, userId: userID), draft: draft, newId: UUID().uuidString.lowercased(),
             expirationDateTime: draft.expirationDateTime
                 ?? now.addingTimeInterval(configuration.defaultLifetime.seconds),
-            deliveryMode: draft.deliveryMode ?? app.delivery.mode, now: now)
+            deliveryMode: draft.deliveryMode ?? app.delivery.mode, now: now, planner: planner)
         let result = try await store.publish(request)
         await changed(request.key, version: result.notification.changeVersion, targeting: draft.targetPolicy)
         logger.debug(
@@ -101,7 +106,7 @@ public final class Hub: Service, Sendable {
         -> UserNotification
     {
         let key = FeedKey(appId: try app(appID).id, userId: userID)
-        guard let tombstone = try await store.delete(key, appNotificationId: id, at: now()) else {
+        guard let tombstone = try await store.delete(key, appNotificationId: id, at: now(), planner: planner) else {
             throw HubError(.notFound, "No notification '\(id)' for this user.")
         }
         await changed(key, version: tombstone.changeVersion)
@@ -147,7 +152,7 @@ public final class Hub: Service, Sendable {
         if !errors.isEmpty { throw HubError.invalid(errors) }
         let change = StateChange(
             key: key, id: id, readState: readState, userActionState: userActionState, exceptEndpoint: endpoint,
-            now: now())
+            now: now(), planner: planner)
         guard let updated = try await store.updateState(change) else {
             throw HubError(.notFound, "No notification '\(id)' for this user.")
         }
@@ -185,6 +190,21 @@ public final class Hub: Service, Sendable {
         }
         if let endpoint { try await recordSync(key, endpoint: endpoint) }
         return page ?? FeedPage(changes: [], version: version, hasMore: false)
+    }
+
+    /// Records that a push endpoint synced its feed (its fallback alerts are then not needed).
+    public func recordSync(app appID: String, user userID: String, endpoint: String) async throws {
+        try await store.touchEndpoint(FeedKey(appId: try app(appID).id, userId: userID), id: endpoint, syncedAt: now())
+    }
+
+    /// Whether the store answers within `timeout`; throws `HubError(.unavailable)` if not.
+    public func checkReadiness(timeout: Duration = .seconds(1)) async throws {
+        let store = self.store
+        do {
+            _ = try await withDeadline(timeout, "store.nextDueDate") { try await store.nextDueDate() }
+        } catch is DeadlineExceeded {
+            throw HubError(.unavailable, "The store did not answer within \(timeout).")
+        }
     }
 
     /// Writes a polling endpoint's sync time unless it was written less than

@@ -12,6 +12,9 @@ public struct HubConfiguration: Sendable {
     public var dispatcher: DispatcherConfiguration
     /// Names this hub instance in delivery leases (several instances share one database).
     public var instanceID: String
+    /// The longest any store call may take before it fails as `unavailable` (a request answers
+    /// 503, the dispatcher retries): a database that stops answering never holds the hub.
+    public var storeTimeout: Duration
 
     public init(
         apps: [CrossDeviceApp],
@@ -20,8 +23,10 @@ public struct HubConfiguration: Sendable {
         maxPayloadBytes: Int = 4096,
         retention: Duration = .seconds(7 * 86_400),
         dispatcher: DispatcherConfiguration = DispatcherConfiguration(),
-        instanceID: String = "hub-\(UInt32.random(in: .min ... .max))"
+        instanceID: String = "hub-\(UInt32.random(in: .min ... .max))",
+        storeTimeout: Duration = .seconds(5)
     ) {
+        self.storeTimeout = storeTimeout
         self.apps = apps
         self.defaultLifetime = defaultLifetime
         self.maxLifetime = maxLifetime
@@ -37,14 +42,25 @@ public struct DispatcherConfiguration: Sendable {
     /// Whether this instance sends deliveries. An API-only instance (`hub serve --no-dispatch`)
     /// still enqueues them; another instance on the same store sends them.
     public var enabled: Bool = true
-    /// Deliveries claimed per round.
+    /// The most deliveries one claim takes (a lane claims as many as it has free slots, up to this).
     public var batchSize: Int = 256
-    /// Sends in flight at once.
+    /// Sends in flight at once, per transport lane (unless ``laneConcurrency`` names the transport).
     public var concurrency: Int = 64
-    /// How long a claim holds before another instance may take the delivery over.
-    public var lease: Duration = .seconds(60)
-    /// Longest sleep between outbox checks when nothing wakes the dispatcher.
+    /// Sends in flight at once for particular transports.
+    public var laneConcurrency: [TransportID: Int] = [:]
+    /// How long a claim holds before another instance may take the delivery over. The dispatcher
+    /// renews its leases every third of this while the sends are in flight, so after a crash
+    /// another instance sends the deliveries about this long later.
+    public var lease: Duration = .seconds(10)
+    /// Longest sleep of a lane whose queue is empty when nothing wakes it (deliveries that come
+    /// due by time: retries, fallbacks, leases of a crashed instance).
     public var idleInterval: Duration = .seconds(1)
+    /// Outcomes waiting to be written at which the lanes stop claiming (a store that cannot keep up).
+    public var maxUnrecordedOutcomes: Int = 8192
+    /// The longest pause between retries of a failing store call.
+    public var maxStoreBackoff: Duration = .seconds(5)
+    /// After graceful shutdown began, how long the dispatcher keeps trying to write the last outcomes.
+    public var shutdownFlushTimeout: Duration = .seconds(5)
     /// First retry delay; doubles per attempt (with ±20 % jitter) up to `maxBackoff`.
     public var initialBackoff: Duration = .seconds(1)
     public var maxBackoff: Duration = .seconds(3600)
@@ -56,6 +72,11 @@ public struct DispatcherConfiguration: Sendable {
     public var sweepInterval: Duration = .seconds(30)
 
     public init() {}
+
+    /// Sends in flight at once for the lane of `transport`.
+    public func concurrency(for transport: TransportID) -> Int {
+        laneConcurrency[transport] ?? concurrency
+    }
 }
 
 extension Duration {

@@ -10,33 +10,37 @@ public import struct Foundation.Date
 /// Semantics every store shares, beyond each method's summary:
 /// - Change versions come from one store-wide counter; every change of a notification (create,
 ///   update, state change, delete, expiry) takes the next value.
-/// - A feed tap to an endpoint coalesces with that endpoint's pending, unleased tap (newest version,
-///   higher priority, earlier due time). A tap put back by ``retryDelivery(id:dueAt:error:at:)``
-///   while a newer unleased tap waits is finished as `superseded` instead.
-/// - No fallback is enqueued for an endpoint that gets a visible delivery of the same publish.
+/// - Which deliveries a change enqueues is the ``DeliveryPlanner``'s decision, never the store's;
+///   the store persists the plan in the change's transaction.
+/// - A planned tap to an endpoint coalesces with that endpoint's pending, unleased tap (newest
+///   version, higher priority, earlier due time). A tap put back by a retry while a newer
+///   unleased tap waits is finished as `superseded` instead.
 /// - ``upsertEndpoint(_:)`` keeps the stored `lastSyncAt` when the incoming one is `nil`.
 /// - An `endpointGone` result without a provider time compares the endpoint's `registeredAt` with
 ///   the delivery's claim time; `inactiveSince` is then the finish time.
 /// - `UserNotification.deliveryMode` is the publisher's per-notification override, not the app default.
 /// - State changes apply to tombstones too (a device may mark an expired notification read).
-public protocol Store: Sendable {
+public protocol Store: FeedStore, EndpointStore, OutboxStore {
     /// Creates or upgrades the schema. Safe to call on every start.
     func migrate() async throws
+}
 
-    // MARK: Notifications and feeds
-
+/// Notifications and their feeds. Every change of a notification enqueues, in its own
+/// transaction, the deliveries its request's ``DeliveryPlanner`` plans for the user's endpoints.
+public protocol FeedStore: Sendable {
     /// Upserts the notification `(app, user, appNotificationId)`, gives it a new change version and,
-    /// in the same transaction, enqueues one delivery per matching active endpoint of the user
-    /// (platform in the target policy). Taps to one endpoint coalesce with a pending tap.
+    /// in the same transaction, enqueues what `request.planner` plans for the user's endpoints.
     /// - Returns: the stored notification and whether it was created (`false`: updated).
     func publish(_ request: PublishRequest) async throws -> (notification: UserNotification, created: Bool)
 
-    /// Marks a notification deleted (a tombstone in the feed) and taps the user's endpoints.
+    /// Marks a notification deleted (a tombstone in the feed) and enqueues the planned taps.
     /// - Returns: the tombstone, or `nil` if no such notification.
-    func delete(_ key: FeedKey, appNotificationId: String, at now: Date) async throws -> UserNotification?
+    func delete(
+        _ key: FeedKey, appNotificationId: String, at now: Date, planner: DeliveryPlanner
+    ) async throws -> UserNotification?
 
-    /// Changes read / action state, bumps the change version, and taps the user's other endpoints
-    /// (all active endpoints but `exceptEndpoint`). Returns `nil` if no such notification.
+    /// Changes read / action state, bumps the change version, and enqueues the planned taps (the
+    /// user's other endpoints). Returns `nil` if no such notification.
     func updateState(_ change: StateChange) async throws -> UserNotification?
 
     /// One notification by the hub's ID or the publisher's `appNotificationId`.
@@ -48,13 +52,26 @@ public protocol Store: Sendable {
     /// Changes after `version`, oldest first, at most `limit`.
     func feed(_ key: FeedKey, after version: Int64, limit: Int) async throws -> FeedPage
 
-    /// Marks notifications whose expiration passed as expired (a feed change, with taps) and
-    /// removes tombstones older than `purgeBefore`.
+    /// Marks notifications whose expiration passed as expired (a feed change, with the planned
+    /// taps) and removes tombstones and finished deliveries older than `purgeBefore`.
     /// - Returns: the feeds that changed.
-    func sweep(now: Date, purgeBefore: Date) async throws -> Set<FeedKey>
+    func sweep(now: Date, purgeBefore: Date, planner: DeliveryPlanner) async throws -> Set<FeedKey>
+}
 
-    // MARK: Endpoints
+extension FeedStore {
+    /// ``delete(_:appNotificationId:at:planner:)`` with the standard planner.
+    public func delete(_ key: FeedKey, appNotificationId: String, at now: Date) async throws -> UserNotification? {
+        try await delete(key, appNotificationId: appNotificationId, at: now, planner: .standard)
+    }
 
+    /// ``sweep(now:purgeBefore:planner:)`` with the standard planner.
+    public func sweep(now: Date, purgeBefore: Date) async throws -> Set<FeedKey> {
+        try await sweep(now: now, purgeBefore: purgeBefore, planner: .standard)
+    }
+}
+
+/// The devices' endpoints.
+public protocol EndpointStore: Sendable {
     /// Registers or refreshes an endpoint. A refresh re-activates an inactive endpoint when its
     /// `registeredAt` is after the time it went inactive.
     func upsertEndpoint(_ endpoint: Endpoint) async throws -> Endpoint
@@ -66,19 +83,30 @@ public protocol Store: Sendable {
     func deleteEndpoint(_ key: FeedKey, id: String) async throws -> Bool
     /// Records that the endpoint synced the feed (for fallback policies).
     func touchEndpoint(_ key: FeedKey, id: String, syncedAt: Date) async throws
+}
 
-    // MARK: Outbox
-
-    /// Leases up to `limit` due deliveries to `owner` until `leaseUntil`. Expired leases of other
-    /// owners are taken over.
-    func claimDeliveries(limit: Int, now: Date, owner: String, leaseUntil: Date) async throws -> [ClaimedDelivery]
-    /// Finishes a claimed delivery. `.endpointGone` also deactivates the endpoint (unless it
-    /// re-registered after `goneSince`) and drops its other pending deliveries.
-    func finishDelivery(
-        id: Int64, result: DeliveryResult, detail: String?, goneSince: Date?, at now: Date
-    ) async throws
-    /// Puts a claimed delivery back for another attempt at `dueAt`.
-    func retryDelivery(id: Int64, dueAt: Date, error: String, at now: Date) async throws
+/// The delivery outbox, worked by the dispatcher: claimed in lanes (one per transport) with
+/// leases that the claimer renews while it sends, and finished in batches.
+public protocol OutboxStore: Sendable {
+    /// Leases up to `limit` due deliveries of `lane` to `owner` until `leaseUntil`, each with its
+    /// endpoint and notification (one round trip). Expired leases of other owners are taken over.
+    /// Order: priority (high first), then due time, then ID. Each claimed row's attempts grow by one.
+    func claimDeliveries(
+        _ lane: OutboxLane, limit: Int, now: Date, owner: String, leaseUntil: Date
+    ) async throws -> [ClaimedDelivery]
+    /// Extends `owner`'s leases of the pending deliveries `ids` to `until` (sends still in flight).
+    /// Deliveries no longer leased by `owner` are left alone.
+    func renewLeases(_ ids: [Int64], owner: String, until: Date) async throws
+    /// Records the outcomes of claimed deliveries in one transaction. Unknown or already finished
+    /// deliveries are left alone.
+    ///
+    /// - A finish ends the delivery. `.endpointGone` also deactivates the endpoint (unless it
+    ///   re-registered after `goneSince`, or, without a provider time, after the claim) and
+    ///   finishes its other pending deliveries as `superseded`.
+    /// - A retry puts the delivery back, due at `dueAt`, lease cleared. A tap put back while a
+    ///   newer unleased tap to its endpoint waits is finished as `superseded` instead, passing on
+    ///   its priority.
+    func recordOutcomes(_ outcomes: [OutboxOutcome]) async throws
     /// Puts back the deliveries `owner` claimed and never finished (it crashed), so that an instance
     /// restarted under the same name sends them at once. Stores without this wait for the leases.
     func releaseLeases(owner: String) async throws
@@ -87,8 +115,60 @@ public protocol Store: Sendable {
     func deliveryStatistics() async throws -> DeliveryStatistics
 }
 
-extension Store {
+extension OutboxStore {
     public func releaseLeases(owner: String) async throws {}
+
+    /// Claims from every lane at once.
+    public func claimDeliveries(
+        limit: Int, now: Date, owner: String, leaseUntil: Date
+    ) async throws -> [ClaimedDelivery] {
+        try await claimDeliveries(.all, limit: limit, now: now, owner: owner, leaseUntil: leaseUntil)
+    }
+
+    /// Finishes one claimed delivery (see ``recordOutcomes(_:)``).
+    public func finishDelivery(
+        id: Int64, result: DeliveryResult, detail: String?, goneSince: Date?, at now: Date
+    ) async throws {
+        try await recordOutcomes([
+            OutboxOutcome(id: id, .finish(result, detail: detail, goneSince: goneSince), at: now)
+        ])
+    }
+
+    /// Puts one claimed delivery back for another attempt at `dueAt` (see ``recordOutcomes(_:)``).
+    public func retryDelivery(id: Int64, dueAt: Date, error: String, at now: Date) async throws {
+        try await recordOutcomes([OutboxOutcome(id: id, .retry(dueAt: dueAt, error: error), at: now)])
+    }
+}
+
+/// Which deliveries a claim takes.
+public enum OutboxLane: Sendable, Hashable {
+    /// Every due delivery.
+    case all
+    /// The deliveries of one transport.
+    case transport(TransportID)
+    /// The deliveries of any transport but these (those of transports this hub does not run).
+    case otherThan(Set<TransportID>)
+}
+
+/// How one claimed delivery ended, as the dispatcher records it.
+public struct OutboxOutcome: Sendable, Hashable {
+    public enum Change: Sendable, Hashable {
+        /// Done: delivered, gone, rejected, given up or superseded.
+        case finish(DeliveryResult, detail: String?, goneSince: Date?)
+        /// Another attempt at `dueAt`.
+        case retry(dueAt: Date, error: String)
+    }
+
+    public var id: Int64
+    public var change: Change
+    /// When the outcome was known.
+    public var at: Date
+
+    public init(id: Int64, _ change: Change, at: Date) {
+        self.id = id
+        self.change = change
+        self.at = at
+    }
 }
 
 /// A publish as the store takes it: validated, with IDs and times filled in.
@@ -101,11 +181,14 @@ public struct PublishRequest: Sendable {
     /// The delivery mode after the app default and the per-publish override.
     public var deliveryMode: DeliveryMode
     public var now: Date
+    /// Plans the deliveries the publish enqueues.
+    public var planner: DeliveryPlanner
 
     public init(
         key: FeedKey, draft: NotificationDraft, newId: String, expirationDateTime: Date, deliveryMode: DeliveryMode,
-        now: Date
+        now: Date, planner: DeliveryPlanner = .standard
     ) {
+        self.planner = planner
         self.key = key
         self.draft = draft
         self.newId = newId
@@ -125,11 +208,14 @@ public struct StateChange: Sendable {
     /// The endpoint that made the change; it is not tapped back.
     public var exceptEndpoint: String?
     public var now: Date
+    /// Plans the taps the change enqueues.
+    public var planner: DeliveryPlanner
 
     public init(
         key: FeedKey, id: String, readState: ReadState?, userActionState: UserActionState?,
-        exceptEndpoint: String?, now: Date
+        exceptEndpoint: String?, now: Date, planner: DeliveryPlanner = .standard
     ) {
+        self.planner = planner
         self.key = key
         self.id = id
         self.readState = readState

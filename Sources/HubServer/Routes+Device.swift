@@ -167,7 +167,7 @@ extension HubAPI {
                 app: app.id, user: user, after: version, limit: limit, wait: wait, endpoint: endpoint)
         case .push(let endpoint):
             let page = try await hub.feed(app: app.id, user: user, after: version, limit: limit, wait: wait)
-            try await hub.store.touchEndpoint(FeedKey(appId: app.id, userId: user), id: endpoint, syncedAt: Date())
+            try await hub.recordSync(app: app.id, user: user, endpoint: endpoint)
             return page
         }
     }

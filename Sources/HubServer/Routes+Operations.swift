@@ -9,7 +9,8 @@ extension HubAPI {
     /// Operations routes, without authentication:
     ///
     /// - `GET /healthz`: 200 `{"status":"ok"}` while the process serves requests.
-    /// - `GET /readyz`: 200 `{"status":"ready"}` when the store answers, else 503 `unavailable`.
+    /// - `GET /readyz`: 200 `{"status":"ready"}` when the store answers within a second, else 503
+    ///   `unavailable` (within that second).
     /// - `GET /metrics`: the Prometheus text of `metrics`; 404 when the hub runs without one.
     /// - `GET /openapi.yaml`: the OpenAPI 3.1 document of this API.
     func addOperationRoutes(to router: HubRouter, metrics: PrometheusCollectorRegistry?) {
@@ -18,7 +19,7 @@ extension HubAPI {
         }
         router.get("/readyz") { _, context in
             do {
-                _ = try await hub.store.nextDueDate()
+                try await hub.checkReadiness()
             } catch {
                 context.logger.warning("readiness check failed", metadata: ["error": "\(error)"])
                 throw Problem(.unavailable, "The store does not answer; see the server log.")

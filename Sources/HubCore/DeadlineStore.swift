@@ -1,0 +1,120 @@
+public import struct Foundation.Date
+
+/// A ``Store`` whose every call ends within a deadline: a store that does not answer (a database
+/// server that vanished mid-query, a pool waiting for a connection that never comes) fails the
+/// call with `HubError(.unavailable)` instead of holding the caller — a request, the dispatcher,
+/// a shutdown — for good. The hub wraps its store in one.
+///
+/// A write that missed its deadline may still commit later: callers treat `.unavailable` as
+/// "outcome unknown, retry" (publishes are idempotent by `appNotificationId`; outbox work is
+/// at-least-once).
+public struct DeadlineStore: Store {
+    /// The store every call goes to.
+    public let base: any Store
+    /// The longest a call may take.
+    public let timeout: Duration
+
+    public init(_ base: any Store, timeout: Duration) {
+        self.base = (base as? DeadlineStore)?.base ?? base
+        self.timeout = timeout
+    }
+
+    /// Runs `body` on the base store within the deadline; a missed deadline is `.unavailable`.
+    func call<T: Sendable>(
+        _ name: String, _ body: @escaping @Sendable (any Store) async throws -> T
+    ) async throws -> T {
+        let base = self.base
+        do {
+            return try await withDeadline(timeout, "store.\(name)") { try await body(base) }
+        } catch is DeadlineExceeded {
+            throw HubError(.unavailable, "The store did not answer \(name) within \(timeout); retry later.")
+        }
+    }
+
+    public func migrate() async throws { try await base.migrate() }
+
+    public func publish(_ request: PublishRequest) async throws -> (notification: UserNotification, created: Bool) {
+        let result = try await call("publish") { try await $0.publish(request) }
+        return (result.notification, result.created)
+    }
+
+    public func delete(
+        _ key: FeedKey, appNotificationId: String, at now: Date, planner: DeliveryPlanner
+    ) async throws -> UserNotification? {
+        try await call("delete") {
+            try await $0.delete(key, appNotificationId: appNotificationId, at: now, planner: planner)
+        }
+    }
+
+    public func updateState(_ change: StateChange) async throws -> UserNotification? {
+        try await call("updateState") { try await $0.updateState(change) }
+    }
+
+    public func notification(_ key: FeedKey, id: String) async throws -> UserNotification? {
+        try await call("notification") { try await $0.notification(key, id: id) }
+    }
+
+    public func history(_ key: FeedKey, filter: HistoryFilter) async throws -> [UserNotification] {
+        try await call("history") { try await $0.history(key, filter: filter) }
+    }
+
+    public func feed(_ key: FeedKey, after version: Int64, limit: Int) async throws -> FeedPage {
+        try await call("feed") { try await $0.feed(key, after: version, limit: limit) }
+    }
+
+    public func sweep(now: Date, purgeBefore: Date, planner: DeliveryPlanner) async throws -> Set<FeedKey> {
+        try await call("sweep") { try await $0.sweep(now: now, purgeBefore: purgeBefore, planner: planner) }
+    }
+
+    public func upsertEndpoint(_ endpoint: Endpoint) async throws -> Endpoint {
+        try await call("upsertEndpoint") { try await $0.upsertEndpoint(endpoint) }
+    }
+
+    public func endpoint(_ key: FeedKey, id: String) async throws -> Endpoint? {
+        try await call("endpoint") { try await $0.endpoint(key, id: id) }
+    }
+
+    public func endpoints(_ key: FeedKey) async throws -> [Endpoint] {
+        try await call("endpoints") { try await $0.endpoints(key) }
+    }
+
+    public func endpoints(appId: String, state: EndpointState?) async throws -> [Endpoint] {
+        try await call("endpoints") { try await $0.endpoints(appId: appId, state: state) }
+    }
+
+    public func deleteEndpoint(_ key: FeedKey, id: String) async throws -> Bool {
+        try await call("deleteEndpoint") { try await $0.deleteEndpoint(key, id: id) }
+    }
+
+    public func touchEndpoint(_ key: FeedKey, id: String, syncedAt: Date) async throws {
+        try await call("touchEndpoint") { try await $0.touchEndpoint(key, id: id, syncedAt: syncedAt) }
+    }
+
+    public func claimDeliveries(
+        _ lane: OutboxLane, limit: Int, now: Date, owner: String, leaseUntil: Date
+    ) async throws -> [ClaimedDelivery] {
+        try await call("claimDeliveries") {
+            try await $0.claimDeliveries(lane, limit: limit, now: now, owner: owner, leaseUntil: leaseUntil)
+        }
+    }
+
+    public func renewLeases(_ ids: [Int64], owner: String, until: Date) async throws {
+        try await call("renewLeases") { try await $0.renewLeases(ids, owner: owner, until: until) }
+    }
+
+    public func recordOutcomes(_ outcomes: [OutboxOutcome]) async throws {
+        try await call("recordOutcomes") { try await $0.recordOutcomes(outcomes) }
+    }
+
+    public func releaseLeases(owner: String) async throws {
+        try await call("releaseLeases") { try await $0.releaseLeases(owner: owner) }
+    }
+
+    public func nextDueDate() async throws -> Date? {
+        try await call("nextDueDate") { try await $0.nextDueDate() }
+    }
+
+    public func deliveryStatistics() async throws -> DeliveryStatistics {
+        try await call("deliveryStatistics") { try await $0.deliveryStatistics() }
+    }
+}

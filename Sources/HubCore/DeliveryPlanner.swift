@@ -1,0 +1,111 @@
+public import struct Foundation.Date
+
+/// The delivery rules, once: which deliveries a change of a notification puts in the outbox.
+///
+/// The planner is pure. A store calls it inside the transaction that changes the notification,
+/// with the user's endpoints as that transaction reads them, and persists what it returns; stores
+/// never re-derive these rules in SQL or code of their own.
+///
+/// The rules:
+/// - Only active endpoints get deliveries, and none whose transport wakes its devices in-process
+///   (``inProcessTransports``, polling by default): the hub wakes those after the commit.
+/// - A publish reaches the endpoints whose platform its `targetPolicy` includes. State changes,
+///   deletions and expiries reach every endpoint but the one that made the change.
+/// - A publish in visible mode whose payload has `visualContent` gets one `visible` delivery per
+///   endpoint. Everything else is a shoulder tap, which coalesces with the endpoint's pending tap
+///   (``PlannedDelivery/coalesces``).
+/// - A high-priority publish with a `fallbackPolicy` that is tapped also gets a `fallback`
+///   delivery per endpoint, due when the policy's timeout has passed.
+///
+/// ```swift
+/// let plan = DeliveryPlanner.standard.plan(notification, .published(mode: .shoulderTap),
+///                                          endpoints: endpoints, now: now)
+/// ```
+public struct DeliveryPlanner: Sendable, Hashable {
+    /// Transports whose devices the hub wakes itself (long-poll, server-sent events): no outbox rows.
+    public var inProcessTransports: Set<TransportID>
+
+    public init(inProcessTransports: Set<TransportID>) {
+        self.inProcessTransports = inProcessTransports
+    }
+
+    /// The planner of a hub whose only in-process transport is polling.
+    public static let standard = DeliveryPlanner(inProcessTransports: [.polling])
+
+    /// What happened to a notification.
+    public enum Change: Sendable, Hashable {
+        /// Created or updated by its publisher, sent in `mode` (the app default or the publish's override).
+        case published(mode: DeliveryMode)
+        /// A device changed its read or action state; `except` is that device's endpoint.
+        case stateChanged(except: String?)
+        /// Deleted by its publisher.
+        case deleted
+        /// Past its expiration.
+        case expired
+    }
+
+    /// The deliveries `change` of `notification` needs, in endpoint order.
+    ///
+    /// - Parameters:
+    ///   - endpoints: the user's endpoints (any state; inactive ones are skipped).
+    ///   - now: when the change commits; deliveries are due then, fallbacks later.
+    public func plan(
+        _ notification: UserNotification, _ change: Change, endpoints: [Endpoint], now: Date
+    ) -> [PlannedDelivery] {
+        var planned: [PlannedDelivery] = []
+        planned.reserveCapacity(endpoints.count)
+        for endpoint in endpoints where receives(endpoint, change, notification) {
+            switch change {
+            case .published(let mode):
+                if mode == .visible && notification.payload.visualContent != nil {
+                    planned.append(PlannedDelivery(endpoint, .visible, dueAt: now))
+                    continue
+                }
+                planned.append(PlannedDelivery(endpoint, .shoulderTap, dueAt: now))
+                if notification.priority == .high, let policy = notification.fallbackPolicy {
+                    let due = now.addingTimeInterval(Double(policy.timeoutSeconds))
+                    planned.append(PlannedDelivery(endpoint, .fallback, dueAt: due))
+                }
+            case .stateChanged, .deleted, .expired:
+                planned.append(PlannedDelivery(endpoint, .shoulderTap, dueAt: now))
+            }
+        }
+        return planned
+    }
+
+    /// Whether `endpoint` gets anything for `change`.
+    private func receives(_ endpoint: Endpoint, _ change: Change, _ notification: UserNotification) -> Bool {
+        guard endpoint.state == .active, !inProcessTransports.contains(endpoint.transport) else { return false }
+        switch change {
+        case .published: return notification.targetPolicy.includes(endpoint.platform)
+        case .stateChanged(let except): return endpoint.id != except
+        case .deleted, .expired: return true
+        }
+    }
+}
+
+/// One delivery a store must enqueue: to one endpoint, of one kind, due at one time. The rest
+/// (notification, version, priority) comes from the notification the plan is for.
+public struct PlannedDelivery: Sendable, Hashable {
+    public var endpointId: String
+    public var transport: TransportID
+    public var kind: DeliveryKind
+    public var dueAt: Date
+
+    public init(endpointId: String, transport: TransportID, kind: DeliveryKind, dueAt: Date) {
+        self.endpointId = endpointId
+        self.transport = transport
+        self.kind = kind
+        self.dueAt = dueAt
+    }
+
+    init(_ endpoint: Endpoint, _ kind: DeliveryKind, dueAt: Date) {
+        self.init(endpointId: endpoint.id, transport: endpoint.transport, kind: kind, dueAt: dueAt)
+    }
+
+    /// Whether the delivery merges into the endpoint's pending, unleased tap instead of adding a
+    /// row: the merged tap announces the newest version and notification, keeps the higher
+    /// priority and the earlier due time. Its coalescing key is (app, user, endpoint): taps of
+    /// distinct users or endpoints never merge.
+    public var coalesces: Bool { kind == .shoulderTap }
+}

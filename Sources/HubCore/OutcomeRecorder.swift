@@ -1,0 +1,108 @@
+import Foundation
+import Synchronization
+
+/// The outcomes of sends not yet written to the store. Sends add to it; the dispatcher's recorder
+/// loop writes everything queued in one ``OutboxStore/recordOutcomes(_:)`` call, again and again,
+/// so a busy dispatcher writes large batches and an idle one writes each outcome at once.
+final class OutcomeRecorder: Sendable {
+    private struct State {
+        var queue: [OutboxOutcome] = []
+        /// Taken by the writer, not yet written.
+        var writing = 0
+        /// No more outcomes will come (the lanes stopped).
+        var closed = false
+        /// The writer loop ended.
+        var finished = false
+    }
+
+    private let state = Mutex(State())
+    let bells: FeedSignals
+    static let key = FeedKey(appId: "lane-recorder", userId: "")
+
+    init(bells: FeedSignals) { self.bells = bells }
+
+    func add(_ outcome: OutboxOutcome) {
+        state.withLock { $0.queue.append(outcome) }
+        ring()
+    }
+
+    func ring() { bells.wake(Self.key) }
+
+    /// Outcomes queued or being written.
+    var backlog: Int { state.withLock { $0.queue.count + $0.writing } }
+
+    var isFinished: Bool { state.withLock { $0.finished } }
+
+    /// Up to `limit` queued outcomes for the writer, and whether no more will come.
+    func take(_ limit: Int) -> (batch: [OutboxOutcome], closed: Bool) {
+        state.withLock { state in
+            let batch = Array(state.queue.prefix(limit))
+            state.queue.removeFirst(batch.count)
+            state.writing += batch.count
+            return (batch, state.closed)
+        }
+    }
+
+    /// The writer wrote `count` outcomes.
+    func written(_ count: Int) { state.withLock { $0.writing -= count } }
+
+    /// The writer failed to write `batch`: queue it again, first.
+    func putBack(_ batch: [OutboxOutcome]) {
+        state.withLock { state in
+            state.writing -= batch.count
+            state.queue.insert(contentsOf: batch, at: 0)
+        }
+    }
+
+    func close() {
+        state.withLock { $0.closed = true }
+        ring()
+    }
+
+    func markFinished() { state.withLock { $0.finished = true } }
+}
+
+extension Dispatcher {
+    /// Writes queued outcomes in batches until the lanes stopped and the queue is empty. A write
+    /// that fails is tried again with a capped back-off (the leases are renewed meanwhile); after
+    /// shutdown began, for at most `shutdownFlushTimeout`, after which the unwritten deliveries are
+    /// left to their leases (sent again: at-least-once).
+    func runRecorder() async {
+        var failures = 0
+        var closedAt: ContinuousClock.Instant?
+        while true {
+            let ticket = bells.ticket()
+            let (batch, closed) = recorder.take(configuration.batchSize * 4)
+            if closed && closedAt == nil { closedAt = .now }
+            if batch.isEmpty {
+                if closed { break }
+                _ = await bells.wait(OutcomeRecorder.key, endpoint: nil, after: ticket, timeout: .seconds(1))
+                continue
+            }
+            let wasFull = recorder.backlog >= configuration.maxUnrecordedOutcomes
+            do {
+                try await store.recordOutcomes(batch)
+                recorder.written(batch.count)
+                leased.withLock { leased in for outcome in batch { leased.remove(outcome.id) } }
+                faults.succeeded("recordOutcomes")
+                failures = 0
+                if wasFull { for lane in lanes { bells.wake(lane.slotKey) } }
+            } catch {
+                recorder.putBack(batch)
+                failures += 1
+                let delay = storeBackoff(failures)
+                faults.failed("recordOutcomes", error, retryIn: delay)
+                if let closedAt, ContinuousClock.now - closedAt >= configuration.shutdownFlushTimeout {
+                    logger.error(
+                        "stopping with outcomes not written; those deliveries are sent again when their leases end",
+                        metadata: ["count": "\(recorder.backlog)"])
+                    break
+                }
+                if Task.isCancelled { break }
+                try? await Task.sleep(for: delay)
+            }
+        }
+        recorder.markFinished()
+        bells.wake(Self.leaseKey)
+    }
+}
