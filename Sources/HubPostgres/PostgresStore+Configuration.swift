@@ -27,6 +27,20 @@ extension PostgresStore {
         public var schema: String?
         /// Shown in `pg_stat_activity`.
         public var applicationName: String
+        /// The longest a store call waits for a pooled connection (or for ``PostgresStore/run()``
+        /// to start) before it fails as `HubError(.unavailable)`: while the server is down, calls
+        /// fail fast instead of queueing until it returns.
+        public var leaseTimeout: Duration = .seconds(5)
+        /// The longest one statement may run. The server cancels it then (`statement_timeout`);
+        /// if no answer came two seconds later either (a server or network that vanished without
+        /// closing the socket), the store closes the connection and the call fails as
+        /// `unavailable`. Migrations have no limit.
+        public var statementTimeout: Duration = .seconds(10)
+        /// The longest a new connection's TCP connect may take.
+        public var connectTimeout: Duration = .seconds(5)
+        /// How long the server keeps a session that sits idle inside a transaction (its client
+        /// vanished mid-transaction) before ending it and releasing its locks.
+        public var idleInTransactionTimeout: Duration = .seconds(60)
 
         /// - Throws: ``PostgresStoreError`` with code `invalidConfiguration` when the schema name
         ///   or pool size is unusable.
@@ -103,19 +117,37 @@ extension PostgresStore {
         }
 
         /// The postgres-nio client settings for a pool of `connections` named `role`.
-        func client(connections: Int, role: String) -> PostgresClient.Configuration {
+        ///
+        /// The pool's own keep-alive is off: its query can hang forever on a connection the server
+        /// just closed (see `PostgresStore+Sessions.swift`) and would then hold the pool's `run()`
+        /// at shutdown. Idle connections are closed after a minute instead, a dead one fails its
+        /// next statement at once (closed socket) or at the statement deadline (vanished peer).
+        /// - Parameter serverTimeouts: whether the sessions get `statement_timeout` and
+        ///   `idle_in_transaction_session_timeout` (not for migrations).
+        func client(connections: Int, role: String, serverTimeouts: Bool = true) -> PostgresClient.Configuration {
             var client = PostgresClient.Configuration(
                 host: host, port: port, username: username, password: password?.reveal(), database: database,
                 tls: tls.client)
             client.options.maximumConnections = connections
-            client.options.connectTimeout = .seconds(10)
+            client.options.connectTimeout = connectTimeout
+            client.options.keepAliveBehavior = nil
             // The server keeps 63 bytes of it: shorten the name, never the role.
             let name =
                 role.isEmpty ? applicationName : "\(applicationName.prefix(max(0, 60 - role.utf8.count))) [\(role)]"
             var parameters = [("application_name", name)]
             if let schema { parameters.append(("search_path", schema)) }
+            if serverTimeouts {
+                parameters.append(("statement_timeout", "\(Self.milliseconds(statementTimeout))"))
+                parameters.append(
+                    ("idle_in_transaction_session_timeout", "\(Self.milliseconds(idleInTransactionTimeout))"))
+            }
             client.options.additionalStartupParameters = parameters
             return client
+        }
+
+        static func milliseconds(_ duration: Duration) -> Int64 {
+            let (seconds, attoseconds) = duration.components
+            return max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
         }
     }
 

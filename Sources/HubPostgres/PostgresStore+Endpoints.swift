@@ -17,11 +17,10 @@ extension PostgresStore {
     ///
     /// - Returns: the endpoint as stored.
     public func upsertEndpoint(_ endpoint: Endpoint) async throws -> Endpoint {
-        let logger = self.logger
-        return try await transaction { db in
+        try await transaction { db in
             let key = FeedKey(appId: endpoint.appId, userId: endpoint.userId)
             var stored = endpoint
-            if let existing = try await Self.fetchEndpoint(key, id: endpoint.id, forUpdate: true, db, logger) {
+            if let existing = try await Self.fetchEndpoint(key, id: endpoint.id, forUpdate: true, db) {
                 if existing.state == .inactive {
                     let revived =
                         existing.token != endpoint.token
@@ -46,7 +45,7 @@ extension PostgresStore {
                     inactive_reason = EXCLUDED.inactive_reason, inactive_since = EXCLUDED.inactive_since,
                     registered_at = EXCLUDED.registered_at, last_sync_at = EXCLUDED.last_sync_at
                 RETURNING \(unescaped: EndpointColumns.list)
-                """, logger)
+                """)
             guard let row = rows.first else {
                 throw PostgresStoreError(.server, "saving endpoint \(e.id) returned no row")
             }
@@ -63,7 +62,7 @@ extension PostgresStore {
                     DELETE FROM hub_delivery d USING holders h
                     WHERE d.app_id = h.app_id AND d.user_id = h.user_id AND d.endpoint_id = h.id
                         AND d.state = 'pending'
-                    """, logger)
+                    """)
             }
             return try Endpoint(row: row)
         }
@@ -76,7 +75,7 @@ extension PostgresStore {
             SELECT \(unescaped: EndpointColumns.list) FROM hub_endpoint
             WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND id = \(id)
             """
-        ).first.map(Endpoint.init(row:))
+        ).first.map { try Endpoint(row: $0) }
     }
 
     /// The user's endpoints (active and inactive), ordered by ID.
@@ -86,7 +85,7 @@ extension PostgresStore {
             SELECT \(unescaped: EndpointColumns.list) FROM hub_endpoint
             WHERE app_id = \(key.appId) AND user_id = \(key.userId) ORDER BY id COLLATE "C"
             """
-        ).map(Endpoint.init(row:))
+        ).map { try Endpoint(row: $0) }
     }
 
     /// All endpoints of an app, optionally only those in `state` (the feedback list:
@@ -98,24 +97,23 @@ extension PostgresStore {
             WHERE app_id = \(appId) AND (\(state?.rawValue)::text IS NULL OR state = \(state?.rawValue))
             ORDER BY user_id COLLATE "C", id COLLATE "C"
             """
-        ).map(Endpoint.init(row:))
+        ).map { try Endpoint(row: $0) }
     }
 
     /// Removes the endpoint and its pending deliveries (finished ones stay for statistics).
     /// - Returns: whether it existed.
     public func deleteEndpoint(_ key: FeedKey, id: String) async throws -> Bool {
-        let logger = self.logger
-        return try await transaction { db in
+        try await transaction { db in
             try await db.rows(
                 """
                 DELETE FROM hub_delivery
                 WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND endpoint_id = \(id) AND state = 'pending'
-                """, logger)
+                """)
             return try await !db.rows(
                 """
                 DELETE FROM hub_endpoint WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND id = \(id)
                 RETURNING id
-                """, logger
+                """
             ).isEmpty
         }
     }
@@ -134,14 +132,14 @@ extension PostgresStore {
 
 extension PostgresStore {
     static func fetchEndpoint(
-        _ key: FeedKey, id: String, forUpdate: Bool, _ db: PostgresConnection, _ logger: Logger
+        _ key: FeedKey, id: String, forUpdate: Bool, _ db: Session
     ) async throws -> Endpoint? {
         try await db.rows(
             """
             SELECT \(unescaped: EndpointColumns.list) FROM hub_endpoint
             WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND id = \(id)
             \(unescaped: forUpdate ? "FOR UPDATE" : "")
-            """, logger
-        ).first.map(Endpoint.init(row:))
+            """
+        ).first.map { try Endpoint(row: $0) }
     }
 }

@@ -3,83 +3,153 @@ import HubCore
 import Logging
 import PostgresNIO
 
-// Enqueueing deliveries: called inside the transactions that change a notification, with its
-// feed locked. Each kind of delivery is one set-based `INSERT … SELECT` over the user's endpoints.
+// Persisting delivery plans: called inside the transactions that change a notification, with its
+// feed locked. Which deliveries a change needs is the `DeliveryPlanner`'s decision alone (target
+// platforms, tap or visible, fallbacks, no rows for in-process transports such as polling); the
+// store reads the user's endpoints in the transaction, asks the planner, and writes exactly the
+// plan, in one statement.
 extension PostgresStore {
-    /// Enqueues what a publish of `notification` sends, for every active push endpoint of the user
-    /// whose platform its target policy includes (polling endpoints get no outbox rows: the hub
-    /// wakes them itself after the commit):
-    /// - a `visible` delivery when `mode` is visible and the payload has visual content (visible
-    ///   deliveries never coalesce);
-    /// - otherwise a shoulder tap (coalesced, see ``enqueueTaps(about:platforms:except:now:on:logger:)``),
-    ///   and for a high-priority notification with a fallback policy a `fallback` delivery to each
-    ///   endpoint, due `timeoutSeconds` after `now`.
-    static func enqueueDeliveries(
-        for notification: UserNotification, mode: DeliveryMode, now: Date, on db: PostgresConnection,
-        logger: Logger
-    ) async throws {
-        let visible = mode == .visible && notification.payload.visualContent != nil
-        let platforms = notification.targetPolicy.platformTypes.map(\.rawValue)
-        if visible {
-            try await insert(.visible, about: notification, dueAt: now, now: now, platforms: platforms, db, logger)
-            return
-        }
-        try await enqueueTaps(about: notification, platforms: platforms, except: nil, now: now, on: db, logger: logger)
-        if notification.priority == .high, let policy = notification.fallbackPolicy {
-            let due = now.addingTimeInterval(TimeInterval(policy.timeoutSeconds))
-            try await insert(.fallback, about: notification, dueAt: due, now: now, platforms: platforms, db, logger)
+    /// One planned delivery with the notification it is for: a row of the outbox to write.
+    struct OutboxRow: Sendable {
+        var appId: String
+        var userId: String
+        var endpointId: String
+        var transport: String
+        var kind: String
+        var notificationId: String
+        var changeVersion: Int64
+        var priority: String
+        var urgency: Int16
+        var dueAt: Date
+        /// Merges into the endpoint's pending, unleased tap (``HubCore/PlannedDelivery/coalesces``).
+        var coalesces: Bool
+
+        init(_ planned: PlannedDelivery, of notification: UserNotification) {
+            appId = notification.appId
+            userId = notification.userId
+            endpointId = planned.endpointId
+            transport = planned.transport.rawValue
+            kind = planned.kind.rawValue
+            notificationId = notification.id
+            changeVersion = notification.changeVersion
+            priority = notification.priority.rawValue
+            urgency = notification.priority.urgency
+            dueAt = planned.dueAt
+            coalesces = planned.coalesces
         }
     }
 
-    /// Taps the user's active push endpoints (not polling ones) about `notification`'s latest change.
-    ///
-    /// A tap coalesces into the endpoint's pending, unleased tap when there is one (the unique
-    /// index `hub_delivery_pending_tap` finds it): that tap takes the newest version and
-    /// notification, the higher priority and the earlier due time.
-    /// - Parameters:
-    ///   - platforms: only endpoints on these platforms; empty for all.
-    ///   - except: the endpoint that made the change, not tapped back.
-    static func enqueueTaps(
-        about notification: UserNotification, platforms: [String] = [], except: String?,
-        now: Date, on db: PostgresConnection, logger: Logger
+    /// Plans the deliveries `change` of `notification` needs for `endpoints` and writes them.
+    static func enqueue(
+        _ notification: UserNotification, _ change: DeliveryPlanner.Change, endpoints: [Endpoint],
+        planner: DeliveryPlanner, now: Date, on db: Session
     ) async throws {
-        let n = notification
-        try await db.rows(
-            """
+        let plan = planner.plan(notification, change, endpoints: endpoints, now: now)
+        try await enqueue(plan.map { OutboxRow($0, of: notification) }, now: now, on: db)
+    }
+
+    /// Writes `rows` to the outbox in one statement (nothing when empty).
+    ///
+    /// Rows that coalesce merge into their endpoint's pending, unleased tap through the partial
+    /// unique index `hub_delivery_pending_tap` (`ON CONFLICT … DO UPDATE`): the tap then announces
+    /// the newest version and notification, keeps the higher priority and the earlier due time,
+    /// and goes by the endpoint's current transport. Coalescing rows to one endpoint are merged
+    /// here first, because one `INSERT … ON CONFLICT DO UPDATE` cannot update a row twice (a sweep
+    /// expires several notifications of one feed at once). The other rows (visible, fallback)
+    /// are plain inserts, in the same statement.
+    static func enqueue(_ rows: [OutboxRow], now: Date, on db: Session) async throws {
+        guard !rows.isEmpty else { return }
+        let rows = coalesced(rows)
+        var binds = PostgresBindings(capacity: 12)
+        binds.append(rows.map(\.appId))
+        binds.append(rows.map(\.userId))
+        binds.append(rows.map(\.endpointId))
+        binds.append(rows.map(\.transport))
+        binds.append(rows.map(\.kind))
+        binds.append(rows.map(\.notificationId))
+        binds.append(rows.map(\.changeVersion))
+        binds.append(rows.map(\.priority))
+        binds.append(rows.map(\.urgency))
+        binds.append(rows.map(\.dueAt))
+        binds.append(rows.map(\.coalesces))
+        binds.append(now)
+        try await db.rows(PostgresQuery(unsafeSQL: enqueueSQL, binds: binds))
+    }
+
+    /// `rows` with the coalescing rows of each endpoint merged into one, the way the database
+    /// merges a tap into a pending one; the order of first appearance is kept.
+    static func coalesced(_ rows: [OutboxRow]) -> [OutboxRow] {
+        var merged: [OutboxRow] = []
+        merged.reserveCapacity(rows.count)
+        var index: [RowKey: Int] = [:]
+        for row in rows {
+            guard row.coalesces else {
+                merged.append(row)
+                continue
+            }
+            let key = RowKey(row.appId, row.userId, row.endpointId)
+            guard let at = index[key] else {
+                index[key] = merged.count
+                merged.append(row)
+                continue
+            }
+            var tap = merged[at]
+            if row.changeVersion >= tap.changeVersion {
+                tap.notificationId = row.notificationId
+                tap.changeVersion = row.changeVersion
+                tap.transport = row.transport
+            }
+            if row.urgency > tap.urgency {
+                tap.priority = row.priority
+                tap.urgency = row.urgency
+            }
+            tap.dueAt = min(tap.dueAt, row.dueAt)
+            merged[at] = tap
+        }
+        return merged
+    }
+
+    /// The one statement that writes a plan: taps upsert, the rest insert.
+    static let enqueueSQL = """
+        WITH planned AS (
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                $7::bigint[], $8::text[], $9::smallint[], $10::timestamptz[], $11::boolean[])
+                AS p(app_id, user_id, endpoint_id, transport, kind, notification_id, change_version, priority,
+                    urgency, due_at, coalesces)
+        ), taps AS (
             INSERT INTO hub_delivery AS d (app_id, user_id, endpoint_id, transport, kind, notification_id,
                 change_version, priority, urgency, state, created_at, due_at)
-            SELECT app_id, user_id, id, transport, 'shoulderTap', \(n.id), \(n.changeVersion), \(n.priority.rawValue),
-                \(n.priority.urgency), 'pending', \(now), \(now)
-            FROM hub_endpoint
-            WHERE app_id = \(n.appId) AND user_id = \(n.userId) AND state = 'active' AND transport <> 'polling'
-                AND (cardinality(\(platforms)::text[]) = 0 OR platform = ANY(\(platforms)::text[]))
-                AND id IS DISTINCT FROM \(except)::text
-            ORDER BY id
+            SELECT app_id, user_id, endpoint_id, transport, kind, notification_id, change_version, priority, urgency,
+                'pending', $12, due_at
+            FROM planned WHERE coalesces
             ON CONFLICT (app_id, user_id, endpoint_id)
                 WHERE state = 'pending' AND kind = 'shoulderTap' AND lease_owner IS NULL
             DO UPDATE SET
-                change_version = EXCLUDED.change_version, notification_id = EXCLUDED.notification_id,
+                transport = CASE WHEN EXCLUDED.change_version >= d.change_version
+                    THEN EXCLUDED.transport ELSE d.transport END,
+                notification_id = CASE WHEN EXCLUDED.change_version >= d.change_version
+                    THEN EXCLUDED.notification_id ELSE d.notification_id END,
+                change_version = GREATEST(d.change_version, EXCLUDED.change_version),
                 priority = CASE WHEN EXCLUDED.urgency > d.urgency THEN EXCLUDED.priority ELSE d.priority END,
-                urgency = GREATEST(d.urgency, EXCLUDED.urgency), due_at = LEAST(d.due_at, EXCLUDED.due_at)
-            """, logger)
-    }
+                urgency = GREATEST(d.urgency, EXCLUDED.urgency),
+                due_at = LEAST(d.due_at, EXCLUDED.due_at)
+        )
+        INSERT INTO hub_delivery (app_id, user_id, endpoint_id, transport, kind, notification_id, change_version,
+            priority, urgency, state, created_at, due_at)
+        SELECT app_id, user_id, endpoint_id, transport, kind, notification_id, change_version, priority, urgency,
+            'pending', $12, due_at
+        FROM planned WHERE NOT coalesces
+        """
+}
 
-    /// Inserts one `kind` delivery (visible or fallback) per active, non-polling endpoint of the
-    /// user on `platforms` (empty: all).
-    private static func insert(
-        _ kind: DeliveryKind, about n: UserNotification, dueAt: Date, now: Date, platforms: [String],
-        _ db: PostgresConnection, _ logger: Logger
-    ) async throws {
-        try await db.rows(
-            """
-            INSERT INTO hub_delivery (app_id, user_id, endpoint_id, transport, kind, notification_id,
-                change_version, priority, urgency, state, created_at, due_at)
-            SELECT app_id, user_id, id, transport, \(kind.rawValue), \(n.id), \(n.changeVersion), \(n.priority.rawValue),
-                \(n.priority.urgency), 'pending', \(now), \(dueAt)
-            FROM hub_endpoint
-            WHERE app_id = \(n.appId) AND user_id = \(n.userId) AND state = 'active' AND transport <> 'polling'
-                AND (cardinality(\(platforms)::text[]) = 0 OR platform = ANY(\(platforms)::text[]))
-            ORDER BY id
-            """, logger)
+/// (app, user, id): the key of an endpoint or a notification row.
+struct RowKey: Hashable {
+    let appId: String
+    let userId: String
+    let id: String
+    init(_ appId: String, _ userId: String, _ id: String) {
+        self.appId = appId
+        self.userId = userId
+        self.id = id
     }
 }

@@ -13,7 +13,8 @@ extension PostgresStore {
 
     /// The schema's history, oldest first.
     static let migrations: [Migration] = [
-        Migration(version: 1, name: "initial schema", statements: schemaV1)
+        Migration(version: 1, name: "initial schema", statements: schemaV1),
+        Migration(version: 2, name: "outbox lanes", statements: schemaV2),
     ]
 
     /// Creates or upgrades the schema; safe to call on every start, from every instance at once.
@@ -27,12 +28,12 @@ extension PostgresStore {
         let schema = configuration.schema
         let logger = self.logger
         try await withDedicatedConnection(role: "migrations") { connection in
-            try await connection.withTransaction(logger: logger) { connection in
+            try await Self.inTransaction(connection) { connection in
                 try await connection.rows(
-                    "SELECT pg_advisory_xact_lock(\(Self.migrationLockSpace), hashtext(\(schema ?? "")))", logger)
+                    "SELECT pg_advisory_xact_lock(\(Self.migrationLockSpace), hashtext(\(schema ?? "")))")
                 if let schema {
                     // Validated by `Configuration` (lower-case letters, digits, `_`).
-                    try await connection.rows("CREATE SCHEMA IF NOT EXISTS \(unescaped: schema)", logger)
+                    try await connection.rows("CREATE SCHEMA IF NOT EXISTS \(unescaped: schema)")
                 }
                 try await connection.rows(
                     """
@@ -41,8 +42,8 @@ extension PostgresStore {
                         name text NOT NULL,
                         applied_at timestamptz NOT NULL DEFAULT now()
                     )
-                    """, logger)
-                let applied = try await connection.rows("SELECT version FROM hub_schema_migrations", logger)
+                    """)
+                let applied = try await connection.rows("SELECT version FROM hub_schema_migrations")
                     .map { try $0.decode(Int.self) }
                 let known = Set(Self.migrations.map(\.version))
                 if let unknown = applied.first(where: { !known.contains($0) }) {
@@ -52,11 +53,11 @@ extension PostgresStore {
                 }
                 for migration in Self.migrations where !applied.contains(migration.version) {
                     for statement in migration.statements {
-                        try await connection.rows(PostgresQuery(unsafeSQL: statement), logger)
+                        try await connection.rows(PostgresQuery(unsafeSQL: statement))
                     }
                     try await connection.rows(
-                        "INSERT INTO hub_schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))",
-                        logger)
+                        "INSERT INTO hub_schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))"
+                    )
                     logger.info("applied schema migration", metadata: ["version": "\(migration.version)"])
                 }
             }
@@ -74,8 +75,8 @@ extension PostgresStore {
         guard let schema = configuration.schema else {
             throw PostgresStoreError.invalidConfiguration("dropSchema() needs a configured schema")
         }
-        try await withDedicatedConnection(role: "cleanup") { [logger] connection in
-            try await connection.rows("DROP SCHEMA IF EXISTS \(unescaped: schema) CASCADE", logger)
+        try await withDedicatedConnection(role: "cleanup") { connection in
+            try await connection.rows("DROP SCHEMA IF EXISTS \(unescaped: schema) CASCADE")
         }
     }
 
@@ -89,7 +90,8 @@ extension PostgresStore {
     public func sharedKey(named name: String, byteCount: Int = 32) async throws -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
         let candidate = Data((0..<max(byteCount, 1)).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
-        return try await withDedicatedConnection(role: "shared keys") { [logger] connection in
+        return try await withDedicatedConnection(role: "shared keys", statementTimeout: statementDeadline) {
+            connection in
             var rows = try await connection.rows(
                 """
                 WITH created AS (
@@ -98,11 +100,11 @@ extension PostgresStore {
                     RETURNING value
                 )
                 SELECT value FROM created UNION ALL SELECT value FROM hub_shared_key WHERE name = \(name)
-                """, logger)
+                """)
             if rows.isEmpty {
                 // Another instance inserted it concurrently; this statement's snapshot predates
                 // its commit, the next statement's does not.
-                rows = try await connection.rows("SELECT value FROM hub_shared_key WHERE name = \(name)", logger)
+                rows = try await connection.rows("SELECT value FROM hub_shared_key WHERE name = \(name)")
             }
             guard let row = rows.first else {
                 throw PostgresStoreError(.server, "the shared key '\(name)' could not be stored")
@@ -222,5 +224,14 @@ extension PostgresStore {
             created_at timestamptz NOT NULL DEFAULT now()
         )
         """,
+    ]
+
+    /// Version 2: the dispatcher claims per transport lane (`transport = $1`), in the order of
+    /// `hub_delivery_due`; this index serves that claim without reading other transports' rows.
+    static let schemaV2 = [
+        """
+        CREATE INDEX hub_delivery_lane ON hub_delivery (transport, urgency DESC, due_at, id)
+            WHERE state = 'pending'
+        """
     ]
 }

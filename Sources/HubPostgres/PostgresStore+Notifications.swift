@@ -14,15 +14,14 @@ extension PostgresStore {
     /// - Existing tombstone (expired or deleted): revived like a new one but keeping its `id`;
     ///   `created == true`.
     ///
-    /// Every case takes the next change version. Deliveries: see
-    /// ``enqueueDeliveries(for:mode:now:on:logger:)``.
+    /// Every case takes the next change version. Deliveries: what `request.planner` plans for
+    /// the user's endpoints as this transaction reads them (see `PostgresStore+Enqueue.swift`).
     public func publish(_ request: PublishRequest) async throws -> (notification: UserNotification, created: Bool) {
-        let logger = self.logger
-        return try await transaction { db in
+        try await transaction { db in
             let draft = request.draft
             let key = request.key
-            try await Self.lockFeed(key, on: db, logger: logger)
-            let existing = try await Self.fetchNotification(key, appNotificationId: draft.appNotificationId, db, logger)
+            try await Self.lockFeed(key, on: db)
+            let existing = try await Self.fetchNotification(key, appNotificationId: draft.appNotificationId, db)
             var notification: UserNotification
             let created: Bool
             if var current = existing, current.status == .active {
@@ -39,29 +38,31 @@ extension PostgresStore {
                 notification.apply(draft, expiration: request.expirationDateTime)
                 created = true
             }
-            let stored = try await Self.save(notification, db, logger)
-            try await Self.enqueueDeliveries(
-                for: stored, mode: request.deliveryMode, now: request.now, on: db, logger: logger)
+            let (stored, endpoints) = try await Self.save(notification, db)
+            try await Self.enqueue(
+                stored, .published(mode: request.deliveryMode), endpoints: endpoints, planner: request.planner,
+                now: request.now, on: db)
             return (stored, created)
         }
     }
 
     /// Marks the notification (by `appNotificationId`, else by hub ID) deleted: a tombstone with a
-    /// new change version, announced by a tap to every active endpoint of the user.
+    /// new change version, announced by the taps `planner` plans.
     ///
     /// - Returns: the tombstone; an already deleted notification unchanged; `nil` if none.
-    public func delete(_ key: FeedKey, appNotificationId: String, at now: Date) async throws -> UserNotification? {
-        let logger = self.logger
-        return try await transaction { db in
-            try await Self.lockFeed(key, on: db, logger: logger)
-            var found = try await Self.fetchNotification(key, appNotificationId: appNotificationId, db, logger)
-            if found == nil { found = try await Self.fetchNotification(key, id: appNotificationId, db, logger) }
+    public func delete(
+        _ key: FeedKey, appNotificationId: String, at now: Date, planner: DeliveryPlanner
+    ) async throws -> UserNotification? {
+        try await transaction { db in
+            try await Self.lockFeed(key, on: db)
+            var found = try await Self.fetchNotification(key, appNotificationId: appNotificationId, db)
+            if found == nil { found = try await Self.fetchNotification(key, id: appNotificationId, db) }
             guard var notification = found else { return nil }
             guard notification.status != .deleted else { return notification }
             notification.status = .deleted
             notification.lastModifiedDateTime = now
-            let tombstone = try await Self.save(notification, db, logger)
-            try await Self.enqueueTaps(about: tombstone, except: nil, now: now, on: db, logger: logger)
+            let (tombstone, endpoints) = try await Self.save(notification, db)
+            try await Self.enqueue(tombstone, .deleted, endpoints: endpoints, planner: planner, now: now, on: db)
             return tombstone
         }
     }
@@ -69,13 +70,12 @@ extension PostgresStore {
     /// Applies a device's read / action state change (by hub ID, else by `appNotificationId`).
     ///
     /// A change that sets nothing new returns the stored notification unchanged (no new version,
-    /// no taps). Otherwise the notification gets a new change version and every active endpoint
-    /// of the user but `exceptEndpoint` is tapped. Tombstones change too.
+    /// no taps). Otherwise the notification gets a new change version and the taps
+    /// `change.planner` plans (the user's endpoints but `exceptEndpoint`). Tombstones change too.
     public func updateState(_ change: StateChange) async throws -> UserNotification? {
-        let logger = self.logger
-        return try await transaction { db in
-            try await Self.lockFeed(change.key, on: db, logger: logger)
-            guard var notification = try await Self.findNotification(change.key, id: change.id, db, logger) else {
+        try await transaction { db in
+            try await Self.lockFeed(change.key, on: db)
+            guard var notification = try await Self.findNotification(change.key, id: change.id, db) else {
                 return nil
             }
             let readChanges = change.readState.map { $0 != notification.readState } ?? false
@@ -84,9 +84,10 @@ extension PostgresStore {
             if let readState = change.readState { notification.readState = readState }
             if let userActionState = change.userActionState { notification.userActionState = userActionState }
             notification.lastModifiedDateTime = change.now
-            let updated = try await Self.save(notification, db, logger)
-            try await Self.enqueueTaps(
-                about: updated, except: change.exceptEndpoint, now: change.now, on: db, logger: logger)
+            let (updated, endpoints) = try await Self.save(notification, db)
+            try await Self.enqueue(
+                updated, .stateChanged(except: change.exceptEndpoint), endpoints: endpoints, planner: change.planner,
+                now: change.now, on: db)
             return updated
         }
     }
@@ -99,7 +100,7 @@ extension PostgresStore {
             WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND (id = \(id) OR app_notification_id = \(id))
             ORDER BY id = \(id) DESC LIMIT 1
             """
-        ).first.map(UserNotification.init(row:))
+        ).first.map { try UserNotification(row: $0) }
     }
 
     /// The user's notifications matching `filter`, newest first (created, then change version),
@@ -118,7 +119,7 @@ extension PostgresStore {
                 AND (\(status)::text IS NULL OR status = \(status))
             ORDER BY created_date_time DESC, change_version DESC LIMIT \(filter.limit)
             """
-        ).map(UserNotification.init(row:))
+        ).map { try UserNotification(row: $0) }
     }
 
     /// The changes of the feed after `version`, oldest first, at most `limit` (tombstones included).
@@ -132,7 +133,7 @@ extension PostgresStore {
             WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND change_version > \(version)
             ORDER BY change_version LIMIT \(pageSize + 1)
             """
-        ).map(UserNotification.init(row:))
+        ).map { try UserNotification(row: $0) }
         let changes = Array(found.prefix(pageSize))
         return FeedPage(
             changes: changes, version: changes.last?.changeVersion ?? version, hasMore: found.count > changes.count)
@@ -142,63 +143,74 @@ extension PostgresStore {
 // MARK: - Helpers (inside a transaction)
 
 extension PostgresStore {
-    static func fetchNotification(
-        _ key: FeedKey, id: String, _ db: PostgresConnection, _ logger: Logger
-    ) async throws -> UserNotification? {
+    static func fetchNotification(_ key: FeedKey, id: String, _ db: Session) async throws -> UserNotification? {
         try await db.rows(
             """
             SELECT \(unescaped: NotificationColumns.list) FROM hub_notification
             WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND id = \(id)
-            """, logger
-        ).first.map(UserNotification.init(row:))
+            """
+        ).first.map { try UserNotification(row: $0) }
     }
 
     static func fetchNotification(
-        _ key: FeedKey, appNotificationId: String, _ db: PostgresConnection, _ logger: Logger
+        _ key: FeedKey, appNotificationId: String, _ db: Session
     ) async throws -> UserNotification? {
         try await db.rows(
             """
             SELECT \(unescaped: NotificationColumns.list) FROM hub_notification
             WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND app_notification_id = \(appNotificationId)
-            """, logger
-        ).first.map(UserNotification.init(row:))
+            """
+        ).first.map { try UserNotification(row: $0) }
     }
 
     /// By hub ID, else by `appNotificationId`.
-    static func findNotification(
-        _ key: FeedKey, id: String, _ db: PostgresConnection, _ logger: Logger
-    ) async throws -> UserNotification? {
-        if let found = try await fetchNotification(key, id: id, db, logger) { return found }
-        return try await fetchNotification(key, appNotificationId: id, db, logger)
+    static func findNotification(_ key: FeedKey, id: String, _ db: Session) async throws -> UserNotification? {
+        if let found = try await fetchNotification(key, id: id, db) { return found }
+        return try await fetchNotification(key, appNotificationId: id, db)
     }
 
-    /// Inserts or replaces the row of `n` with the next change version. Call with the feed locked.
-    /// - Returns: the row as stored.
-    static func save(_ n: UserNotification, _ db: PostgresConnection, _ logger: Logger) async throws -> UserNotification
-    {
+    /// Inserts or replaces the row of `n` with the next change version, and reads the user's
+    /// endpoints (every state, by ID) in the same statement. Call with the feed locked: the
+    /// endpoints are then those the change's deliveries must be planned for.
+    /// - Returns: the row as stored, and the endpoints.
+    static func save(_ n: UserNotification, _ db: Session) async throws -> (UserNotification, [Endpoint]) {
         let rows = try await db.rows(
             """
-            INSERT INTO hub_notification (\(unescaped: NotificationColumns.list))
-            VALUES (\(n.appId), \(n.userId), \(n.id), \(n.appNotificationId), \(n.groupName), \(n.priority.rawValue),
-                \(JSONColumn(n.payload)), \(JSONColumn(n.targetPolicy)), \(n.displayTimeToLive),
-                \(n.expirationDateTime), \(n.fallbackPolicy?.timeoutSeconds), \(n.deliveryMode?.rawValue),
-                \(n.createdDateTime), \(n.lastModifiedDateTime), \(n.readState.rawValue),
-                \(n.userActionState.rawValue), \(n.status.rawValue), nextval('hub_change_version'))
-            ON CONFLICT (app_id, user_id, id) DO UPDATE SET
-                app_notification_id = EXCLUDED.app_notification_id, group_name = EXCLUDED.group_name,
-                priority = EXCLUDED.priority, payload = EXCLUDED.payload, target_policy = EXCLUDED.target_policy,
-                display_time_to_live = EXCLUDED.display_time_to_live,
-                expiration_date_time = EXCLUDED.expiration_date_time,
-                fallback_timeout_seconds = EXCLUDED.fallback_timeout_seconds, delivery_mode = EXCLUDED.delivery_mode,
-                created_date_time = EXCLUDED.created_date_time,
-                last_modified_date_time = EXCLUDED.last_modified_date_time, read_state = EXCLUDED.read_state,
-                user_action_state = EXCLUDED.user_action_state, status = EXCLUDED.status,
-                change_version = EXCLUDED.change_version
-            RETURNING \(unescaped: NotificationColumns.list)
-            """, logger)
-        guard let row = rows.first else {
+            WITH saved AS (
+                INSERT INTO hub_notification (\(unescaped: NotificationColumns.list))
+                VALUES (\(n.appId), \(n.userId), \(n.id), \(n.appNotificationId), \(n.groupName),
+                    \(n.priority.rawValue), \(JSONColumn(n.payload)), \(JSONColumn(n.targetPolicy)),
+                    \(n.displayTimeToLive), \(n.expirationDateTime), \(n.fallbackPolicy?.timeoutSeconds),
+                    \(n.deliveryMode?.rawValue), \(n.createdDateTime), \(n.lastModifiedDateTime),
+                    \(n.readState.rawValue), \(n.userActionState.rawValue), \(n.status.rawValue),
+                    nextval('hub_change_version'))
+                ON CONFLICT (app_id, user_id, id) DO UPDATE SET
+                    app_notification_id = EXCLUDED.app_notification_id, group_name = EXCLUDED.group_name,
+                    priority = EXCLUDED.priority, payload = EXCLUDED.payload, target_policy = EXCLUDED.target_policy,
+                    display_time_to_live = EXCLUDED.display_time_to_live,
+                    expiration_date_time = EXCLUDED.expiration_date_time,
+                    fallback_timeout_seconds = EXCLUDED.fallback_timeout_seconds,
+                    delivery_mode = EXCLUDED.delivery_mode, created_date_time = EXCLUDED.created_date_time,
+                    last_modified_date_time = EXCLUDED.last_modified_date_time, read_state = EXCLUDED.read_state,
+                    user_action_state = EXCLUDED.user_action_state, status = EXCLUDED.status,
+                    change_version = EXCLUDED.change_version
+                RETURNING \(unescaped: NotificationColumns.list)
+            )
+            SELECT saved.*, \(unescaped: EndpointColumns.joined)
+            FROM saved LEFT JOIN hub_endpoint e ON e.app_id = saved.app_id AND e.user_id = saved.user_id
+            ORDER BY e.id COLLATE "C"
+            """)
+        guard let first = rows.first else {
             throw PostgresStoreError(.server, "saving notification \(n.id) returned no row")
         }
-        return try UserNotification(row: row)
+        let stored = try UserNotification(row: first)
+        var endpoints: [Endpoint] = []
+        endpoints.reserveCapacity(rows.count)
+        for row in rows {
+            let row = row.makeRandomAccess()
+            guard try row.value(EndpointColumns.Names.joined.id, as: String?.self) != nil else { continue }
+            endpoints.append(try Endpoint(row: row, .joined))
+        }
+        return (stored, endpoints)
     }
 }

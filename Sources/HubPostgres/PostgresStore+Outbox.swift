@@ -3,148 +3,263 @@ public import HubCore
 import Logging
 import PostgresNIO
 
-// The delivery outbox: claiming with leases across instances, finishing, retrying, statistics.
+// The delivery outbox: claiming in lanes with leases across instances, renewing leases,
+// recording outcomes in batches, statistics.
 extension PostgresStore {
-    /// Leases up to `limit` due deliveries to `owner` until `leaseUntil`.
+    /// Leases up to `limit` due deliveries of `lane` to `owner` until `leaseUntil`, each with its
+    /// endpoint and notification, in one statement (one round trip).
     ///
     /// Due: pending, `due_at <= now`, and not leased or with a lease that ended before `now` (a
-    /// crashed or stuck instance's deliveries are taken over). Order: priority (high first), then
-    /// due time, then ID. Rows are locked with `FOR UPDATE SKIP LOCKED`: instances claiming at the
-    /// same moment take disjoint rows without waiting for each other, and a row another instance
-    /// has just leased is re-checked and left alone, so while leases hold each delivery is sent
-    /// by one instance. Each claimed row gets `attempts + 1`. A row whose endpoint was removed or
-    /// is inactive is finished as `superseded` and not returned, so fewer than `limit` may come
-    /// back even when more are due.
+    /// crashed or stuck instance's deliveries are taken over). Lanes: `.transport(id)` takes the
+    /// rows of that transport (served by the index `hub_delivery_lane`), `.otherThan(ids)` those
+    /// of every other transport, `.all` everything. Order: priority (high first), then due time,
+    /// then ID. Rows are locked with `FOR UPDATE SKIP LOCKED`: instances claiming at the same
+    /// moment take disjoint rows without waiting for each other, and a row another instance has
+    /// just leased is re-checked and left alone, so while leases hold each delivery is sent by
+    /// one instance. Each claimed row gets `attempts + 1`. A row whose endpoint was removed or is
+    /// inactive is finished as `superseded` and not returned, so fewer than `limit` may come back
+    /// even when more are due.
     public func claimDeliveries(
-        limit: Int, now: Date, owner: String, leaseUntil: Date
+        _ lane: OutboxLane, limit: Int, now: Date, owner: String, leaseUntil: Date
     ) async throws -> [ClaimedDelivery] {
         guard limit > 0 else { return [] }
-        let logger = self.logger
-        return try await transaction { db in
-            let deliveries = try await db.rows(
-                """
-                WITH due AS (
-                    SELECT d.id, coalesce(e.state = 'active', false) AS deliverable
-                    FROM hub_delivery d
-                    LEFT JOIN hub_endpoint e
-                        ON e.app_id = d.app_id AND e.user_id = d.user_id AND e.id = d.endpoint_id
-                    WHERE d.state = 'pending' AND d.due_at <= \(now)
-                        AND (d.lease_owner IS NULL OR d.lease_until < \(now))
-                    ORDER BY d.urgency DESC, d.due_at, d.id
-                    LIMIT \(limit)
-                    FOR UPDATE OF d SKIP LOCKED
-                ), superseded AS (
-                    UPDATE hub_delivery d SET state = 'finished', result = 'superseded',
-                        detail = 'The endpoint was removed or is inactive.', finished_at = \(now),
-                        lease_owner = NULL, lease_until = NULL
-                    FROM due WHERE d.id = due.id AND NOT due.deliverable
-                )
-                UPDATE hub_delivery d SET lease_owner = \(owner), lease_until = \(leaseUntil), claimed_at = \(now),
-                    attempts = d.attempts + 1
-                FROM due WHERE d.id = due.id AND due.deliverable
-                RETURNING \(unescaped: DeliveryColumns.qualified("d"))
-                """, logger
-            ).map(Delivery.init(row:))
-                .sorted { ($1.priority.urgency, $0.dueAt, $0.id) < ($0.priority.urgency, $1.dueAt, $1.id) }
-            guard !deliveries.isEmpty else { return [] }
-
-            let endpoints = try await Self.endpoints(of: deliveries, db, logger)
-            let notifications = try await Self.notifications(of: deliveries, db, logger)
-            var claimed: [ClaimedDelivery] = []
-            for delivery in deliveries {
-                let key = RowKey(delivery.appId, delivery.userId, delivery.endpointId)
-                guard let endpoint = endpoints[key] else {
-                    // Removed between the two statements: finish it like the others.
-                    try await Self.finish(
-                        delivery.id, .superseded, "The endpoint was removed or is inactive.", now, db, logger)
-                    continue
-                }
-                let notification = delivery.notificationId.flatMap {
-                    notifications[RowKey(delivery.appId, delivery.userId, $0)]
-                }
-                claimed.append(ClaimedDelivery(delivery: delivery, endpoint: endpoint, notification: notification))
-            }
-            return claimed
+        var binds = PostgresBindings(capacity: 5)
+        binds.append(now)
+        binds.append(limit)
+        binds.append(owner)
+        binds.append(leaseUntil)
+        let sql: String
+        switch lane {
+        case .all:
+            sql = Self.claimAllSQL
+        case .transport(let id):
+            sql = Self.claimTransportSQL
+            binds.append(id.rawValue)
+        case .otherThan(let ids):
+            sql = Self.claimOthersSQL
+            binds.append(ids.map(\.rawValue))
+        }
+        return try await rows(PostgresQuery(unsafeSQL: sql, binds: binds)).map { row in
+            let row = row.makeRandomAccess()
+            let notification: UserNotification? =
+                try row.value(NotificationColumns.Names.joined.id, as: String?.self) == nil
+                ? nil : try UserNotification(row: row, .joined)
+            return ClaimedDelivery(
+                delivery: try Delivery(row: row), endpoint: try Endpoint(row: row, .joined), notification: notification)
         }
     }
 
-    /// Records the final outcome of a delivery (lease cleared, `finished_at = now`). Unknown or
-    /// already finished deliveries are left alone.
+    /// The claim statement for a lane whose extra condition is `laneFilter` (binds `$5`).
     ///
-    /// `.endpointGone` also deactivates the endpoint (`inactive_reason = detail`,
-    /// `inactive_since = goneSince ?? now`) and finishes its other pending deliveries as
-    /// `superseded` — unless the endpoint registered again after the provider's verdict: after
-    /// `goneSince`, or, when the provider gave no time, after the delivery was claimed.
-    public func finishDelivery(
-        id: Int64, result: DeliveryResult, detail: String?, goneSince: Date?, at now: Date
-    ) async throws {
-        let logger = self.logger
+    /// `due` picks and locks the rows; `superseded` finishes those whose endpoint is gone or
+    /// inactive; `claimed` leases the others; the final `SELECT` joins their endpoints and
+    /// notifications (all in one snapshot, so a claimed row's endpoint is there).
+    private static func claimSQL(laneFilter: String) -> String {
+        """
+        WITH due AS (
+            SELECT d.id, coalesce(e.state = 'active', false) AS deliverable
+            FROM hub_delivery d
+            LEFT JOIN hub_endpoint e ON e.app_id = d.app_id AND e.user_id = d.user_id AND e.id = d.endpoint_id
+            WHERE d.state = 'pending' AND d.due_at <= $1 AND (d.lease_owner IS NULL OR d.lease_until < $1)\(laneFilter)
+            ORDER BY d.urgency DESC, d.due_at, d.id
+            LIMIT $2
+            FOR UPDATE OF d SKIP LOCKED
+        ), superseded AS (
+            UPDATE hub_delivery d SET state = 'finished', result = 'superseded',
+                detail = 'The endpoint was removed or is inactive.', finished_at = $1, lease_owner = NULL,
+                lease_until = NULL
+            FROM due WHERE d.id = due.id AND NOT due.deliverable
+        ), claimed AS (
+            UPDATE hub_delivery d SET lease_owner = $3, lease_until = $4, claimed_at = $1, attempts = d.attempts + 1
+            FROM due WHERE d.id = due.id AND due.deliverable
+            RETURNING d.urgency, \(qualified(DeliveryColumns.list, "d"))
+        )
+        SELECT c.*, \(EndpointColumns.joined), \(NotificationColumns.joined)
+        FROM claimed c
+        JOIN hub_endpoint e ON e.app_id = c.app_id AND e.user_id = c.user_id AND e.id = c.endpoint_id
+        LEFT JOIN hub_notification n ON n.app_id = c.app_id AND n.user_id = c.user_id AND n.id = c.notification_id
+        ORDER BY c.urgency DESC, c.due_at, c.id
+        """
+    }
+
+    static let claimAllSQL = claimSQL(laneFilter: "")
+    static let claimTransportSQL = claimSQL(laneFilter: "\n        AND d.transport = $5")
+    static let claimOthersSQL = claimSQL(laneFilter: "\n        AND d.transport <> ALL($5::text[])")
+
+    /// Extends `owner`'s leases of the pending deliveries `ids` to `until`; others are left alone.
+    public func renewLeases(_ ids: [Int64], owner: String, until: Date) async throws {
+        guard !ids.isEmpty else { return }
+        try await rows(
+            """
+            UPDATE hub_delivery SET lease_until = \(until)
+            WHERE id = ANY(\(ids)) AND lease_owner = \(owner) AND state = 'pending'
+            """)
+    }
+
+    /// Records the outcomes of claimed deliveries in one transaction. Unknown or already finished
+    /// deliveries are left alone.
+    ///
+    /// - Finishes other than `.endpointGone` (delivered, rejected, given up, superseded) are one
+    ///   statement for the whole batch (lease cleared, `finished_at` = the outcome's time).
+    /// - `.endpointGone` also deactivates the endpoint (`inactive_reason = detail`,
+    ///   `inactive_since = goneSince ?? at`) and finishes its other pending deliveries as
+    ///   `superseded` — unless the endpoint registered again after the provider's verdict: after
+    ///   `goneSince`, or, when the provider gave no time, after the delivery was claimed.
+    /// - A retry returns the delivery to the queue: lease cleared, due again at `dueAt`,
+    ///   `last_error` recorded (the claim counted the attempt). A shoulder tap whose endpoint got a
+    ///   newer pending tap meanwhile is finished as `superseded` instead, passing on its priority
+    ///   (and its version, if newer) to that tap.
+    ///
+    /// Gone endpoints and retried taps change which taps the feed's next changes coalesce into,
+    /// so their feeds are locked first (in the sweep's order).
+    public func recordOutcomes(_ outcomes: [OutboxOutcome]) async throws {
+        guard !outcomes.isEmpty else { return }
+        var finished: [(id: Int64, result: String, detail: String?, at: Date)] = []
+        var seen = Set<Int64>()
+        var perRow: [OutboxOutcome] = []
+        for outcome in outcomes {
+            switch outcome.change {
+            case .finish(let result, let detail, _) where result != .endpointGone:
+                if seen.insert(outcome.id).inserted {
+                    finished.append((outcome.id, result.rawValue, detail, outcome.at))
+                }
+            default:
+                perRow.append(outcome)
+            }
+        }
+        var finish: PostgresQuery?
+        if !finished.isEmpty {
+            // Arrays cannot hold NULLs here: a detail travels as text plus whether it is there.
+            finish = """
+                UPDATE hub_delivery d SET state = 'finished', result = o.result,
+                    detail = CASE WHEN o.has_detail THEN o.detail END, finished_at = o.at,
+                    lease_owner = NULL, lease_until = NULL
+                FROM unnest(\(finished.map(\.id))::bigint[], \(finished.map(\.result))::text[],
+                    \(finished.map { $0.detail ?? "" })::text[], \(finished.map { $0.detail != nil })::boolean[],
+                    \(finished.map(\.at))::timestamptz[]) AS o(id, result, detail, has_detail, at)
+                WHERE d.id = o.id AND d.state = 'pending'
+                """
+        }
+        guard !perRow.isEmpty else {
+            if let finish { try await rows(finish) }
+            return
+        }
+        try await transaction { [finish, perRow] db in
+            if let finish { try await db.rows(finish) }
+            try await Self.lockFeeds(ofDeliveries: perRow.map(\.id), on: db)
+            var pending: [Int64: Delivery] = [:]
+            for row in try await db.rows(
+                """
+                SELECT \(unescaped: DeliveryColumns.list) FROM hub_delivery
+                WHERE id = ANY(\(perRow.map(\.id))) AND state = 'pending'
+                """)
+            {
+                let delivery = try Delivery(row: row)
+                pending[delivery.id] = delivery
+            }
+            for outcome in perRow {
+                guard let delivery = pending[outcome.id] else { continue }
+                switch outcome.change {
+                case .finish(_, let detail, let goneSince):
+                    try await Self.endpointGone(delivery.id, detail: detail, goneSince: goneSince, at: outcome.at, db)
+                case .retry(let dueAt, let error):
+                    try await Self.retry(delivery, dueAt: dueAt, error: error, at: outcome.at, db)
+                }
+            }
+        }
+    }
+
+    /// Puts back the deliveries `owner` leased and never finished (an instance restarted under
+    /// the same ``HubCore/HubConfiguration/instanceID`` after a crash), so that they go out at
+    /// once instead of when their leases end. Each is returned like a retry that keeps its due
+    /// time and last error: a tap merges into its endpoint's waiting tap if there is one.
+    ///
+    /// Instance IDs must be unique among running instances: this takes back every lease of `owner`.
+    public func releaseLeases(owner: String) async throws {
+        let leased = try await rows(
+            "SELECT id FROM hub_delivery WHERE lease_owner = \(owner) AND state = 'pending'"
+        ).map { try $0.decode(Int64.self) }
+        guard !leased.isEmpty else { return }
         try await transaction { db in
-            guard result == .endpointGone else {
-                try await Self.finish(id, result, detail, now, db, logger)
+            try await Self.lockFeeds(ofDeliveries: leased, on: db)
+            let pending = try await db.rows(
+                """
+                SELECT \(unescaped: DeliveryColumns.list) FROM hub_delivery
+                WHERE id = ANY(\(leased)) AND lease_owner = \(owner) AND state = 'pending' ORDER BY id
+                """
+            ).map { try Delivery(row: $0) }
+            for delivery in pending {
+                try await Self.retry(delivery, dueAt: delivery.dueAt, error: delivery.lastError, at: Date(), db)
+            }
+        }
+    }
+
+    /// Finishes a delivery as `endpointGone`, deactivates its endpoint unless it registered again
+    /// after the verdict, and then supersedes the endpoint's other pending deliveries: one statement.
+    private static func endpointGone(
+        _ id: Int64, detail: String?, goneSince: Date?, at now: Date, _ db: Session
+    ) async throws {
+        try await db.rows(
+            """
+            WITH finished AS (
+                UPDATE hub_delivery SET state = 'finished', result = 'endpointGone', detail = \(detail),
+                    finished_at = \(now), lease_owner = NULL, lease_until = NULL
+                WHERE id = \(id) AND state = 'pending'
+                RETURNING app_id, user_id, endpoint_id, claimed_at
+            ), deactivated AS (
+                UPDATE hub_endpoint e SET state = 'inactive', inactive_reason = \(detail),
+                    inactive_since = \(goneSince ?? now)
+                FROM finished f
+                WHERE e.app_id = f.app_id AND e.user_id = f.user_id AND e.id = f.endpoint_id AND e.state = 'active'
+                    AND e.registered_at <= coalesce(\(goneSince)::timestamptz, f.claimed_at, \(now))
+                RETURNING e.app_id, e.user_id, e.id
+            )
+            UPDATE hub_delivery d SET state = 'finished', result = 'superseded',
+                detail = 'The endpoint became inactive.', finished_at = \(now), lease_owner = NULL, lease_until = NULL
+            FROM deactivated x
+            WHERE d.app_id = x.app_id AND d.user_id = x.user_id AND d.endpoint_id = x.id AND d.state = 'pending'
+                AND d.id <> \(id)
+            """)
+    }
+
+    /// Puts a claimed delivery back for another attempt, or — a tap whose endpoint has a newer
+    /// unleased tap waiting — finishes it as superseded. Call with its feed locked: unleasing
+    /// makes the row the endpoint's coalescing tap, so no publish may insert another meanwhile.
+    private static func retry(
+        _ delivery: Delivery, dueAt: Date, error: String?, at now: Date, _ db: Session
+    ) async throws {
+        let id = delivery.id
+        if delivery.kind == .shoulderTap {
+            let urgency = delivery.priority.urgency
+            let newer = try await db.rows(
+                """
+                UPDATE hub_delivery
+                SET priority = CASE WHEN \(urgency) > urgency THEN \(delivery.priority.rawValue) ELSE priority END,
+                    urgency = GREATEST(urgency, \(urgency)),
+                    notification_id = CASE WHEN \(delivery.changeVersion) > change_version
+                        THEN \(delivery.notificationId) ELSE notification_id END,
+                    change_version = GREATEST(change_version, \(delivery.changeVersion))
+                WHERE app_id = \(delivery.appId) AND user_id = \(delivery.userId)
+                    AND endpoint_id = \(delivery.endpointId) AND state = 'pending' AND kind = 'shoulderTap'
+                    AND lease_owner IS NULL AND id <> \(id)
+                RETURNING id
+                """)
+            if !newer.isEmpty {
+                try await db.rows(
+                    """
+                    UPDATE hub_delivery SET state = 'finished', result = 'superseded',
+                        detail = 'A newer tap to the endpoint replaced it.', last_error = \(error), finished_at = \(now),
+                        lease_owner = NULL, lease_until = NULL
+                    WHERE id = \(id) AND state = 'pending'
+                    """)
                 return
             }
-            // Deactivating changes which endpoints the feed's next changes tap: lock the feed.
-            guard let owner = try await Self.pendingDelivery(id, db, logger) else { return }
-            try await Self.lockFeed(FeedKey(appId: owner.appId, userId: owner.userId), on: db, logger: logger)
-            guard let finished = try await Self.finish(id, result, detail, now, db, logger) else { return }
-            let verdictTime = goneSince ?? finished.claimedAt ?? now
-            let deactivated = try await db.rows(
-                """
-                UPDATE hub_endpoint SET state = 'inactive', inactive_reason = \(detail),
-                    inactive_since = \(goneSince ?? now)
-                WHERE app_id = \(finished.appId) AND user_id = \(finished.userId) AND id = \(finished.endpointId)
-                    AND state = 'active' AND registered_at <= \(verdictTime)
-                RETURNING id
-                """, logger)
-            guard !deactivated.isEmpty else { return }
-            try await db.rows(
-                """
-                UPDATE hub_delivery SET state = 'finished', result = 'superseded',
-                    detail = 'The endpoint became inactive.', finished_at = \(now), lease_owner = NULL,
-                    lease_until = NULL
-                WHERE app_id = \(finished.appId) AND user_id = \(finished.userId)
-                    AND endpoint_id = \(finished.endpointId) AND state = 'pending'
-                """, logger)
         }
-    }
-
-    /// Returns a claimed delivery to the queue: lease cleared, due again at `dueAt`, `last_error`
-    /// recorded (the attempt was counted by the claim). Unknown or finished deliveries are left
-    /// alone. A shoulder tap whose endpoint got a newer pending tap meanwhile is finished as
-    /// `superseded` instead (that tap announces a newer version), passing on its priority.
-    public func retryDelivery(id: Int64, dueAt: Date, error: String, at now: Date) async throws {
-        let logger = self.logger
-        try await transaction { db in
-            guard let delivery = try await Self.pendingDelivery(id, db, logger) else { return }
-            if delivery.kind == .shoulderTap {
-                // Unleasing makes this row the endpoint's coalescing tap: no publish may insert
-                // another one meanwhile, so hold the feed's lock.
-                try await Self.lockFeed(FeedKey(appId: delivery.appId, userId: delivery.userId), on: db, logger: logger)
-                let newer = try await db.rows(
-                    """
-                    UPDATE hub_delivery
-                    SET priority = CASE WHEN \(delivery.priority.urgency) > urgency
-                            THEN \(delivery.priority.rawValue) ELSE priority END,
-                        urgency = GREATEST(urgency, \(delivery.priority.urgency))
-                    WHERE app_id = \(delivery.appId) AND user_id = \(delivery.userId)
-                        AND endpoint_id = \(delivery.endpointId) AND state = 'pending' AND kind = 'shoulderTap'
-                        AND lease_owner IS NULL AND id <> \(id)
-                    RETURNING id
-                    """, logger)
-                if !newer.isEmpty {
-                    try await db.rows(
-                        "UPDATE hub_delivery SET last_error = \(error) WHERE id = \(id) AND state = 'pending'", logger)
-                    try await Self.finish(id, .superseded, "A newer tap to the endpoint replaced it.", now, db, logger)
-                    return
-                }
-            }
-            try await db.rows(
-                """
-                UPDATE hub_delivery SET lease_owner = NULL, lease_until = NULL, due_at = \(dueAt), last_error = \(error)
-                WHERE id = \(id) AND state = 'pending'
-                """, logger)
-        }
+        try await db.rows(
+            """
+            UPDATE hub_delivery SET lease_owner = NULL, lease_until = NULL, due_at = \(dueAt), last_error = \(error)
+            WHERE id = \(id) AND state = 'pending'
+            """)
     }
 
     /// The earliest time a pending delivery becomes claimable: its due time, or for a leased one
@@ -176,4 +291,10 @@ extension PostgresStore {
         }
         return statistics
     }
+}
+
+/// `list` with every column qualified by `table`, for statements that join.
+func qualified(_ list: String, _ table: String) -> String {
+    list.split(separator: ",").map { "\(table).\($0.trimmingCharacters(in: .whitespacesAndNewlines))" }
+        .joined(separator: ", ")
 }

@@ -59,6 +59,8 @@ struct RelayState {
     var pending: [Wake] = []
     var pendingSet: Set<Wake> = []
     var dropped = 0
+    /// Whether the relay connection's LISTEN is in effect.
+    var listening = false
 }
 
 // Wake-ups across instances, over PostgreSQL's LISTEN/NOTIFY, on one connection of their own
@@ -82,6 +84,7 @@ extension PostgresStore {
     /// NOTIFY payloads must stay under 8000 bytes.
     static let payloadLimit = 7_900
     static let heartbeatInterval = Duration.seconds(15)
+    static let heartbeatTimeout = Duration.seconds(10)
     /// The key the sender's doorbell rings on.
     private static let doorbellKey = FeedKey(appId: "", userId: "relay")
 
@@ -123,23 +126,10 @@ extension PostgresStore {
         var delay = Duration.milliseconds(100)
         while !Task.isCancelled {
             do {
-                try await listener.withConnection { connection in
-                    try await withThrowingTaskGroup(of: Void.self) { group in
-                        group.addTask { try await self.heartbeat(connection) }
-                        group.addTask { try await self.sendWakes(on: connection) }
-                        group.addTask {
-                            try await connection.listen(on: self.wakeChannel) { notifications in
-                                self.logger.debug("listening for wake-ups of other instances")
-                                // Wake-ups sent while this instance was not listening are lost:
-                                // what it knew of the feeds' newest versions may be stale.
-                                self.relayState.withLock { $0.target }?.forgetVersions()
-                                for try await notification in notifications { self.received(notification.payload) }
-                            }
-                        }
-                        defer { group.cancelAll() }
-                        try await group.next()
-                    }
-                }
+                try await withSession(
+                    listener, started: listenerStarted, leaseTimeout: configuration.leaseTimeout,
+                    statementTimeout: Self.heartbeatTimeout
+                ) { session in try await self.relay(on: session) }
                 delay = .milliseconds(100)
             } catch {
                 guard !Task.isCancelled else { return }
@@ -153,8 +143,36 @@ extension PostgresStore {
         }
     }
 
+    /// Sends, listens and checks the connection until one of them fails or the task is
+    /// cancelled; then closes the connection, which ends the others (a LISTEN only ends when its
+    /// connection does).
+    private func relay(on session: Session) async throws {
+        let connection = session.connection
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await self.heartbeat(session) }
+            group.addTask { try await self.sendWakes(on: session) }
+            group.addTask {
+                try await connection.listen(on: self.wakeChannel) { notifications in
+                    self.logger.debug("listening for wake-ups of other instances")
+                    // Wake-ups sent while this instance was not listening are lost: what it
+                    // knew of the feeds' newest versions may be stale.
+                    self.relayState.withLock { $0.listening = true }
+                    self.relayState.withLock { $0.target }?.forgetVersions()
+                    for try await notification in notifications { self.received(notification.payload) }
+                }
+                throw SessionFailure.closed
+            }
+            defer {
+                relayState.withLock { $0.listening = false }
+                group.cancelAll()
+                session.close()
+            }
+            try await group.next()
+        }
+    }
+
     /// Sends what is queued whenever something is; throws when the connection fails.
-    private func sendWakes(on connection: PostgresConnection) async throws {
+    private func sendWakes(on session: Session) async throws {
         while true {
             let ticket = relayDoorbell.ticket()
             let (wakes, dropped) = relayState.withLock { state in
@@ -169,7 +187,7 @@ extension PostgresStore {
                 logger.warning("wake-up relay queue full; wake-ups dropped", metadata: ["dropped": "\(dropped)"])
             }
             for payload in Self.payloads(for: wakes, from: instanceID, logger: logger) {
-                try await connection.rows("SELECT pg_notify(\(wakeChannel), \(payload))", logger)
+                try await session.rows("SELECT pg_notify(\(wakeChannel), \(payload))")
             }
             if wakes.isEmpty {
                 _ = await relayDoorbell.wait(Self.doorbellKey, endpoint: nil, after: ticket, timeout: .seconds(60))
@@ -194,26 +212,13 @@ extension PostgresStore {
             + payloads(for: Array(wakes[half...]), from: instance, logger: logger)
     }
 
-    /// Checks every ``heartbeatInterval`` that the connection answers within 10 s; closes it and
-    /// throws when it does not (a connection that died without closing never ends a LISTEN).
-    private func heartbeat(_ connection: PostgresConnection) async throws {
-        let logger = self.logger
+    /// Checks every ``heartbeatInterval`` that the connection answers within
+    /// ``heartbeatTimeout`` (the session's statement deadline, which closes the connection when
+    /// missed); throws when it does not: a connection that died without closing never ends a LISTEN.
+    private func heartbeat(_ session: Session) async throws {
         while true {
             try await Task.sleep(for: Self.heartbeatInterval)
-            let answered = try await withThrowingTaskGroup(of: Bool.self) { group in
-                group.addTask {
-                    _ = try await connection.query("SELECT 1", logger: logger).collect()
-                    return true
-                }
-                group.addTask {
-                    try await Task.sleep(for: .seconds(10))
-                    try? await connection.close()
-                    return false
-                }
-                defer { group.cancelAll() }
-                return try await group.next() ?? false
-            }
-            guard answered else { throw HubError(.unavailable, "the wake-up connection stopped answering") }
+            try await session.rows("SELECT 1")
         }
     }
 
@@ -245,7 +250,8 @@ extension PostgresStore {
 
     /// How many connections of this store LISTEN for wake-ups right now (0 or 1).
     func wakeConnectionCount() async throws -> Int {
-        try await rows(
+        guard relayState.withLock({ $0.listening }) else { return 0 }
+        return try await rows(
             """
             SELECT pid FROM pg_stat_activity WHERE application_name LIKE \("%wake-ups \(instanceID)%")
             """

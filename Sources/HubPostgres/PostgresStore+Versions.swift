@@ -36,23 +36,38 @@ extension PostgresStore {
 
     /// Locks the feed `key` until the end of the current transaction. Call before taking a
     /// change version, and run the statements that read or write the feed after it returns.
-    static func lockFeed(_ key: FeedKey, on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.rows(
+    static func lockFeed(_ key: FeedKey, on db: Session) async throws {
+        try await db.rows(
             """
             SELECT pg_advisory_xact_lock(\(feedLockSpace), hashtext(\(key.appId) || E'\\n' || \(key.userId)))
-            """, logger)
+            """)
     }
 
     /// Locks several feeds until the end of the current transaction, in the order given (callers
     /// sort them the same way everywhere, so two multi-feed transactions never deadlock).
-    static func lockFeeds(_ keys: [FeedKey], on connection: PostgresConnection, logger: Logger) async throws {
+    static func lockFeeds(_ keys: [FeedKey], on db: Session) async throws {
         guard !keys.isEmpty else { return }
-        try await connection.rows(
+        try await db.rows(
             """
             SELECT pg_advisory_xact_lock(\(feedLockSpace), hashtext(f.app_id || E'\\n' || f.user_id))
             FROM unnest(\(keys.map(\.appId))::text[], \(keys.map(\.userId))::text[]) WITH ORDINALITY
                 AS f(app_id, user_id, position)
             ORDER BY f.position
-            """, logger)
+            """)
+    }
+
+    /// Locks the feeds of the pending deliveries `ids` until the end of the current transaction,
+    /// in the order of the sweep (app, then user, bytewise), so that it never deadlocks with it.
+    static func lockFeeds(ofDeliveries ids: [Int64], on db: Session) async throws {
+        guard !ids.isEmpty else { return }
+        try await db.rows(
+            """
+            SELECT pg_advisory_xact_lock(\(feedLockSpace), hashtext(f.app_id || E'\\n' || f.user_id))
+            FROM (
+                SELECT DISTINCT app_id COLLATE "C" AS app_id, user_id COLLATE "C" AS user_id FROM hub_delivery
+                WHERE id = ANY(\(ids)) AND state = 'pending'
+                ORDER BY 1, 2
+            ) AS f
+            """)
     }
 }

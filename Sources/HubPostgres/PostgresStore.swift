@@ -15,7 +15,11 @@ import Synchronization
 /// ```
 ///
 /// - Running: the store is a `Service`. Its ``run()`` keeps the connection pool and the wake-up
-///   relay going; queries wait until it starts. ``migrate()`` works before ``run()`` (it opens a
+///   relay going; calls wait for it to start, for a pooled connection and for each statement at
+///   most as long as the ``Configuration`` says (``Configuration/leaseTimeout``,
+///   ``Configuration/statementTimeout``), then fail as `HubError(.unavailable)`: a database that
+///   goes away never holds a caller, and the pool and the relay reconnect when it is back (see
+///   `PostgresStore+Sessions.swift`). ``migrate()`` works before ``run()`` (it opens a
 ///   connection of its own). Put the store *before* the hub in a `ServiceGroup`, so that it stops
 ///   last, after the hub has recorded its in-flight sends.
 /// - Transactions: every ``HubCore/Store`` method is one transaction at `READ COMMITTED`; it has
@@ -25,8 +29,11 @@ import Synchronization
 /// - Feed order: change versions come from one sequence, and every transaction that takes one
 ///   first locks its feed (a transaction-level advisory lock), so a feed's versions become
 ///   visible in increasing order. See `PostgresStore+Versions.swift`.
-/// - Outbox: deliveries are claimed with `FOR UPDATE SKIP LOCKED` and leased; each is sent by one
-///   instance while all are healthy, and taken over when a crashed instance's lease ends.
+/// - Deliveries: which ones a change enqueues is the `DeliveryPlanner`'s decision; the store reads
+///   the user's endpoints in the change's transaction and writes the plan in one statement.
+/// - Outbox: deliveries are claimed per transport lane with `FOR UPDATE SKIP LOCKED` and leased,
+///   with their endpoint and notification, in one statement; each is sent by one instance while
+///   all are healthy, and taken over when a crashed instance's lease ends.
 /// - Errors: an unreachable database is `HubError(.unavailable)`; other failures are
 ///   ``PostgresStoreError``. Neither ever contains the connection URL or password.
 public final class PostgresStore: Store, Service {
@@ -76,7 +83,7 @@ public final class PostgresStore: Store, Service {
                 await self.listener.run()
             }
             group.addTask {
-                await self.listenerStarted.wait()
+                guard (try? await self.listenerStarted.wait()) != nil else { return }
                 await cancelWhenGracefulShutdown {
                     for await _ in self.relayStarts.stream {
                         await self.runRelay()
@@ -91,84 +98,53 @@ public final class PostgresStore: Store, Service {
 
     /// Runs `body` in one transaction on a pooled connection and commits it; rolls back when
     /// `body` throws. Deadlocks and serialization failures run `body` again (at most 3 times).
+    /// Never waits forever (see `PostgresStore+Sessions.swift`).
     func transaction<Result: Sendable>(
-        _ body: (PostgresConnection) async throws -> Result
+        _ body: @escaping @Sendable (Session) async throws -> Result
     ) async throws -> Result {
-        await started.wait()
         var attempt = 1
         while true {
             do {
-                return try await client.withTransaction(logger: logger) { connection in
-                    try await body(connection)
-                }
+                return try await withSession { session in try await Self.inTransaction(session, body) }
             } catch {
-                let translated = Self.translate(error)
-                guard attempt < 3, Self.isRetryable(translated) else { throw translated }
+                guard attempt < 3, Self.isRetryable(error) else { throw error }
                 attempt += 1
             }
         }
     }
 
     /// Runs one statement outside an explicit transaction (a single-statement read or write).
+    @discardableResult
     func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
-        await started.wait()
-        do {
-            return try await client.query(query, logger: logger).collect()
-        } catch {
-            throw Self.translate(error)
-        }
+        try await withSession { session in try await session.rows(query) }
     }
 
     /// Runs `body` on a connection of its own, opened for the call and closed after it: for work
-    /// that must not wait for ``run()`` (migrations at start-up).
+    /// that must not wait for ``run()`` (migrations at start-up). Its statements have no deadline
+    /// unless `statementTimeout` is given; connecting waits at most ``dedicatedLeaseTimeout``.
     @discardableResult
     func withDedicatedConnection<Result: Sendable>(
-        role: String, _ body: (PostgresConnection) async throws -> Result
+        role: String, statementTimeout: Duration? = nil, _ body: @escaping @Sendable (Session) async throws -> Result
     ) async throws -> Result {
         let oneShot = PostgresClient(
-            configuration: configuration.client(connections: 1, role: role), backgroundLogger: logger)
+            configuration: configuration.client(connections: 1, role: role, serverTimeouts: false),
+            backgroundLogger: logger)
+        let running = Latch()
+        running.open()
         do {
             return try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await oneShot.run() }
                 defer { group.cancelAll() }
-                return try await oneShot.withConnection { connection in try await body(connection) }
+                return try await withSession(
+                    oneShot, started: running, leaseTimeout: Self.dedicatedLeaseTimeout,
+                    statementTimeout: statementTimeout, body)
             }
         } catch {
             throw Self.translate(error)
         }
     }
-}
 
-extension PostgresConnection {
-    /// Runs `query` in the current transaction and collects its rows.
-    @discardableResult
-    func rows(_ query: PostgresQuery, _ logger: Logger) async throws -> [PostgresRow] {
-        try await self.query(query, logger: logger).collect()
-    }
-}
-
-/// A one-way door: ``wait()`` returns once ``open()`` was called (at once after that).
-final class Latch: Sendable {
-    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-
-    func wait() async {
-        if state.withLock({ $0.open }) { return }
-        await withCheckedContinuation { continuation in
-            let opened = state.withLock { state -> Bool in
-                if state.open { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if opened { continuation.resume() }
-        }
-    }
-
-    func open() {
-        let waiters = state.withLock { state in
-            state.open = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
+    /// How long ``withDedicatedConnection(role:statementTimeout:_:)`` waits for its connection:
+    /// long enough for a server that is starting up, short enough that a hub never hangs at start.
+    static let dedicatedLeaseTimeout = Duration.seconds(30)
 }

@@ -69,13 +69,16 @@ extension PostgresStore {
             return HubError(
                 .unavailable, "The PostgreSQL connection pool cannot serve queries (\(error)); retry later.")
         }
+        if let failure = error as? SessionFailure { return failure.hubError }
         guard let error = error as? PSQLError else { return error }
         switch error.code {
         case .server:
             let state = error.serverInfo?[.sqlState]
             let message = error.serverInfo?[.message] ?? "the server reported an error"
-            // 08: connection exception, 53: insufficient resources, 57P: operator intervention.
-            if let state, state.hasPrefix("08") || state.hasPrefix("53") || state.hasPrefix("57P") {
+            // 08: connection exception, 53: insufficient resources, 57P: operator intervention
+            // (the server is shutting down or starting), 57014: the statement outlived
+            // `statement_timeout` (the database is overloaded or a lock is held too long).
+            if let state, state.hasPrefix("08") || state.hasPrefix("53") || state.hasPrefix("57P") || state == "57014" {
                 return HubError(.unavailable, "The PostgreSQL database is unavailable (\(message)); retry later.")
             }
             return PostgresStoreError(.server, message, sqlState: state, underlying: error)

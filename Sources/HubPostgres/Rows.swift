@@ -46,32 +46,77 @@ enum NotificationColumns {
         display_time_to_live, expiration_date_time, fallback_timeout_seconds, delivery_mode, created_date_time,
         last_modified_date_time, read_state, user_action_state, status, change_version
         """
+    /// The columns of the table aliased `n`, each renamed `n_<column>`, for statements that join.
+    static let joined = aliased(list, table: "n", prefix: Names.joined.prefix)
+
+    /// The column names a row is read by.
+    struct Names: Sendable {
+        let prefix: String
+        let appId, userId, id, appNotificationId, groupName, priority, payload, targetPolicy: String
+        let displayTimeToLive, expirationDateTime, fallbackTimeoutSeconds, deliveryMode: String
+        let createdDateTime, lastModifiedDateTime, readState, userActionState, status, changeVersion: String
+
+        init(prefix: String) {
+            self.prefix = prefix
+            appId = prefix + "app_id"
+            userId = prefix + "user_id"
+            id = prefix + "id"
+            appNotificationId = prefix + "app_notification_id"
+            groupName = prefix + "group_name"
+            priority = prefix + "priority"
+            payload = prefix + "payload"
+            targetPolicy = prefix + "target_policy"
+            displayTimeToLive = prefix + "display_time_to_live"
+            expirationDateTime = prefix + "expiration_date_time"
+            fallbackTimeoutSeconds = prefix + "fallback_timeout_seconds"
+            deliveryMode = prefix + "delivery_mode"
+            createdDateTime = prefix + "created_date_time"
+            lastModifiedDateTime = prefix + "last_modified_date_time"
+            readState = prefix + "read_state"
+            userActionState = prefix + "user_action_state"
+            status = prefix + "status"
+            changeVersion = prefix + "change_version"
+        }
+
+        static let plain = Names(prefix: "")
+        static let joined = Names(prefix: "n_")
+    }
+}
+
+/// `list` qualified by `table` and renamed with `prefix`: `e.id AS e_id, …`.
+func aliased(_ list: String, table: String, prefix: String) -> String {
+    list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        .map { "\(table).\($0) AS \(prefix)\($0)" }.joined(separator: ", ")
 }
 
 extension UserNotification {
-    /// Reads a row selected with ``NotificationColumns/list``.
-    init(row: PostgresRow) throws {
-        let row = row.makeRandomAccess()
+    /// Reads a row selected with ``NotificationColumns/list`` (or, with `names` = `.joined`, with
+    /// ``NotificationColumns/joined``).
+    init(row: PostgresRow, _ names: NotificationColumns.Names = .plain) throws {
+        try self.init(row: row.makeRandomAccess(), names)
+    }
+
+    init(row: PostgresRandomAccessRow, _ names: NotificationColumns.Names = .plain) throws {
         self.init(
-            id: try row.value("id"),
-            appId: try row.value("app_id"),
-            userId: try row.value("user_id"),
-            appNotificationId: try row.value("app_notification_id"),
-            groupName: try row.value("group_name"),
-            priority: NotificationPriority(rawValue: try row.value("priority")),
-            payload: try row.value("payload", as: JSONColumn<NotificationPayload>.self).value,
-            targetPolicy: try row.value("target_policy", as: JSONColumn<TargetPolicy>.self).value,
-            displayTimeToLive: try row.value("display_time_to_live"),
-            expirationDateTime: try row.value("expiration_date_time"),
-            fallbackPolicy: try row.value("fallback_timeout_seconds", as: Int?.self)
+            id: try row.value(names.id),
+            appId: try row.value(names.appId),
+            userId: try row.value(names.userId),
+            appNotificationId: try row.value(names.appNotificationId),
+            groupName: try row.value(names.groupName),
+            priority: NotificationPriority(rawValue: try row.value(names.priority)),
+            payload: try row.value(names.payload, as: JSONColumn<NotificationPayload>.self).value,
+            targetPolicy: try row.value(names.targetPolicy, as: JSONColumn<TargetPolicy>.self).value,
+            displayTimeToLive: try row.value(names.displayTimeToLive),
+            expirationDateTime: try row.value(names.expirationDateTime),
+            fallbackPolicy: try row.value(names.fallbackTimeoutSeconds, as: Int?.self)
                 .map(FallbackPolicy.init(timeoutSeconds:)),
-            deliveryMode: try row.value("delivery_mode", as: String?.self).map(DeliveryMode.init(rawValue:)),
-            createdDateTime: try row.value("created_date_time"),
-            lastModifiedDateTime: try row.value("last_modified_date_time"),
-            readState: ReadState(rawValue: try row.value("read_state")),
-            userActionState: UserActionState(rawValue: try row.value("user_action_state")),
-            status: NotificationStatus(rawValue: try row.value("status")),
-            changeVersion: try row.value("change_version"))
+            deliveryMode: try row.value(names.deliveryMode, as: String?.self).map(DeliveryMode.init(rawValue:)),
+            createdDateTime: try row.value(names.createdDateTime),
+            lastModifiedDateTime: try row.value(names.lastModifiedDateTime),
+            readState: ReadState(rawValue: try row.value(names.readState)),
+            userActionState: UserActionState(rawValue: try row.value(names.userActionState)),
+            status: NotificationStatus(rawValue: try row.value(names.status)),
+            changeVersion: try row.value(names.changeVersion))
     }
 
     /// Replaces the content fields with the draft's; keeps identity, times and states.
@@ -94,27 +139,61 @@ enum EndpointColumns {
         app_id, user_id, id, platform, platform_app_id, transport, token, environment, app_display_name, state,
         inactive_reason, inactive_since, registered_at, last_sync_at
         """
+    /// The columns of the table aliased `e`, each renamed `e_<column>`, for statements that join.
+    static let joined = aliased(list, table: "e", prefix: Names.joined.prefix)
+
+    /// The column names a row is read by.
+    struct Names: Sendable {
+        let prefix: String
+        let appId, userId, id, platform, platformAppId, transport, token, environment, appDisplayName: String
+        let state, inactiveReason, inactiveSince, registeredAt, lastSyncAt: String
+
+        init(prefix: String) {
+            self.prefix = prefix
+            appId = prefix + "app_id"
+            userId = prefix + "user_id"
+            id = prefix + "id"
+            platform = prefix + "platform"
+            platformAppId = prefix + "platform_app_id"
+            transport = prefix + "transport"
+            token = prefix + "token"
+            environment = prefix + "environment"
+            appDisplayName = prefix + "app_display_name"
+            state = prefix + "state"
+            inactiveReason = prefix + "inactive_reason"
+            inactiveSince = prefix + "inactive_since"
+            registeredAt = prefix + "registered_at"
+            lastSyncAt = prefix + "last_sync_at"
+        }
+
+        static let plain = Names(prefix: "")
+        static let joined = Names(prefix: "e_")
+    }
 }
 
 extension Endpoint {
-    /// Reads a row selected with ``EndpointColumns/list``.
-    init(row: PostgresRow) throws {
-        let row = row.makeRandomAccess()
+    /// Reads a row selected with ``EndpointColumns/list`` (or, with `names` = `.joined`, with
+    /// ``EndpointColumns/joined``).
+    init(row: PostgresRow, _ names: EndpointColumns.Names = .plain) throws {
+        try self.init(row: row.makeRandomAccess(), names)
+    }
+
+    init(row: PostgresRandomAccessRow, _ names: EndpointColumns.Names = .plain) throws {
         self.init(
-            id: try row.value("id"),
-            appId: try row.value("app_id"),
-            userId: try row.value("user_id"),
-            platform: Platform(rawValue: try row.value("platform")),
-            platformAppId: try row.value("platform_app_id"),
-            transport: TransportID(rawValue: try row.value("transport")),
-            token: try row.value("token"),
-            environment: try row.value("environment", as: String?.self).map(APNSEnvironment.init(rawValue:)),
-            appDisplayName: try row.value("app_display_name"),
-            state: EndpointState(rawValue: try row.value("state")),
-            inactiveReason: try row.value("inactive_reason"),
-            inactiveSince: try row.value("inactive_since"),
-            registeredAt: try row.value("registered_at"),
-            lastSyncAt: try row.value("last_sync_at"))
+            id: try row.value(names.id),
+            appId: try row.value(names.appId),
+            userId: try row.value(names.userId),
+            platform: Platform(rawValue: try row.value(names.platform)),
+            platformAppId: try row.value(names.platformAppId),
+            transport: TransportID(rawValue: try row.value(names.transport)),
+            token: try row.value(names.token),
+            environment: try row.value(names.environment, as: String?.self).map(APNSEnvironment.init(rawValue:)),
+            appDisplayName: try row.value(names.appDisplayName),
+            state: EndpointState(rawValue: try row.value(names.state)),
+            inactiveReason: try row.value(names.inactiveReason),
+            inactiveSince: try row.value(names.inactiveSince),
+            registeredAt: try row.value(names.registeredAt),
+            lastSyncAt: try row.value(names.lastSyncAt))
     }
 }
 
@@ -130,7 +209,10 @@ enum DeliveryColumns {
 extension Delivery {
     /// Reads a row selected with ``DeliveryColumns/list``.
     init(row: PostgresRow) throws {
-        let row = row.makeRandomAccess()
+        try self.init(row: row.makeRandomAccess())
+    }
+
+    init(row: PostgresRandomAccessRow) throws {
         self.init(
             id: try row.value("id"),
             appId: try row.value("app_id"),

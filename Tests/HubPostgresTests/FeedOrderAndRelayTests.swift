@@ -143,6 +143,26 @@ struct PostgresStoreOfflineTests {
         }
     }
 
+    @Test("A call fails as unavailable within the lease timeout when the store is not running or no server answers")
+    func neverWaitsForever() async throws {
+        // Nothing listens on port 1; the store is not running at first.
+        var configuration = try PostgresStore.Configuration(
+            url: Secret("postgres://hub:secret@127.0.0.1:1/hub?sslmode=disable"), poolSize: 2)
+        configuration.leaseTimeout = .milliseconds(300)
+        let store = PostgresStore(configuration: configuration)
+        for running in [false, true] {
+            let runner = running ? Task { await store.run() } : nil
+            let start = ContinuousClock.now
+            let error = await #expect(throws: HubError.self) { try await store.nextDueDate() }
+            let elapsed = ContinuousClock.now - start
+            #expect(error?.code == .unavailable)
+            #expect(elapsed < .seconds(3), "a call waited \(elapsed) (running: \(running))")
+            #expect(!"\(error.map { "\($0)" } ?? "")".contains("secret"))
+            runner?.cancel()
+            _ = await runner?.value
+        }
+    }
+
     @Test("Wake-ups are split into NOTIFY payloads under 8000 bytes")
     func payloadsFit() throws {
         let wakes = (0..<2000).map { Wake(app: "notes.contoso.com", user: "user-\($0)", endpoint: "e\($0 % 3)") }

@@ -26,14 +26,10 @@ struct MultiInstanceTests {
             for store in [a.store, b.store] {
                 #expect(await eventually { (try? await store.wakeConnectionCount()) == 1 }, "relay connected")
             }
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                if runHubs {
-                    group.addTask { try await a.hub.run() }
-                    group.addTask { try await b.hub.run() }
-                }
-                defer { group.cancelAll() }
-                try await body()
-            }
+            let hubs = runHubs ? HubRunner([a.hub, b.hub]) : nil
+            let result = await Result { try await body() }
+            if let hubs { #expect(await hubs.stop(), "the hubs did not shut down") }
+            try result.get()
         }
     }
 
@@ -90,14 +86,16 @@ struct MultiInstanceTests {
     @Test("After A dies during a fan-out, B sends A's claimed deliveries once its leases expire")
     func takeoverAfterCrash() async throws {
         let schema = PostgresTestDatabase.freshSchema()
-        let gate = Latch()  // never opened while A is "dead"; ignores cancellation
+        let gate = Latch()  // opened only at the end: A's sends hang while A is "dead"
         let sentByA = Mutex<[Date]>([])
         let sentByB = Mutex<[Date]>([])
         let lease = Duration.seconds(1)
-        // A's sends never finish: its claims can only end by expiring.
-        let a = try HubInstance("a", schema: schema, dispatcher: HubInstance.dispatcher(lease: lease)) { _ in
+        var dispatcherA = HubInstance.dispatcher(lease: lease)
+        dispatcherA.shutdownFlushTimeout = .seconds(1)
+        // A's sends never finish while it is dead: its claims can only end by expiring.
+        let a = try HubInstance("a", schema: schema, dispatcher: dispatcherA) { _ in
             sentByA.withLock { $0.append(Date()) }
-            await gate.wait()
+            try? await gate.wait()
             return .accepted
         }
         let b = try HubInstance(
@@ -106,31 +104,39 @@ struct MultiInstanceTests {
             sentByB.withLock { $0.append(Date()) }
             return .accepted
         }
-        defer { gate.open() }
         let endpoints = (1...20).map { "e\($0)" }
-        try await withInstances(a, b, runHubs: false) {
-            for id in endpoints { try await a.register(id) }
-            let hubA = Task { try await a.hub.run() }
+        try await a.store.migrate()
+        // A's store runs on its own, so that A can die: its connections go as when its process dies.
+        let storeA = Task { await a.store.run() }
+        defer {
+            gate.open()
+            storeA.cancel()
+        }
+        try await PostgresTestDatabase.running([b.store]) {
+            for id in endpoints { try await b.register(id) }
+            let hubA = HubRunner([a.hub])
             _ = try await a.publish("fan-out")
             #expect(await eventually { a.apns.deliveries.count == endpoints.count }, "A claimed the fan-out")
-            let claimedBy = try #require(sentByA.withLock { $0.min() })
-            hubA.cancel()  // A "crashes": it never records an outcome for its sends.
+            // A "crashes": its connections close, it never renews a lease nor records an outcome.
+            storeA.cancel()
+            #expect((try? await withDeadline(.seconds(20), "store A") { await storeA.value }) != nil)
+            let leasedUntil = try #require(
+                try await b.store.rows("SELECT min(lease_until) FROM hub_delivery WHERE state = 'pending'").first?
+                    .decode(Date?.self))
 
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { try? await b.hub.run() }
-                defer { group.cancelAll() }
-                #expect(await eventually(timeout: .seconds(15)) { b.apns.deliveries.count >= endpoints.count })
-                #expect(await eventually { (try? await b.store.deliveryStatistics().pending) == 0 })
-            }
+            let hubB = HubRunner([b.hub])
+            #expect(await eventually(timeout: .seconds(15)) { b.apns.deliveries.count >= endpoints.count })
+            #expect(await eventually { (try? await b.store.deliveryStatistics().pending) == 0 })
+            #expect(await hubB.stop(), "B did not shut down")
             #expect(Set(b.apns.deliveries.map(\.endpoint.id)) == Set(endpoints))
             #expect(b.apns.deliveries.count == endpoints.count, "each delivery taken over once")
             let firstTakeover = try #require(sentByB.withLock { $0.min() })
-            #expect(firstTakeover.timeIntervalSince(claimedBy) >= lease.seconds - 0.05, "not before the lease ended")
+            #expect(firstTakeover.timeIntervalSince(leasedUntil) >= -0.05, "not before the lease ended")
             #expect(try await b.store.deliveryStatistics().finished["apns"]?["delivered"] == endpoints.count)
 
-            // A comes back to life and reports its stale sends: they are already finished.
+            // A's sends return at last; it cannot record them (its store is gone) and stops.
             gate.open()
-            _ = await hubA.result
+            #expect(await hubA.stop(), "A did not shut down")
             #expect(try await b.store.deliveryStatistics().finished["apns"] == ["delivered": endpoints.count])
         }
     }

@@ -47,9 +47,9 @@ struct PostgresStoreTests {
             async let a: Void = first.migrate()
             async let b: Void = second.migrate()
             _ = try await (a, b)
-            #expect(try await first.appliedMigrations() == [1])
+            #expect(try await first.appliedMigrations() == [1, 2])
             try await first.migrate()
-            #expect(try await second.appliedMigrations() == [1])
+            #expect(try await second.appliedMigrations() == [1, 2])
         }
     }
 
@@ -87,6 +87,44 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test("An instance restarted under its name takes back its leases at once; its taps merge into waiting ones")
+    func releaseLeases() async throws {
+        try await PostgresTestDatabase.withStore { store in
+            try await store.migrate()
+            let key = FeedKey(appId: "notes.contoso.com", userId: "alice")
+            let t0 = Date(timeIntervalSince1970: 1_750_000_000)
+            for id in ["e1", "e2"] {
+                _ = try await store.upsertEndpoint(
+                    Endpoint(
+                        id: id, appId: key.appId, userId: key.userId, platform: .ios,
+                        platformAppId: "com.contoso.notes", transport: .apns, token: "token-\(id)",
+                        environment: .production, registeredAt: t0))
+            }
+            _ = try await store.publish(request(key, "r-1", at: t0, visible: true))
+            _ = try await store.publish(request(key, "r-2", at: t0))
+            let old = try await store.claimDeliveries(
+                limit: 10, now: t0, owner: "hub-1", leaseUntil: t0.addingTimeInterval(300))
+            #expect(old.map(\.delivery.kind.rawValue).sorted() == ["shoulderTap", "shoulderTap", "visible", "visible"])
+            // A newer tap waits for each endpoint while the old ones are leased.
+            let newer = try await store.publish(request(key, "r-3", at: t0.addingTimeInterval(1))).notification
+
+            try await store.releaseLeases(owner: "other")
+            let later = t0.addingTimeInterval(2)
+            #expect(
+                try await store.claimDeliveries(limit: 10, now: later, owner: "hub-2", leaseUntil: later).count == 2)
+            try await store.releaseLeases(owner: "hub-2")
+            try await store.releaseLeases(owner: "hub-1")
+            let again = try await store.claimDeliveries(
+                limit: 10, now: later, owner: "hub-1", leaseUntil: later.addingTimeInterval(300))
+            #expect(again.count == 4, "the visible deliveries are back; the old taps merged into the waiting ones")
+            #expect(again.filter { $0.delivery.kind == .visible }.count == 2)
+            let taps = again.filter { $0.delivery.kind == .shoulderTap }
+            #expect(taps.count == 2 && taps.allSatisfy { $0.delivery.changeVersion == newer.changeVersion })
+            #expect(try await store.deliveryStatistics().finished["apns"] == ["superseded": 2])
+            #expect(try await store.deliveryStatistics().pending == 4)
+        }
+    }
+
     @Test("A statement the server refuses is a PostgresStoreError with its SQLSTATE")
     func serverErrors() async throws {
         try await PostgresTestDatabase.withStore { store in
@@ -99,11 +137,13 @@ struct PostgresStoreTests {
         }
     }
 
-    func request(_ key: FeedKey, _ id: String) -> PublishRequest {
-        let now = Date(timeIntervalSince1970: 1_750_000_000)
+    func request(
+        _ key: FeedKey, _ id: String, at now: Date = Date(timeIntervalSince1970: 1_750_000_000), visible: Bool = false
+    ) -> PublishRequest {
+        let payload = NotificationPayload(rawContent: id, visualContent: visible ? VisualContent(title: id) : nil)
         return PublishRequest(
-            key: key, draft: NotificationDraft(appNotificationId: id, payload: NotificationPayload(rawContent: id)),
+            key: key, draft: NotificationDraft(appNotificationId: id, payload: payload),
             newId: UUID().uuidString.lowercased(), expirationDateTime: now.addingTimeInterval(3600),
-            deliveryMode: .shoulderTap, now: now)
+            deliveryMode: visible ? .visible : .shoulderTap, now: now)
     }
 }

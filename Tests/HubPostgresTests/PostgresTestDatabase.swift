@@ -3,6 +3,7 @@ import HubCore
 import HubPolling
 import HubTesting
 import Logging
+import ServiceLifecycle
 import Synchronization
 import Testing
 
@@ -29,17 +30,19 @@ enum PostgresTestDatabase {
     static func freshSchema() -> String { "t_" + String(UInt64.random(in: 1 ... .max), radix: 16) }
 
     /// A store on `schema`, not running yet.
-    static func makeStore(schema: String, poolSize: Int = 4) throws -> PostgresStore {
-        guard let url else {
-            Issue.record("HUB_TEST_DATABASE_URL is not set although CI=true: .ci/run must start PostgreSQL")
-            throw PostgresStoreError.invalidConfiguration("HUB_TEST_DATABASE_URL is not set")
+    /// - Parameter server: the shared server, or the one tests may stop and start.
+    static func makeStore(
+        schema: String, poolSize: Int = 4, server: TestServer = .shared, logLevel: Logger.Level = .warning
+    ) throws -> PostgresStore {
+        guard let url = server.url else {
+            Issue.record("\(server.variable) is not set although CI=true: .ci/run must start PostgreSQL")
+            throw PostgresStoreError.invalidConfiguration("\(server.variable) is not set")
         }
         var logger = Logger(label: "hub.postgres.tests")
-        logger.logLevel = .warning
+        logger.logLevel = logLevel
         return PostgresStore(
             configuration: try .init(
-                url: Secret(url, source: "env:HUB_TEST_DATABASE_URL"), poolSize: poolSize,
-                schema: schema),
+                url: Secret(url, source: "env:\(server.variable)"), poolSize: poolSize, schema: schema),
             logger: logger)
     }
 
@@ -72,6 +75,60 @@ enum PostgresTestDatabase {
     }
 }
 
+/// A PostgreSQL server the tests use.
+enum TestServer: Sendable {
+    /// The server every test shares (`HUB_TEST_DATABASE_URL`).
+    case shared
+    /// The server that outage tests stop and start (`HUB_TEST_RESTART_DATABASE_URL`); no other
+    /// test uses it, so the outage never disturbs tests running in parallel.
+    case restartable
+
+    var variable: String {
+        switch self {
+        case .shared: "HUB_TEST_DATABASE_URL"
+        case .restartable: "HUB_TEST_RESTART_DATABASE_URL"
+        }
+    }
+
+    var url: String? { ProcessInfo.processInfo.environment[variable].flatMap { $0.isEmpty ? nil : $0 } }
+}
+
+/// Stops and starts the restartable server with the script `scripts/with-postgres` exports as
+/// `HUB_TEST_RESTART_PGCTL`.
+enum RestartableServer {
+    static let control: String? = ProcessInfo.processInfo.environment["HUB_TEST_RESTART_PGCTL"].flatMap {
+        $0.isEmpty ? nil : $0
+    }
+    /// Runs when the restartable server is there, and always in CI, where it must be.
+    static let isEnabled = (control != nil && TestServer.restartable.url != nil) || PostgresTestDatabase.isCI
+    static let skipReason: Comment =
+        "HUB_TEST_RESTART_PGCTL is not set: run scripts/test, or scripts/with-postgres swift test"
+
+    /// Stops the server in fast mode (clients are disconnected, as in a restart) and waits until it is down.
+    static func stop() async throws { try await run("stop") }
+
+    /// Starts the server again (same port and data) and waits until it accepts connections.
+    static func start() async throws { try await run("start") }
+
+    private static func run(_ action: String) async throws {
+        guard let control else {
+            Issue.record("HUB_TEST_RESTART_PGCTL is not set although CI=true")
+            throw PostgresStoreError.invalidConfiguration("HUB_TEST_RESTART_PGCTL is not set")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: control)
+        process.arguments = [action]
+        process.standardOutput = FileHandle.nullDevice
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do { try process.run() } catch { continuation.resume(throwing: error) }
+        }
+        guard status == 0 else {
+            throw PostgresStoreError(.server, "\(control) \(action) exited with \(status)")
+        }
+    }
+}
+
 /// One hub instance of a multi-instance test: its own store, signals, transports and hub.
 struct HubInstance: Sendable {
     static let app = CrossDeviceApp(
@@ -88,11 +145,11 @@ struct HubInstance: Sendable {
     ///   - dispatcher: how this instance works the outbox (lease, idle interval, …).
     ///   - apns: what sending to an APNs endpoint does on this instance.
     init(
-        _ name: String, schema: String, dispatcher: DispatcherConfiguration,
+        _ name: String, schema: String, dispatcher: DispatcherConfiguration, server: TestServer = .shared,
         apns: @escaping @Sendable (OutboundDelivery) async -> DeliveryOutcome = { _ in .accepted }
     ) throws {
         self.name = name
-        store = try PostgresTestDatabase.makeStore(schema: schema, poolSize: 6)
+        store = try PostgresTestDatabase.makeStore(schema: schema, poolSize: 6, server: server)
         signals = FeedSignals()
         store.relay(into: signals)
         self.apns = RecordingTransport(id: .apns, script: apns)
@@ -118,10 +175,13 @@ struct HubInstance: Sendable {
         return try await hub.registerEndpoint(app: Self.app.id, user: user, id: id, registration)
     }
 
-    func publish(_ id: String, user: String = "alice") async throws -> UserNotification {
-        try await hub.publish(
+    /// Publishes `id` to `user`; `visible`: with visual content, sent as a visible notification.
+    func publish(_ id: String, user: String = "alice", visible: Bool = false) async throws -> UserNotification {
+        let payload = NotificationPayload(
+            rawContent: "{\"id\":\"\(id)\"}", visualContent: visible ? VisualContent(title: id, body: "body") : nil)
+        return try await hub.publish(
             app: Self.app.id, user: user,
-            NotificationDraft(appNotificationId: id, payload: NotificationPayload(rawContent: "{\"id\":\"\(id)\"}"))
+            NotificationDraft(appNotificationId: id, payload: payload, deliveryMode: visible ? .visible : nil)
         )
         .notification
     }
@@ -134,5 +194,39 @@ struct HubInstance: Sendable {
         configuration.initialBackoff = .milliseconds(10)
         configuration.maxBackoff = .milliseconds(50)
         return configuration
+    }
+}
+
+/// Runs hubs in a service group until ``stop(within:)`` shuts them down gracefully.
+///
+/// Tests never cancel a running `Hub`: the dispatcher's recorder and lease keeper then loop on
+/// waits that return at once without suspending, and on a 2-core machine they starve the very
+/// sends they wait for (HubCore issue; graceful shutdown does not loop).
+final class HubRunner: Sendable {
+    let group: ServiceGroup
+    let task: Task<Void, Never>
+
+    init(_ hubs: [any Service]) {
+        var logger = Logger(label: "hub.tests.services")
+        logger.logLevel = .critical
+        let group = ServiceGroup(services: hubs, logger: logger)
+        self.group = group
+        task = Task { try? await group.run() }
+    }
+
+    /// Shuts the hubs down gracefully (SIGTERM) and waits at most `within` for them to stop.
+    /// - Returns: whether they stopped in time.
+    @discardableResult
+    func stop(within limit: Duration = .seconds(30)) async -> Bool {
+        await group.triggerGracefulShutdown()
+        let task = self.task
+        return (try? await withDeadline(limit, "hub shutdown") { await task.value }) != nil
+    }
+}
+
+extension Swift.Result where Failure == any Error {
+    /// The result of `body`, thrown errors included.
+    init(catching body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
     }
 }
