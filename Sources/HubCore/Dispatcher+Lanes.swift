@@ -95,7 +95,7 @@ extension Dispatcher {
     func keepLeases() async {
         let interval = configuration.lease / 3
         var failures = 0
-        while !recorder.isFinished {
+        while !recorder.isFinished && !Task.isCancelled {
             let ticket = bells.ticket()
             _ = await bells.wait(Self.leaseKey, endpoint: nil, after: ticket, timeout: interval)
             let ids = leased.withLock { Array($0) }

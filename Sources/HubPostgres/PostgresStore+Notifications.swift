@@ -50,7 +50,9 @@ extension PostgresStore {
     /// new change version, announced by a tap to every active endpoint of the user.
     ///
     /// - Returns: the tombstone; an already deleted notification unchanged; `nil` if none.
-    public func delete(_ key: FeedKey, appNotificationId: String, at now: Date) async throws -> UserNotification? {
+    public func delete(
+        _ key: FeedKey, appNotificationId: String, at now: Date, planner: DeliveryPlanner
+    ) async throws -> UserNotification? {
         let logger = self.logger
         return try await transaction { db in
             try await Self.lockFeed(key, on: db, logger: logger)

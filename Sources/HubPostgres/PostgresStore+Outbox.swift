@@ -16,7 +16,7 @@ extension PostgresStore {
     /// is inactive is finished as `superseded` and not returned, so fewer than `limit` may come
     /// back even when more are due.
     public func claimDeliveries(
-        limit: Int, now: Date, owner: String, leaseUntil: Date
+        _ lane: OutboxLane, limit: Int, now: Date, owner: String, leaseUntil: Date
     ) async throws -> [ClaimedDelivery] {
         guard limit > 0 else { return [] }
         let logger = self.logger
@@ -75,7 +75,7 @@ extension PostgresStore {
     /// `inactive_since = goneSince ?? now`) and finishes its other pending deliveries as
     /// `superseded` — unless the endpoint registered again after the provider's verdict: after
     /// `goneSince`, or, when the provider gave no time, after the delivery was claimed.
-    public func finishDelivery(
+    func finishOne(
         id: Int64, result: DeliveryResult, detail: String?, goneSince: Date?, at now: Date
     ) async throws {
         let logger = self.logger
@@ -113,7 +113,7 @@ extension PostgresStore {
     /// recorded (the attempt was counted by the claim). Unknown or finished deliveries are left
     /// alone. A shoulder tap whose endpoint got a newer pending tap meanwhile is finished as
     /// `superseded` instead (that tap announces a newer version), passing on its priority.
-    public func retryDelivery(id: Int64, dueAt: Date, error: String, at now: Date) async throws {
+    func retryOne(id: Int64, dueAt: Date, error: String, at now: Date) async throws {
         let logger = self.logger
         try await transaction { db in
             guard let delivery = try await Self.pendingDelivery(id, db, logger) else { return }
@@ -144,6 +144,29 @@ extension PostgresStore {
                 UPDATE hub_delivery SET lease_owner = NULL, lease_until = NULL, due_at = \(dueAt), last_error = \(error)
                 WHERE id = \(id) AND state = 'pending'
                 """, logger)
+        }
+    }
+
+    /// Extends `owner`'s leases of the pending deliveries `ids` to `until`.
+    public func renewLeases(_ ids: [Int64], owner: String, until: Date) async throws {
+        guard !ids.isEmpty else { return }
+        try await rows(
+            """
+            UPDATE hub_delivery SET lease_until = \(until)
+            WHERE id = ANY(\(ids)) AND lease_owner = \(owner) AND state = 'pending'
+            """)
+    }
+
+    /// Records outcomes one by one (interim: see the set-based version in the PostgreSQL store work).
+    public func recordOutcomes(_ outcomes: [OutboxOutcome]) async throws {
+        for outcome in outcomes {
+            switch outcome.change {
+            case .finish(let result, let detail, let goneSince):
+                try await finishOne(
+                    id: outcome.id, result: result, detail: detail, goneSince: goneSince, at: outcome.at)
+            case .retry(let dueAt, let error):
+                try await retryOne(id: outcome.id, dueAt: dueAt, error: error, at: outcome.at)
+            }
         }
     }
 

@@ -16,7 +16,7 @@ extension PostgresStore {
     /// transaction.
     ///
     /// - Returns: the feeds that got a new change version.
-    public func sweep(now: Date, purgeBefore: Date) async throws -> Set<FeedKey> {
+    public func sweep(now: Date, purgeBefore: Date, planner: DeliveryPlanner) async throws -> Set<FeedKey> {
         let logger = self.logger
         var changed = Set<FeedKey>()
         while true {
