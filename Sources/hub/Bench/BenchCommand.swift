@@ -5,7 +5,7 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure the hub: durable publishes/s, publish-to-wake latency, transport throughput.",
-        subcommands: [PublishBench.self, APNSBench.self, FCMBench.self, RSSBench.self]
+        subcommands: [PublishBench.self, APNSBench.self, FCMBench.self, RSSBench.self, PipelineBench.self]
     )
 
     /// The middle of `values` (the mean of the two middle ones for an even count); 0 when empty.
