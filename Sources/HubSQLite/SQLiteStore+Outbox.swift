@@ -18,9 +18,21 @@ extension SQLiteStore {
         _ lane: OutboxLane, limit: Int, now: Date, owner: String, leaseUntil: Date
     ) async throws -> [ClaimedDelivery] {
         guard limit > 0 else { return [] }
+        let (filter, laneArguments) = Self.laneFilter(lane)
+        // Most pokes find a lane empty (a publish pokes every lane): ask a reader first, and
+        // leave the one writer to claims that take something.
+        let anyDue = try await read { db in
+            try Bool.fetchOne(
+                db.cachedStatement(
+                    sql: """
+                        SELECT EXISTS (SELECT 1 FROM delivery
+                            WHERE state = 'pending' \(filter) AND dueAt <= ? AND (leaseOwner IS NULL OR leaseUntil < ?))
+                        """),
+                arguments: laneArguments + [now.canonical.storedSeconds, now.canonical.storedSeconds]) ?? false
+        }
+        guard anyDue else { return [] }
         return try await write { db in
             let now = now.canonical
-            let (filter, laneArguments) = Self.laneFilter(lane)
             let ids = try Int64.fetchAll(
                 db.cachedStatement(
                     sql: """
