@@ -7,8 +7,6 @@ enum JSONText {
 
     static func number(_ value: Int64) -> String { String(value) }
 
-    static func optional(_ value: String?) -> String { value.map(string) ?? "null" }
-
     /// `value` as a JSON string literal (RFC 8259 escapes; other characters as UTF-8).
     static func string(_ value: String) -> String {
         var out = "\""

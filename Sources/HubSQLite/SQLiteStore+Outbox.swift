@@ -18,14 +18,14 @@ extension SQLiteStore {
         _ lane: OutboxLane, limit: Int, now: Date, owner: String, leaseUntil: Date
     ) async throws -> [ClaimedDelivery] {
         guard limit > 0 else { return [] }
-        let (filter, laneArguments) = Self.laneFilter(lane)
+        let (index, filter, laneArguments) = Self.laneFilter(lane)
         // Most pokes find a lane empty (a publish pokes every lane): ask a reader first, and
         // leave the one writer to claims that take something.
         let anyDue = try await read { db in
             try Bool.fetchOne(
                 db.cachedStatement(
                     sql: """
-                        SELECT EXISTS (SELECT 1 FROM delivery
+                        SELECT EXISTS (SELECT 1 FROM delivery \(index)
                             WHERE state = 'pending' \(filter) AND dueAt <= ? AND (leaseOwner IS NULL OR leaseUntil < ?))
                         """),
                 arguments: laneArguments + [now.canonical.storedSeconds, now.canonical.storedSeconds]) ?? false
@@ -38,7 +38,7 @@ extension SQLiteStore {
                     sql: """
                         UPDATE delivery SET leaseOwner = ?, leaseUntil = ?, claimedAt = ?, attempts = attempts + 1
                         WHERE id IN (
-                            SELECT id FROM delivery
+                            SELECT id FROM delivery \(index)
                             WHERE state = 'pending' \(filter) AND dueAt <= ? AND (leaseOwner IS NULL OR leaseUntil < ?)
                             ORDER BY urgency DESC, dueAt, id
                             LIMIT ?)
@@ -76,16 +76,18 @@ extension SQLiteStore {
         }
     }
 
-    /// The SQL condition (after `state = 'pending'`) and arguments that select `lane`'s rows.
-    static func laneFilter(_ lane: OutboxLane) -> (String, StatementArguments) {
+    /// The index clause, the SQL condition (after `state = 'pending'`) and the arguments that
+    /// select `lane`'s rows. A transport's lane walks `delivery_lane` in claim order (the planner,
+    /// without statistics, would pick `delivery_due` and sort every due row of every transport).
+    static func laneFilter(_ lane: OutboxLane) -> (index: String, filter: String, arguments: StatementArguments) {
         switch lane {
         case .all:
-            return ("", [])
+            return ("", "", [])
         case .transport(let id):
-            return ("AND transport = ?", [id.rawValue])
+            return ("INDEXED BY delivery_lane", "AND transport = ?", [id.rawValue])
         case .otherThan(let transports):
             let list = JSONText.array(transports.map(\.rawValue).sorted().map(JSONText.string))
-            return ("AND transport NOT IN (SELECT value FROM json_each(?))", [list])
+            return ("", "AND transport NOT IN (SELECT value FROM json_each(?))", [list])
         }
     }
 
@@ -113,9 +115,9 @@ extension SQLiteStore {
             try db.cachedStatement(
                 sql: """
                     UPDATE delivery SET leaseUntil = ?
-                    WHERE state = 'pending' AND leaseOwner = ? AND id IN (SELECT value FROM json_each(?))
+                    WHERE id IN (SELECT value FROM json_each(?)) AND +state = 'pending' AND leaseOwner = ?
                     """
-            ).execute(arguments: [until.canonical.storedSeconds, owner, idList])
+            ).execute(arguments: [until.canonical.storedSeconds, idList, owner])
         }
     }
 
@@ -152,21 +154,27 @@ extension SQLiteStore {
         }
     }
 
-    /// Finishes pending deliveries with their results, in one statement.
+    /// Finishes pending deliveries with their results: one statement per distinct result and
+    /// detail (a batch of deliveries is mostly `delivered` without detail), each selecting its
+    /// rows by ID (`id IN json_each(?)`, rowid look-ups).
     static func finishPlain(_ db: Database, _ rows: [(Int64, DeliveryResult, String?)], at now: Date) throws {
-        guard !rows.isEmpty else { return }
-        let list = JSONText.array(
-            rows.map {
-                JSONText.array([JSONText.number($0.0), JSONText.string($0.1.rawValue), JSONText.optional($0.2)])
-            })
-        try db.cachedStatement(
-            sql: """
-                UPDATE delivery SET state = 'finished', result = json_extract(o.value, '$[1]'),
-                    detail = json_extract(o.value, '$[2]'), finishedAt = ?, leaseOwner = NULL, leaseUntil = NULL
-                FROM json_each(?) AS o
-                WHERE delivery.id = json_extract(o.value, '$[0]') AND delivery.state = 'pending'
-                """
-        ).execute(arguments: [now.storedSeconds, list])
+        struct Ending: Hashable {
+            var result: DeliveryResult
+            var detail: String?
+        }
+        let groups = Dictionary(grouping: rows) { Ending(result: $0.1, detail: $0.2) }
+        for (ending, members) in groups {
+            try db.cachedStatement(
+                sql: """
+                    UPDATE delivery SET state = 'finished', result = ?, detail = ?, finishedAt = ?, leaseOwner = NULL,
+                        leaseUntil = NULL
+                    WHERE id IN (SELECT value FROM json_each(?)) AND +state = 'pending'
+                    """
+            ).execute(arguments: [
+                ending.result.rawValue, ending.detail, now.storedSeconds,
+                JSONText.array(members.map { JSONText.number($0.0) }),
+            ])
+        }
     }
 
     /// Finishes a delivery as `endpointGone` and deactivates its endpoint (see ``recordOutcomes(_:)``).
