@@ -92,3 +92,31 @@ extension Result where Failure == any Error {
         do { self = .success(try await body()) } catch { self = .failure(error) }
     }
 }
+
+/// Bounds every store call: a store that does not answer (a database server that vanished
+/// mid-query, a pool waiting for a connection that never comes) fails the call with
+/// `HubError(.unavailable)` instead of holding the caller — a request, the dispatcher, a
+/// shutdown — for good. The hub wraps its store in one (``DeadlineStore``).
+///
+/// A write that missed its deadline may still commit later: callers treat `.unavailable` as
+/// "outcome unknown, retry" (publishes are idempotent by `appNotificationId`; outbox work is
+/// at-least-once).
+public struct StoreDeadline: StoreInterceptor {
+    /// The longest a call may take.
+    public let timeout: Duration
+
+    public init(timeout: Duration) { self.timeout = timeout }
+
+    public func intercept<T: Sendable>(
+        _ name: String, _ call: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        do {
+            return try await withDeadline(timeout, "store.\(name)", call)
+        } catch is DeadlineExceeded {
+            throw HubError(.unavailable, "The store did not answer \(name) within \(timeout); retry later.")
+        }
+    }
+}
+
+/// A store whose every call ends within a deadline (see ``StoreDeadline``).
+public typealias DeadlineStore = InterceptedStore<StoreDeadline>

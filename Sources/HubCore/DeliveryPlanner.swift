@@ -47,6 +47,8 @@ public struct DeliveryPlanner: Sendable, Hashable {
     /// The deliveries `change` of `notification` needs, in endpoint order.
     ///
     /// - Parameters:
+    ///   - notification: the notification as the change leaves it (new change version).
+    ///   - change: what happened to it.
     ///   - endpoints: the user's endpoints (any state; inactive ones are skipped).
     ///   - now: when the change commits; deliveries are due then, fallbacks later.
     public func plan(

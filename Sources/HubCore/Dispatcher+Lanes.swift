@@ -28,6 +28,16 @@ extension Dispatcher {
         }
 
         var freeSlots: Int { concurrency - inFlight.load(ordering: .acquiring) }
+
+        /// The lane of deliveries whose transport this hub does not run.
+        var isStrayLane: Bool {
+            if case .otherThan = selection { return true }
+            return false
+        }
+
+        /// Free slots worth a claim: a quarter of the lane, or any when nothing is in flight. A
+        /// claim is a write transaction; claiming per freed slot would cost one per send.
+        var claimThreshold: Int { max(1, concurrency / 4) }
     }
 
     /// Claims and sends the lane's deliveries until shutdown, then waits for its sends to return.
@@ -43,12 +53,14 @@ extension Dispatcher {
             while !stopping {
                 let ticket = bells.ticket()
                 let free = lane.freeSlots
-                if free <= 0 || recorder.backlog >= configuration.maxUnrecordedOutcomes {
+                let busy = free < lane.concurrency
+                if (busy && free < lane.claimThreshold) || recorder.backlog >= configuration.maxUnrecordedOutcomes {
                     await pause(.seconds(1), on: lane.slotKey, after: ticket)
                     continue
                 }
                 if drained {
-                    await pause(configuration.idleInterval, on: lane.pokeKey, after: ticket)
+                    let idle = lane.isStrayLane ? configuration.idleInterval * 10 : configuration.idleInterval
+                    await pause(idle, on: lane.pokeKey, after: ticket)
                     drained = false
                     continue
                 }
@@ -95,7 +107,7 @@ extension Dispatcher {
     func keepLeases() async {
         let interval = configuration.lease / 3
         var failures = 0
-        while !recorder.isFinished {
+        while !recorder.isFinished && !Task.isCancelled {
             let ticket = bells.ticket()
             _ = await bells.wait(Self.leaseKey, endpoint: nil, after: ticket, timeout: interval)
             let ids = leased.withLock { Array($0) }

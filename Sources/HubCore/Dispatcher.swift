@@ -56,9 +56,10 @@ final class Dispatcher: Sendable {
         self.recorder = OutcomeRecorder(bells: bells)
     }
 
-    /// Tells the dispatcher that new deliveries may be due.
+    /// Tells the dispatcher that new deliveries may be due. The lane of transports this hub does
+    /// not run is not poked: it looks for strays on its own, every `10 × idleInterval`.
     func poke() {
-        for lane in lanes { bells.wake(lane.pokeKey) }
+        for lane in lanes where !lane.isStrayLane { bells.wake(lane.pokeKey) }
     }
 
     func run() async {

@@ -53,7 +53,7 @@ public final class Hub: Service, Sendable {
         now: @escaping @Sendable () -> Date = { Date() }
     ) throws {
         self.configuration = configuration
-        let store = DeadlineStore(store, timeout: configuration.storeTimeout)
+        let store = DeadlineStore(store, StoreDeadline(timeout: configuration.storeTimeout))
         self.store = store
         self.planner = .standard
         self.router = try Router(apps: configuration.apps, transports: transports)

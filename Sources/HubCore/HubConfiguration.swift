@@ -45,7 +45,7 @@ public struct DispatcherConfiguration: Sendable {
     /// The most deliveries one claim takes (a lane claims as many as it has free slots, up to this).
     public var batchSize: Int = 256
     /// Sends in flight at once, per transport lane (unless ``laneConcurrency`` names the transport).
-    public var concurrency: Int = 64
+    public var concurrency: Int = 256
     /// Sends in flight at once for particular transports.
     public var laneConcurrency: [TransportID: Int] = [:]
     /// How long a claim holds before another instance may take the delivery over. The dispatcher

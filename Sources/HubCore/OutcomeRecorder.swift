@@ -75,7 +75,9 @@ extension Dispatcher {
             let (batch, closed) = recorder.take(configuration.batchSize * 4)
             if closed && closedAt == nil { closedAt = .now }
             if batch.isEmpty {
-                if closed { break }
+                // Cancelled (not a graceful shutdown): stop at once; unwritten outcomes are left
+                // to their leases. Waiting would return at once and spin.
+                if closed || Task.isCancelled { break }
                 _ = await bells.wait(OutcomeRecorder.key, endpoint: nil, after: ticket, timeout: .seconds(1))
                 continue
             }

@@ -15,7 +15,7 @@ public import struct Foundation.Date
 /// - A planned tap to an endpoint coalesces with that endpoint's pending, unleased tap (newest
 ///   version, higher priority, earlier due time). A tap put back by a retry while a newer
 ///   unleased tap waits is finished as `superseded` instead.
-/// - ``upsertEndpoint(_:)`` keeps the stored `lastSyncAt` when the incoming one is `nil`.
+/// - ``EndpointStore/upsertEndpoint(_:)`` keeps the stored `lastSyncAt` when the incoming one is `nil`.
 /// - An `endpointGone` result without a provider time compares the endpoint's `registeredAt` with
 ///   the delivery's claim time; `inactiveSince` is then the finish time.
 /// - `UserNotification.deliveryMode` is the publisher's per-notification override, not the app default.

@@ -113,16 +113,11 @@ extension SQLiteStore {
         )?.endpoint
     }
 
-    /// The user's active endpoints that are tapped through the outbox (every transport but
-    /// polling: the hub wakes polling endpoints itself after the commit), ordered by ID.
-    static func activePushEndpoints(_ db: Database, _ key: FeedKey) throws -> [Endpoint] {
+    /// The user's active endpoints, ordered by ID (what the delivery planner plans for).
+    static func activeEndpoints(_ db: Database, _ key: FeedKey) throws -> [Endpoint] {
         try EndpointRecord.fetchAll(
             db.cachedStatement(
-                sql: """
-                    SELECT * FROM endpoint
-                    WHERE appId = ? AND userId = ? AND state = 'active' AND transport <> 'polling'
-                    ORDER BY id
-                    """),
+                sql: "SELECT * FROM endpoint WHERE appId = ? AND userId = ? AND state = 'active' ORDER BY id"),
             arguments: [key.appId, key.userId]
         ).map(\.endpoint)
     }

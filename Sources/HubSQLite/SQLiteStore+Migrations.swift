@@ -7,6 +7,7 @@ extension SQLiteStore {
     static let migrator: DatabaseMigrator = {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1", migrate: createSchemaV1)
+        migrator.registerMigration("v2", migrate: addOutboxLanes)
         return migrator
     }()
 
@@ -109,6 +110,16 @@ extension SQLiteStore {
                     WHERE state = 'pending' AND kind = 'shoulderTap' AND leaseOwner IS NULL;
                 CREATE INDEX delivery_endpoint ON delivery (appId, userId, endpointId, state);
                 CREATE INDEX delivery_finished ON delivery (state, finishedAt) WHERE state = 'finished';
+                """)
+    }
+
+    /// `v2`: the dispatcher claims per transport lane, in priority order. The partial index lets a
+    /// claim walk one lane's pending rows in that order instead of sorting every pending row.
+    private static func addOutboxLanes(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE INDEX delivery_lane ON delivery (transport, urgency DESC, dueAt, id)
+                    WHERE state = 'pending';
                 """)
     }
 }

@@ -13,12 +13,8 @@ extension SQLiteStore {
     /// - Existing tombstone (expired or deleted): revived like a new one but keeping its `id`;
     ///   `created == true`.
     ///
-    /// Every case takes the next change version. Then, for every active endpoint of the user whose
-    /// platform the target policy includes: a `visible` delivery when the effective mode is visible,
-    /// the payload has visual content and the endpoint is not polled; otherwise a shoulder tap
-    /// (coalesced into the endpoint's pending, unleased tap if any). A high-priority notification
-    /// with a fallback policy also schedules a `fallback` delivery at `now + timeout` for every
-    /// non-polling endpoint that got a tap (see ``enqueueFallback(_:to:version:now:)``).
+    /// Every case takes the next change version, then enqueues what `request.planner` plans for the
+    /// user's endpoints (see ``enqueue(_:_:_:now:_:)``).
     public func publish(_ request: PublishRequest) async throws -> (notification: UserNotification, created: Bool) {
         let content = try NotificationRecord.EncodedContent(
             payload: request.draft.payload, targetPolicy: request.draft.targetPolicy)
@@ -52,27 +48,19 @@ extension SQLiteStore {
                 try NotificationRecord.update(notification, content: content, db)
             }
 
-            let visible = request.deliveryMode == .visible && draft.payload.visualContent != nil
-            for endpoint in try Self.activePushEndpoints(db, key) where draft.targetPolicy.includes(endpoint.platform) {
-                if visible {
-                    var delivery = DeliveryRecord(
-                        to: endpoint, kind: .visible, notificationId: notification.id, changeVersion: version,
-                        priority: notification.priority, createdAt: now, dueAt: now)
-                    try delivery.insert(db)
-                } else {
-                    try Self.enqueueTap(db, to: endpoint, for: notification, now: now)
-                    try Self.enqueueFallback(db, notification, to: endpoint, now: now)
-                }
-            }
+            try Self.enqueue(
+                request.planner, notification, .published(mode: request.deliveryMode), now: now, db)
             return (Self.canonical(notification), created)
         }
     }
 
     /// Marks the notification (by `appNotificationId`, else by hub ID) deleted: a tombstone with a
-    /// new change version, announced by a tap to every active endpoint of the user.
+    /// new change version, announced by the planned taps.
     ///
     /// - Returns: the tombstone; an already deleted notification unchanged; `nil` if none.
-    public func delete(_ key: FeedKey, appNotificationId: String, at now: Date) async throws -> UserNotification? {
+    public func delete(
+        _ key: FeedKey, appNotificationId: String, at now: Date, planner: DeliveryPlanner
+    ) async throws -> UserNotification? {
         try await write { db in
             guard
                 var notification = try Self.fetchNotification(db, key, appNotificationId: appNotificationId)
@@ -83,7 +71,7 @@ extension SQLiteStore {
             notification.lastModifiedDateTime = now.canonical
             notification.changeVersion = try Self.nextChangeVersion(db)
             try NotificationRecord.update(notification, db)
-            try Self.tapAll(db, about: notification, except: nil, now: now.canonical)
+            try Self.enqueue(planner, notification, .deleted, now: now.canonical, db)
             return notification
         }
     }
@@ -91,8 +79,8 @@ extension SQLiteStore {
     /// Applies a device's read / action state change (by hub ID, else by `appNotificationId`).
     ///
     /// A change that sets nothing new returns the stored notification unchanged (no new version,
-    /// no taps). Otherwise the notification gets a new change version and every active endpoint
-    /// of the user but `exceptEndpoint` is tapped.
+    /// no taps). Otherwise the notification gets a new change version and the planned taps (the
+    /// user's endpoints but `exceptEndpoint`) are enqueued.
     public func updateState(_ change: StateChange) async throws -> UserNotification? {
         try await write { db in
             guard var notification = try Self.findNotification(db, change.key, id: change.id) else { return nil }
@@ -104,7 +92,9 @@ extension SQLiteStore {
             notification.lastModifiedDateTime = change.now.canonical
             notification.changeVersion = try Self.nextChangeVersion(db)
             try NotificationRecord.update(notification, db)
-            try Self.tapAll(db, about: notification, except: change.exceptEndpoint, now: change.now.canonical)
+            try Self.enqueue(
+                change.planner, notification, .stateChanged(except: change.exceptEndpoint), now: change.now.canonical,
+                db)
             return notification
         }
     }
@@ -159,12 +149,12 @@ extension SQLiteStore {
         }
     }
 
-    /// Expires active notifications whose `expirationDateTime <= now` (a new version and taps to
-    /// every active endpoint of their user each), deletes tombstones last modified before
+    /// Expires active notifications whose `expirationDateTime <= now` (a new version and the
+    /// planned taps each), deletes tombstones last modified before
     /// `purgeBefore`, and deletes deliveries finished before `purgeBefore`.
     ///
     /// - Returns: the feeds that got a new change version.
-    public func sweep(now: Date, purgeBefore: Date) async throws -> Set<FeedKey> {
+    public func sweep(now: Date, purgeBefore: Date, planner: DeliveryPlanner) async throws -> Set<FeedKey> {
         try await write { db in
             let now = now.canonical
             let expiring = try NotificationRecord.fetchAll(
@@ -181,7 +171,7 @@ extension SQLiteStore {
                 notification.lastModifiedDateTime = now
                 notification.changeVersion = try Self.nextChangeVersion(db)
                 try NotificationRecord.update(notification, db)
-                try Self.tapAll(db, about: notification, except: nil, now: now)
+                try Self.enqueue(planner, notification, .expired, now: now, db)
                 changed.insert(FeedKey(appId: notification.appId, userId: notification.userId))
             }
             try db.cachedStatement(

@@ -5,7 +5,9 @@ public import HubCore
 // The delivery outbox: enqueueing (inside notification transactions), claiming with leases,
 // finishing, retrying, and statistics.
 extension SQLiteStore {
-    /// Leases up to `limit` due deliveries to `owner` until `leaseUntil`.
+    /// Leases up to `limit` due deliveries of `lane` to `owner` until `leaseUntil`, with their
+    /// endpoints and notifications: one `UPDATE … RETURNING` takes the leases, one join reads
+    /// what the sends need.
     ///
     /// Due: pending, `dueAt <= now`, and not leased or with a lease that ended before `now` (a
     /// crashed or slow owner's deliveries are taken over). Order: priority (high first), then
@@ -13,104 +15,211 @@ extension SQLiteStore {
     /// is inactive is finished as `superseded` and not returned, so fewer than `limit` may come back
     /// even when more are due.
     public func claimDeliveries(
-        limit: Int, now: Date, owner: String, leaseUntil: Date
+        _ lane: OutboxLane, limit: Int, now: Date, owner: String, leaseUntil: Date
     ) async throws -> [ClaimedDelivery] {
         guard limit > 0 else { return [] }
-        return try await write { db in
-            let now = now.canonical
-            let due = try DeliveryRecord.fetchAll(
+        let (index, filter, laneArguments) = Self.laneFilter(lane)
+        // Most pokes find a lane empty (a publish pokes every lane): ask a reader first, and
+        // leave the one writer to claims that take something.
+        let anyDue = try await read { db in
+            try Bool.fetchOne(
                 db.cachedStatement(
                     sql: """
-                        SELECT * FROM delivery
-                        WHERE state = 'pending' AND dueAt <= ? AND (leaseOwner IS NULL OR leaseUntil < ?)
-                        ORDER BY urgency DESC, dueAt, id
-                        LIMIT ?
+                        SELECT EXISTS (SELECT 1 FROM delivery \(index)
+                            WHERE state = 'pending' \(filter) AND dueAt <= ? AND (leaseOwner IS NULL OR leaseUntil < ?))
                         """),
-                arguments: [now.storedSeconds, now.storedSeconds, limit])
+                arguments: laneArguments + [now.canonical.storedSeconds, now.canonical.storedSeconds]) ?? false
+        }
+        guard anyDue else { return [] }
+        return try await write { db in
+            let now = now.canonical
+            let ids = try Int64.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        UPDATE delivery SET leaseOwner = ?, leaseUntil = ?, claimedAt = ?, attempts = attempts + 1
+                        WHERE id IN (
+                            SELECT id FROM delivery \(index)
+                            WHERE state = 'pending' \(filter) AND dueAt <= ? AND (leaseOwner IS NULL OR leaseUntil < ?)
+                            ORDER BY urgency DESC, dueAt, id
+                            LIMIT ?)
+                        RETURNING id
+                        """),
+                arguments: [owner, leaseUntil.canonical.storedSeconds, now.storedSeconds] + laneArguments
+                    + [now.storedSeconds, now.storedSeconds, limit])
+            guard !ids.isEmpty else { return [] }
+            let idList = JSONText.array(ids.map(JSONText.number))
             var claimed: [ClaimedDelivery] = []
-            for var record in due {
-                let key = FeedKey(appId: record.appId, userId: record.userId)
-                guard let endpoint = try Self.fetchEndpoint(db, key, id: record.endpointId),
-                    endpoint.state == .active
-                else {
-                    record.finish(.superseded, detail: "The endpoint was removed or is inactive.", at: now)
-                    try record.update(db)
-                    continue
-                }
-                record.leaseOwner = owner
-                record.leaseUntil = leaseUntil.canonical
-                record.claimedAt = now
-                record.attempts += 1
-                try record.update(db)
-                let notification = try record.notificationId.flatMap { try Self.fetchNotification(db, key, id: $0) }
+            let rows = try Row.fetchCursor(
+                db.cachedStatement(sql: Self.claimedSQL), arguments: [idList], adapter: Self.claimedAdapter)
+            while let row = try rows.next() {
+                let record = DeliveryRecord(row: row.scopes["delivery"]!)
+                let endpoint = EndpointRecord(row: row.scopes["endpoint"]!).endpoint
+                guard endpoint.state == .active else { continue }
+                let notificationRow = row.scopes["notification"]!
+                let notification =
+                    notificationRow.hasNull(atIndex: 0)
+                    ? nil : try NotificationRecord(row: notificationRow).notification
                 claimed.append(
                     ClaimedDelivery(delivery: record.delivery, endpoint: endpoint, notification: notification))
             }
-            return claimed
+            let sendable = Set(claimed.map(\.delivery.id))
+            let unsendable = ids.filter { !sendable.contains($0) }
+            if !unsendable.isEmpty {
+                try Self.finishPlain(
+                    db, unsendable.map { ($0, DeliveryResult.superseded, "The endpoint was removed or is inactive.") },
+                    at: now)
+            }
+            return claimed.sorted {
+                ($1.delivery.priority.urgency, $0.delivery.dueAt, $0.delivery.id)
+                    < ($0.delivery.priority.urgency, $1.delivery.dueAt, $1.delivery.id)
+            }
         }
     }
 
-    /// Records the final outcome of a delivery (lease cleared, `finishedAt = now`). Unknown or
-    /// already finished deliveries are left alone.
+    /// The index clause, the SQL condition (after `state = 'pending'`) and the arguments that
+    /// select `lane`'s rows. A transport's lane walks `delivery_lane` in claim order (the planner,
+    /// without statistics, would pick `delivery_due` and sort every due row of every transport).
+    static func laneFilter(_ lane: OutboxLane) -> (index: String, filter: String, arguments: StatementArguments) {
+        switch lane {
+        case .all:
+            return ("", "", [])
+        case .transport(let id):
+            return ("INDEXED BY delivery_lane", "AND transport = ?", [id.rawValue])
+        case .otherThan(let transports):
+            let list = JSONText.array(transports.map(\.rawValue).sorted().map(JSONText.string))
+            return ("", "AND transport NOT IN (SELECT value FROM json_each(?))", [list])
+        }
+    }
+
+    /// The claimed rows with their endpoints and notifications, by a JSON array of delivery IDs.
+    static let claimedSQL = """
+        SELECT d.*, e.*, \(NotificationRecord.selection.split(separator: ",").map { "n." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", "))
+        FROM delivery d
+        JOIN endpoint e ON e.appId = d.appId AND e.userId = d.userId AND e.id = d.endpointId
+        LEFT JOIN notification n ON n.appId = d.appId AND n.userId = d.userId AND n.id = d.notificationId
+        WHERE d.id IN (SELECT value FROM json_each(?))
+        """
+
+    /// Splits a ``claimedSQL`` row into its delivery (21 columns), endpoint (14) and notification.
+    static let claimedAdapter = ScopeAdapter([
+        "delivery": RangeRowAdapter(0..<21),
+        "endpoint": RangeRowAdapter(21..<35),
+        "notification": SuffixRowAdapter(fromIndex: 35),
+    ])
+
+    /// Extends `owner`'s leases of the pending deliveries `ids` to `until`.
+    public func renewLeases(_ ids: [Int64], owner: String, until: Date) async throws {
+        guard !ids.isEmpty else { return }
+        let idList = JSONText.array(ids.map(JSONText.number))
+        try await write { db in
+            try db.cachedStatement(
+                sql: """
+                    UPDATE delivery SET leaseUntil = ?
+                    WHERE id IN (SELECT value FROM json_each(?)) AND +state = 'pending' AND leaseOwner = ?
+                    """
+            ).execute(arguments: [until.canonical.storedSeconds, idList, owner])
+        }
+    }
+
+    /// Records outcomes in one transaction: plain finishes (delivered, rejected, given up,
+    /// superseded) with one statement; gone endpoints and retries row by row (they touch other
+    /// rows). Unknown or already finished deliveries are left alone.
     ///
     /// `.endpointGone` also deactivates the endpoint (`inactiveReason = detail`,
     /// `inactiveSince = goneSince ?? now`) and finishes its other pending deliveries as
     /// `superseded` — unless the endpoint registered again after the provider's verdict: after
     /// `goneSince`, or, when the provider gave no time, after the delivery was claimed.
-    public func finishDelivery(
-        id: Int64, result: DeliveryResult, detail: String?, goneSince: Date?, at now: Date
-    ) async throws {
+    ///
+    /// A retry returns the delivery to the queue: lease cleared, due again at `dueAt`, `lastError`
+    /// recorded (the attempt was counted by the claim). A shoulder tap whose endpoint got a newer
+    /// pending tap meanwhile is finished as `superseded` instead, passing on its priority.
+    public func recordOutcomes(_ outcomes: [OutboxOutcome]) async throws {
+        guard !outcomes.isEmpty else { return }
         try await write { db in
-            let now = now.canonical
-            guard
-                var record = try DeliveryRecord.fetchOne(
-                    db.cachedStatement(sql: "SELECT * FROM delivery WHERE id = ?"), arguments: [id]),
-                record.state == .pending
-            else { return }
-            record.finish(result, detail: detail, at: now)
-            try record.update(db)
-            guard result == .endpointGone else { return }
-
-            let key = FeedKey(appId: record.appId, userId: record.userId)
-            guard var endpoint = try Self.fetchEndpoint(db, key, id: record.endpointId),
-                endpoint.state == .active
-            else { return }
-            let verdictTime = goneSince ?? record.claimedAt ?? now
-            guard endpoint.registeredAt <= verdictTime else { return }
-            endpoint.state = .inactive
-            endpoint.inactiveReason = detail
-            endpoint.inactiveSince = (goneSince ?? now).canonical
-            try EndpointRecord(endpoint).update(db)
-            try Self.finishPendingDeliveries(
-                db, of: endpoint, result: .superseded, detail: "The endpoint became inactive.", at: now)
+            var plain: [(Int64, DeliveryResult, String?)] = []
+            var plainAt = Date.distantPast
+            for outcome in outcomes {
+                switch outcome.change {
+                case .finish(let result, let detail, _) where result != .endpointGone:
+                    plain.append((outcome.id, result, detail))
+                    plainAt = max(plainAt, outcome.at)
+                case .finish(_, let detail, let goneSince):
+                    try Self.finishGone(
+                        db, id: outcome.id, detail: detail, goneSince: goneSince, at: outcome.at.canonical)
+                case .retry(let dueAt, let error):
+                    try Self.retry(db, id: outcome.id, dueAt: dueAt, error: error, at: outcome.at.canonical)
+                }
+            }
+            try Self.finishPlain(db, plain, at: plainAt.canonical)
         }
     }
 
-    /// Returns a claimed delivery to the queue: lease cleared, due again at `dueAt`, `lastError`
-    /// recorded (the attempt was counted by the claim). Unknown or finished deliveries are left
-    /// alone. A shoulder tap whose endpoint got a newer pending tap meanwhile is finished as
-    /// `superseded` instead (that tap announces a newer version), passing on its priority.
-    public func retryDelivery(id: Int64, dueAt: Date, error: String, at now: Date) async throws {
-        try await write { db in
-            guard
-                var record = try DeliveryRecord.fetchOne(
-                    db.cachedStatement(sql: "SELECT * FROM delivery WHERE id = ?"), arguments: [id]),
-                record.state == .pending
-            else { return }
-            if record.kind == .shoulderTap, var newer = try Self.pendingTap(db, endpointOf: record), newer.id != id {
-                newer.priority = newer.priority.higher(record.priority)
-                try newer.update(db)
-                record.lastError = error
-                record.finish(.superseded, detail: "A newer tap to the endpoint replaced it.", at: now.canonical)
-                try record.update(db)
-                return
-            }
-            record.leaseOwner = nil
-            record.leaseUntil = nil
-            record.dueAt = dueAt.canonical
-            record.lastError = error
-            try record.update(db)
+    /// Finishes pending deliveries with their results: one statement per distinct result and
+    /// detail (a batch of deliveries is mostly `delivered` without detail), each selecting its
+    /// rows by ID (`id IN json_each(?)`, rowid look-ups).
+    static func finishPlain(_ db: Database, _ rows: [(Int64, DeliveryResult, String?)], at now: Date) throws {
+        struct Ending: Hashable {
+            var result: DeliveryResult
+            var detail: String?
         }
+        let groups = Dictionary(grouping: rows) { Ending(result: $0.1, detail: $0.2) }
+        for (ending, members) in groups {
+            try db.cachedStatement(
+                sql: """
+                    UPDATE delivery SET state = 'finished', result = ?, detail = ?, finishedAt = ?, leaseOwner = NULL,
+                        leaseUntil = NULL
+                    WHERE id IN (SELECT value FROM json_each(?)) AND +state = 'pending'
+                    """
+            ).execute(arguments: [
+                ending.result.rawValue, ending.detail, now.storedSeconds,
+                JSONText.array(members.map { JSONText.number($0.0) }),
+            ])
+        }
+    }
+
+    /// Finishes a delivery as `endpointGone` and deactivates its endpoint (see ``recordOutcomes(_:)``).
+    static func finishGone(_ db: Database, id: Int64, detail: String?, goneSince: Date?, at now: Date) throws {
+        guard
+            var record = try DeliveryRecord.fetchOne(
+                db.cachedStatement(sql: "SELECT * FROM delivery WHERE id = ?"), arguments: [id]),
+            record.state == .pending
+        else { return }
+        record.finish(.endpointGone, detail: detail, at: now)
+        try record.update(db)
+        let key = FeedKey(appId: record.appId, userId: record.userId)
+        guard var endpoint = try fetchEndpoint(db, key, id: record.endpointId), endpoint.state == .active else {
+            return
+        }
+        let verdictTime = goneSince ?? record.claimedAt ?? now
+        guard endpoint.registeredAt <= verdictTime else { return }
+        endpoint.state = .inactive
+        endpoint.inactiveReason = detail
+        endpoint.inactiveSince = (goneSince ?? now).canonical
+        try EndpointRecord(endpoint).update(db)
+        try finishPendingDeliveries(
+            db, of: endpoint, result: .superseded, detail: "The endpoint became inactive.", at: now)
+    }
+
+    /// Puts a delivery back for another attempt (see ``recordOutcomes(_:)``).
+    static func retry(_ db: Database, id: Int64, dueAt: Date, error: String, at now: Date) throws {
+        guard
+            var record = try DeliveryRecord.fetchOne(
+                db.cachedStatement(sql: "SELECT * FROM delivery WHERE id = ?"), arguments: [id]),
+            record.state == .pending
+        else { return }
+        if record.kind == .shoulderTap, var newer = try pendingTap(db, endpointOf: record), newer.id != id {
+            newer.priority = newer.priority.higher(record.priority)
+            try newer.update(db)
+            record.lastError = error
+            record.finish(.superseded, detail: "A newer tap to the endpoint replaced it.", at: now)
+            try record.update(db)
+            return
+        }
+        record.leaseOwner = nil
+        record.leaseUntil = nil
+        record.dueAt = dueAt.canonical
+        record.lastError = error
+        try record.update(db)
     }
 
     /// Puts back the deliveries `owner` had claimed when it stopped without finishing them (a
@@ -185,45 +294,43 @@ extension SQLiteStore {
             arguments: [record.appId, record.userId, record.endpointId])
     }
 
-    /// Announces `notification`'s change to `endpoint` with a shoulder tap, coalescing into the
-    /// endpoint's pending, unleased tap when there is one (newest version and notification, the
-    /// higher priority, the earlier due time).
-    static func enqueueTap(_ db: Database, to endpoint: Endpoint, for notification: UserNotification, now: Date) throws
-    {
-        var tap = DeliveryRecord(
-            to: endpoint, kind: .shoulderTap, notificationId: notification.id,
-            changeVersion: notification.changeVersion, priority: notification.priority, createdAt: now, dueAt: now)
-        if var pending = try pendingTap(db, endpointOf: tap) {
-            pending.changeVersion = tap.changeVersion
-            pending.notificationId = tap.notificationId
-            pending.priority = pending.priority.higher(tap.priority)
-            pending.dueAt = min(pending.dueAt, now)
-            try pending.update(db)
-        } else {
-            try tap.insert(db)
-        }
-    }
-
-    /// Schedules the fallback alert of a high-priority notification with a fallback policy to a
-    /// non-polling endpoint, due `timeoutSeconds` after `now`. Nothing otherwise.
-    static func enqueueFallback(
-        _ db: Database, _ notification: UserNotification, to endpoint: Endpoint, now: Date
+    /// Plans `change` of `notification` for the user's active endpoints with `planner` and
+    /// persists the plan in one statement: taps merge into their endpoint's pending, unleased tap
+    /// (newest version and notification, the higher priority, the earlier due time); visible and
+    /// fallback deliveries are new rows.
+    static func enqueue(
+        _ planner: DeliveryPlanner, _ notification: UserNotification, _ change: DeliveryPlanner.Change, now: Date,
+        _ db: Database
     ) throws {
-        guard notification.priority == .high, let policy = notification.fallbackPolicy,
-            endpoint.transport != .polling
-        else { return }
-        var fallback = DeliveryRecord(
-            to: endpoint, kind: .fallback, notificationId: notification.id, changeVersion: notification.changeVersion,
-            priority: notification.priority, createdAt: now,
-            dueAt: now.addingTimeInterval(TimeInterval(policy.timeoutSeconds)).canonical)
-        try fallback.insert(db)
-    }
-
-    /// Taps every active endpoint of the notification's user but `except`.
-    static func tapAll(_ db: Database, about notification: UserNotification, except: String?, now: Date) throws {
         let key = FeedKey(appId: notification.appId, userId: notification.userId)
-        for endpoint in try activePushEndpoints(db, key) where endpoint.id != except {
-            try enqueueTap(db, to: endpoint, for: notification, now: now)
+        let plan = planner.plan(notification, change, endpoints: try activeEndpoints(db, key), now: now)
+        // One statement per due time (a plan has one or two: now, and its fallbacks' time).
+        for (dueAt, planned) in Dictionary(grouping: plan, by: \.dueAt) {
+            let rows = JSONText.array(
+                planned.map {
+                    JSONText.array([
+                        JSONText.string($0.endpointId), JSONText.string($0.transport.rawValue),
+                        JSONText.string($0.kind.rawValue),
+                    ])
+                })
+            let n = notification
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO delivery (appId, userId, endpointId, transport, kind, notificationId, changeVersion,
+                        priority, urgency, state, attempts, createdAt, dueAt)
+                    SELECT ?, ?, json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+                        ?, ?, ?, ?, 'pending', 0, ?, ?
+                    FROM json_each(?) WHERE true
+                    ON CONFLICT (appId, userId, endpointId)
+                        WHERE state = 'pending' AND kind = 'shoulderTap' AND leaseOwner IS NULL
+                    DO UPDATE SET changeVersion = excluded.changeVersion, notificationId = excluded.notificationId,
+                        priority = CASE WHEN excluded.urgency > urgency THEN excluded.priority ELSE priority END,
+                        urgency = MAX(urgency, excluded.urgency), dueAt = MIN(dueAt, excluded.dueAt)
+                    """
+            ).execute(arguments: [
+                n.appId, n.userId, n.id, n.changeVersion, n.priority.rawValue, n.priority.urgency,
+                now.canonical.storedSeconds, dueAt.canonical.storedSeconds, rows,
+            ])
         }
     }
 

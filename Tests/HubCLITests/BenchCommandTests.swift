@@ -22,3 +22,65 @@ struct BenchCommandTests {
         #expect(broken.stderr.contains("did not report listening"), "\(broken.stderr)")
     }
 }
+
+@Suite("hub bench pipeline")
+struct PipelineBenchTests {
+    /// A few seconds of every phase with small numbers: what a debug build can do in ~15 s.
+    static let tiny = [
+        "bench", "pipeline", "--seconds", "2", "--users", "200", "--rate", "100", "--latency-seconds", "1",
+        "--transport-seconds", "0.5", "--transport-concurrency", "16", "--connections", "8",
+    ]
+
+    @Test("bench pipeline publishes through `hub serve` to the APNs emulator and prints every figure")
+    func sqlite() throws {
+        let output = try HubProcess.run(Self.tiny, in: FileManager.default.temporaryDirectory)
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        try Self.checkFigures(output.stdout, instances: 1)
+    }
+
+    @Test(
+        "bench pipeline with two PostgreSQL instances publishes on A while both dispatch",
+        .enabled(if: ProcessInfo.processInfo.environment["HUB_TEST_DATABASE_URL"] != nil))
+    func postgresTwoInstances() throws {
+        let output = try HubProcess.run(
+            Self.tiny + ["--store", "postgres", "--instances", "2"], in: FileManager.default.temporaryDirectory)
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        try Self.checkFigures(output.stdout, instances: 2)
+        #expect(output.stdout.contains("on instance A, both instances dispatching"), "\(output.stdout)")
+    }
+
+    @Test("bench pipeline refuses two instances on SQLite")
+    func twoSQLiteInstances() throws {
+        let output = try HubProcess.run(
+            ["bench", "pipeline", "--instances", "2"], in: FileManager.default.temporaryDirectory)
+        #expect(output.status != 0)
+        #expect(output.stderr.contains("several instances need --store postgres"), "\(output.stderr)")
+    }
+
+    /// Every figure is printed, and pushes reached the emulator in both the load and the latency phase.
+    static func checkFigures(_ stdout: String, instances: Int) throws {
+        func line(_ prefix: String) -> Substring? { stdout.split(separator: "\n").first { $0.hasPrefix(prefix) } }
+        /// The number right after `prefix` on its line.
+        func number(after prefix: String) -> Double? {
+            line(prefix).flatMap { Double($0.dropFirst(prefix.count).prefix { $0.isNumber || $0 == "." }) }
+        }
+        #expect((number(after: "transport alone: ") ?? 0) > 0, "\(stdout)")
+        #expect((number(after: "throughput: ") ?? 0) > 0, "\(stdout)")
+        #expect(line("throughput: ")?.contains("accepted publishes/s") == true, "\(stdout)")
+        #expect((number(after: "deliveries during the load: ") ?? 0) > 0, "\(stdout)")
+        #expect((number(after: "after the load: ") ?? 0) > 0, "\(stdout)")
+        #expect(line("after the load: ")?.contains("distinct users: ") == true, "\(stdout)")
+        #expect(line("hub CPU: ")?.contains("CPU-s per 1,000 deliveries") == true, "\(stdout)")
+        #expect(number(after: "pipeline ÷ transport: ") != nil, "\(stdout)")
+        let latency = line("latency at 100 publishes/s")
+        #expect(latency?.contains("publish → provider p50 ") == true, "\(stdout)")
+        #expect(latency?.contains("p99 ") == true, "\(stdout)")
+        // Pushes arrived in the latency phase too: "(N of M pushes" with N > 0.
+        let arrived = latency.flatMap { $0.range(of: " ms (") }.flatMap { range in
+            latency.flatMap { Int($0[range.upperBound...].prefix { $0.isNumber }) }
+        }
+        #expect((arrived ?? 0) > 0, "\(stdout)")
+        #expect(line("hub CPU at 100 publishes/s: ")?.contains("CPU-s per 1,000 publishes") == true, "\(stdout)")
+        #expect(stdout.contains("\(instances) instance\(instances == 1 ? "" : "s")"), "\(stdout)")
+    }
+}

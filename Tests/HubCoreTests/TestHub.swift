@@ -32,11 +32,15 @@ struct TestHub {
         apns: RecordingTransport = RecordingTransport(id: .apns),
         fcm: RecordingTransport = RecordingTransport(id: .fcm),
         clock: TestClock? = nil,
-        dispatcher: DispatcherConfiguration = TestHub.fastDispatcher
+        dispatcher: DispatcherConfiguration = TestHub.fastDispatcher,
+        storePath: String? = nil,
+        plug: StorePlug? = nil,
+        storeTimeout: Duration = .seconds(5),
+        instanceID: String = "hub-test"
     ) throws {
-        let store = try SQLiteStore.inMemory()
+        let store = try storePath.map(SQLiteStore.init(path:)) ?? SQLiteStore.inMemory()
         let signals = FeedSignals()
-        var configuration = HubConfiguration(apps: [Self.app])
+        var configuration = HubConfiguration(apps: [Self.app], instanceID: instanceID, storeTimeout: storeTimeout)
         configuration.dispatcher = dispatcher
         let now: @Sendable () -> Date
         if let clock {
@@ -45,7 +49,7 @@ struct TestHub {
             now = { Date() }
         }
         self.hub = try Hub(
-            configuration: configuration, store: store,
+            configuration: configuration, store: plug.map { InterceptedStore(store, $0) } ?? store,
             transports: [apns, fcm, PollingTransport(signals: signals)], signals: signals, now: now)
         self.apns = apns
         self.fcm = fcm

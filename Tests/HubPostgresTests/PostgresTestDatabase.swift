@@ -197,11 +197,9 @@ struct HubInstance: Sendable {
     }
 }
 
-/// Runs hubs in a service group until ``stop(within:)`` shuts them down gracefully.
-///
-/// Tests never cancel a running `Hub`: the dispatcher's recorder and lease keeper then loop on
-/// waits that return at once without suspending, and on a 2-core machine they starve the very
-/// sends they wait for (HubCore issue; graceful shutdown does not loop).
+/// Runs hubs (and other services) in a service group until ``stop(within:)`` shuts them down
+/// gracefully, as SIGTERM does: a hub then writes the outcomes of its in-flight sends, which a
+/// cancelled one leaves to their leases.
 final class HubRunner: Sendable {
     let group: ServiceGroup
     let task: Task<Void, Never>

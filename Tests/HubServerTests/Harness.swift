@@ -45,7 +45,7 @@ struct Harness: Sendable {
     init(
         maxPayloadBytes: Int = 4096, maxBodyBytes: Int = 16 * 1024, adminToken: String? = Harness.adminToken,
         subscriptionLifetime: Duration = .seconds(3600), metrics: PrometheusCollectorRegistry? = nil,
-        extraIdentity: [IdentityRegistration] = []
+        extraIdentity: [IdentityRegistration] = [], plug: StorePlug? = nil, storeTimeout: Duration = .seconds(5)
     ) async throws {
         let key = ES256PrivateKey()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hubserver-\(UUID().uuidString)")
@@ -83,10 +83,13 @@ struct Harness: Sendable {
         custom = RecordingTransport(id: TransportID("recording")) { delivery in
             delivery.endpoint.token == "dead" ? .endpointGone(since: nil, reason: "Unregistered") : .accepted
         }
-        var hubConfiguration = HubConfiguration(apps: apps, maxPayloadBytes: maxPayloadBytes)
+        var hubConfiguration = HubConfiguration(
+            apps: apps, maxPayloadBytes: maxPayloadBytes, storeTimeout: storeTimeout)
         hubConfiguration.dispatcher.idleInterval = .milliseconds(50)
         hub = try Hub(
-            configuration: hubConfiguration, store: try SQLiteStore.inMemory(), transports: [polling, custom],
+            configuration: hubConfiguration,
+            store: try plug.map { InterceptedStore(try SQLiteStore.inMemory(), $0) } ?? SQLiteStore.inMemory(),
+            transports: [polling, custom],
             signals: signals)
         configuration = HubServerConfiguration(
             adminToken: adminToken.map { Secret($0, source: "env:HUB_ADMIN_TOKEN") }, maxBodyBytes: maxBodyBytes,

@@ -44,14 +44,7 @@ struct PublishBench: AsyncParsableCommand {
         }
     }
 
-    private var url: Secret? {
-        if let databaseURL { return Secret(databaseURL, source: "--database-url") }
-        let environment = ProcessInfo.processInfo.environment
-        for name in ["HUB_DATABASE_URL", "HUB_TEST_DATABASE_URL"] {
-            if let value = environment[name], !value.isEmpty { return Secret(value, source: "env:\(name)") }
-        }
-        return nil
-    }
+    private var url: Secret? { BenchCommand.databaseURL(option: databaseURL) }
 
     func run() async throws {
         MallocTuning.apply()  // as `hub serve` runs

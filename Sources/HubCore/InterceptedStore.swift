@@ -1,34 +1,26 @@
 public import struct Foundation.Date
 
-/// A ``Store`` whose every call ends within a deadline: a store that does not answer (a database
-/// server that vanished mid-query, a pool waiting for a connection that never comes) fails the
-/// call with `HubError(.unavailable)` instead of holding the caller — a request, the dispatcher,
-/// a shutdown — for good. The hub wraps its store in one.
-///
-/// A write that missed its deadline may still commit later: callers treat `.unavailable` as
-/// "outcome unknown, retry" (publishes are idempotent by `appNotificationId`; outbox work is
-/// at-least-once).
-public struct DeadlineStore: Store {
-    /// The store every call goes to.
-    public let base: any Store
-    /// The longest a call may take.
-    public let timeout: Duration
+/// Wraps every call of a ``Store`` (deadlines, fault injection in tests, tracing): the
+/// interceptor runs each call, named, and decides what happens around it.
+public protocol StoreInterceptor: Sendable {
+    /// Runs `call` (the named store method on the wrapped store), or fails instead.
+    func intercept<T: Sendable>(_ name: String, _ call: @escaping @Sendable () async throws -> T) async throws -> T
+}
 
-    public init(_ base: any Store, timeout: Duration) {
-        self.base = (base as? DeadlineStore)?.base ?? base
-        self.timeout = timeout
+/// A ``Store`` whose every call goes through an ``StoreInterceptor``.
+public struct InterceptedStore<Interceptor: StoreInterceptor>: Store {
+    public let base: any Store
+    public let interceptor: Interceptor
+
+    public init(_ base: any Store, _ interceptor: Interceptor) {
+        self.base = base
+        self.interceptor = interceptor
     }
 
-    /// Runs `body` on the base store within the deadline; a missed deadline is `.unavailable`.
-    func call<T: Sendable>(
-        _ name: String, _ body: @escaping @Sendable (any Store) async throws -> T
-    ) async throws -> T {
+    func call<T: Sendable>(_ name: String, _ body: @escaping @Sendable (any Store) async throws -> T) async throws -> T
+    {
         let base = self.base
-        do {
-            return try await withDeadline(timeout, "store.\(name)") { try await body(base) }
-        } catch is DeadlineExceeded {
-            throw HubError(.unavailable, "The store did not answer \(name) within \(timeout); retry later.")
-        }
+        return try await interceptor.intercept(name) { try await body(base) }
     }
 
     public func migrate() async throws { try await base.migrate() }

@@ -1,0 +1,144 @@
+import AsyncHTTPClient
+import Foundation
+import HubCore
+import HubTesting
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// One configuration of `hub bench pipeline`: emulator, store, `hub serve` instances, then the
+/// transport-alone, throughput and latency phases. Prints each figure as soon as it is known.
+struct PipelineRun {
+    let setup: PipelineSetup
+    let options: PipelineOptions
+
+    func run() async throws -> PipelineFigures {
+        var figures = PipelineFigures(setup: setup)
+        let workspace = try PipelineWorkspace.make()
+        defer { workspace.remove() }
+        let tracker = ArrivalTracker(users: setup.users, endpointsPerUser: setup.endpointsPerUser)
+        var settings = APNSEmulator.Configuration()
+        settings.recordsRequests = false
+        settings.onRequest = { tracker.record($0) }
+        // Loops of its own, as Apple's servers are (see `hub bench apns`).
+        let emulatorLoops = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+        settings.eventLoopGroup = emulatorLoops
+        let emulator = try await APNSEmulator.start(settings)
+        emulator.register(workspace.key, bundleIDs: [APNSBench.bundleID])
+        let caPath = workspace.directory.appendingPathComponent("ca.pem").path
+        try emulator.certificateAuthority.writeCertificatePEM(to: caPath)
+        var database: ThrowawayDatabase?
+        var hubs: [ServeProcess] = []
+        let outcome: Result<Void, any Error>
+        do {
+            emit("\nhub bench pipeline — \(setup.label)")
+            emit(
+                "  \(setup.users) users × \(setup.endpointsPerUser) APNs endpoint\(setup.endpointsPerUser == 1 ? "" : "s"); "
+                    + "load: \(options.connections) HTTP/1.1 connections for \(options.seconds) s"
+                    + (options.publishRate.map { " at \($0) publishes/s" } ?? " as fast as answered") + ", then "
+                    + "\(setup.rate) publishes/s for \(options.latencySeconds) s")
+            let populating = ContinuousClock.now
+            if setup.store == "postgres" {
+                guard let url = options.url else { throw ValidationErrorText("no PostgreSQL URL") }
+                let created = try await ThrowawayDatabase.create(on: url)
+                database = created
+                try await PipelineWorkspace.populatePostgres(
+                    url: created.url, users: setup.users, endpointsPerUser: setup.endpointsPerUser)
+            } else {
+                try await workspace.populateSQLite(users: setup.users, endpointsPerUser: setup.endpointsPerUser)
+            }
+            try workspace.writeConfig(postgresPoolSize: setup.store == "postgres" ? options.poolSize : nil)
+            emit(
+                String(
+                    format: "  setup: %d endpoints stored through the store API in %.1f s%@",
+                    setup.users * setup.endpointsPerUser, (ContinuousClock.now - populating).seconds,
+                    database.map { " (database \($0.name), dropped afterwards)" } ?? ""))
+
+            let transport = await TransportAlone.measure(
+                emulator: emulator, key: workspace.key, seconds: options.transportSeconds,
+                concurrency: options.transportConcurrency)
+            figures.transportRate = transport.rate
+            emit(
+                String(
+                    format: "transport alone: %.0f notifications/s (%d in %.1f s, %d in flight, hub's APNs settings); "
+                        + "%.3f CPU-s per 1,000 with the emulator in the same process",
+                    transport.rate, transport.accepted, transport.seconds, options.transportConcurrency,
+                    transport.cpuPerThousand))
+            report(refusalsOf: tracker, phase: "transport alone")
+            tracker.reset()
+
+            var environment = ["HUB_APNS_SERVER": "127.0.0.1:\(emulator.port)", "HUB_APNS_TRUST_ROOTS": caPath]
+            if let database { environment["HUB_BENCH_DATABASE_URL"] = database.url.reveal() }
+            for _ in 0..<setup.instances {
+                hubs.append(
+                    try await ServeProcess(
+                        config: workspace.configPath, directory: workspace.directory, environment: environment))
+            }
+            emit(
+                "  hub serve: "
+                    + hubs.enumerated().map {
+                        "instance \(PipelineSetup.instanceName($0.offset)) pid \($0.element.pid) on 127.0.0.1:\($0.element.port)"
+                    }.joined(separator: ", ")
+                    + "; APNs at the emulator on 127.0.0.1:\(emulator.port)")
+            let admin = AdminClient(port: hubs[0].port, app: PipelineWorkspace.app, token: workspace.adminToken)
+            let phases = PipelinePhases(
+                setup: setup, options: options, hubs: hubs, tracker: tracker, admin: admin,
+                targets: hubs.map {
+                    PublishTarget(port: $0.port, app: PipelineWorkspace.app, publisherKey: workspace.publisherKey)
+                })
+            try await phases.warmUp()
+            try await phases.throughput(into: &figures)
+            report(refusalsOf: tracker, phase: "throughput")
+            tracker.reset()
+            try await phases.latency(into: &figures)
+            report(refusalsOf: tracker, phase: "latency")
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
+        for (index, hub) in hubs.enumerated() {
+            if !(await hub.stop()) {
+                emit(
+                    "hub serve instance \(PipelineSetup.instanceName(index)) did not exit cleanly on SIGTERM; "
+                        + "its log:\n\(hub.log)")
+            }
+        }
+        await emulator.shutdown()
+        try? await emulatorLoops.shutdownGracefully()
+        await database?.drop()
+        if case .failure = outcome, !hubs.isEmpty {
+            emit("the hub's log (instance A):\n\(hubs[0].log)")
+        }
+        try outcome.get()
+        return figures
+    }
+
+    private func report(refusalsOf tracker: ArrivalTracker, phase: String) {
+        let refused = tracker.snapshot.refused
+        if !refused.isEmpty { emit("  \(phase): pushes refused by the emulator: \(refused)") }
+    }
+}
+
+/// Writes a line to standard output at once (unbuffered, also through a pipe).
+func emit(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+/// The admin route that says how many deliveries the outbox still holds.
+struct AdminClient: Sendable {
+    let port: Int
+    let app: String
+    let token: String
+
+    /// Pending deliveries, or `nil` when the hub did not answer.
+    func pending() async -> Int? {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/apps/\(app)/statistics")
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        guard let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(30)),
+            response.status == .ok,
+            let body = try? await response.body.collect(upTo: 1 << 20),
+            let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
+        else { return nil }
+        return object["pending"] as? Int
+    }
+}

@@ -1,0 +1,203 @@
+import Foundation
+import HubSQLite
+import HubTesting
+import ServiceLifecycle
+import Synchronization
+import Testing
+
+@testable import HubCore
+
+/// Holds sends until opened (a provider that stalls).
+final class Gate: Sendable {
+    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    let waiting = Atomic<Int>(0)
+
+    func pass() async {
+        waiting.add(1, ordering: .relaxed)
+        defer { waiting.subtract(1, ordering: .relaxed) }
+        await withCheckedContinuation { continuation in
+            let open = state.withLock { state -> Bool in
+                if state.open { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if open { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiters = state.withLock { state in
+            state.open = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}
+
+/// Counts sends per delivery ID, across transports and hubs.
+final class SendLog: Sendable {
+    private let sends = Mutex<[Int64: Int]>([:])
+    func record(_ delivery: OutboundDelivery) { sends.withLock { $0[delivery.delivery.id, default: 0] += 1 } }
+    var counts: [Int64: Int] { sends.withLock { $0 } }
+}
+
+func temporaryStorePath() -> String {
+    FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-\(UUID().uuidString)/hub.sqlite").path
+}
+
+@Suite("delivery pipeline: lanes, leases, store faults")
+struct PipelineTests {
+    @Test("a stalled transport holds back only its own lane: the other transport delivers everything meanwhile")
+    func lanes() async throws {
+        let gate = Gate()
+        let apns = RecordingTransport(id: .apns) { _ in
+            await gate.pass()
+            return .accepted
+        }
+        var dispatcher = TestHub.fastDispatcher
+        dispatcher.concurrency = 8
+        let test = try TestHub(apns: apns, dispatcher: dispatcher)
+        try await test.running {
+            for user in 0..<100 {
+                try await test.register("phone", user: "u\(user)", platform: .ios, transport: .apns, token: "a\(user)")
+                try await test.register(
+                    "android", user: "u\(user)", platform: .android, transport: .fcm, token: "f\(user)")
+            }
+            for user in 0..<100 { try await test.publish("n", user: "u\(user)") }
+            #expect(await eventually { test.fcm.deliveries.count == 100 }, "FCM delivered while APNs stalled")
+            #expect(gate.waiting.load(ordering: .relaxed) == 8, "APNs holds exactly its lane's concurrency")
+            #expect(apns.deliveries.count == 8)
+            gate.open()
+            #expect(await eventually { apns.deliveries.count == 100 })
+        }
+    }
+
+    @Test("leases are renewed while a send is in flight: a send slower than the lease is not taken over")
+    func leaseRenewal() async throws {
+        let path = temporaryStorePath()
+        let log = SendLog()
+        var dispatcher = TestHub.fastDispatcher
+        dispatcher.lease = .milliseconds(600)
+        func slow(_ id: TransportID) -> RecordingTransport {
+            RecordingTransport(id: id) { delivery in
+                log.record(delivery)
+                try? await Task.sleep(for: .seconds(2))
+                return .accepted
+            }
+        }
+        let first = try TestHub(
+            apns: slow(.apns), dispatcher: dispatcher, storePath: path, instanceID: "first")
+        let second = try TestHub(
+            apns: slow(.apns), dispatcher: dispatcher, storePath: path, instanceID: "second")
+        try await first.running {
+            try await second.running {
+                for user in 0..<5 {
+                    try await first.register(
+                        "phone", user: "u\(user)", platform: .ios, transport: .apns, token: "a\(user)")
+                    try await first.publish("n", user: "u\(user)")
+                }
+                #expect(await eventually { log.counts.count == 5 })
+                try await Task.sleep(for: .seconds(3))  // five leases' worth past the first sends
+                #expect(log.counts.values.allSatisfy { $0 == 1 }, "sent once each: \(log.counts)")
+                #expect(try await first.store.deliveryStatistics().finished["apns"]?["delivered"] == 5)
+            }
+        }
+    }
+
+    @Test("the deliveries a crashed instance had leased are sent by another instance within 15 s")
+    func crashTakeover() async throws {
+        let path = temporaryStorePath()
+        let survivor = try TestHub(dispatcher: DispatcherConfiguration(), storePath: path, instanceID: "survivor")
+        try await survivor.hub.store.migrate()
+        try await survivor.register("phone", platform: .ios, transport: .apns, token: "aa01")
+        try await survivor.publish("n1")
+        // What a `kill -9` leaves behind: a claim with the default lease, never finished or renewed.
+        let crashed = try SQLiteStore(path: path)
+        let start = Date()
+        let leased = try await crashed.claimDeliveries(
+            limit: 10, now: start, owner: "crashed",
+            leaseUntil: start.addingTimeInterval(DispatcherConfiguration().lease.seconds))
+        #expect(leased.count == 1)
+        try await survivor.running {
+            #expect(await eventually(timeout: .seconds(16)) { survivor.apns.deliveries.count == 1 })
+            let elapsed = Date().timeIntervalSince(start)
+            #expect(elapsed <= 15, "taken over after \(elapsed) s")
+            #expect(elapsed >= DispatcherConfiguration().lease.seconds - 1, "not before the lease ended")
+        }
+    }
+
+    @Test("a store that stops answering under load never stops the dispatcher; every acknowledged publish is delivered")
+    func storeOutage() async throws {
+        for fault in [StorePlug.Fault.hang, .fail] {
+            let plug = StorePlug()
+            let apns = RecordingTransport(id: .apns) { _ in
+                try? await Task.sleep(for: .milliseconds(20))
+                return .accepted
+            }
+            let test = try TestHub(apns: apns, plug: plug, storeTimeout: .seconds(1))
+            try await test.running {
+                for user in 0..<40 {
+                    try await test.register(
+                        "phone", user: "u\(user)", platform: .ios, transport: .apns, token: "a\(user)")
+                }
+                var acknowledged: Set<String> = []
+                var refused = 0
+                var outageStarted = ContinuousClock.now
+                var claimsAtRecovery = 0
+                for user in 0..<40 {
+                    if user == 20 {
+                        plug.unplug(fault)
+                        outageStarted = .now
+                    }
+                    if user == 26 {
+                        // Long enough for the dispatcher's claims to fail several times in a row.
+                        try await Task.sleep(until: outageStarted + .seconds(2))
+                        claimsAtRecovery = plug.calls("claimDeliveries")
+                        plug.plugIn()
+                    }
+                    let started = ContinuousClock.now
+                    do {
+                        try await test.publish("n", user: "u\(user)")
+                        acknowledged.insert("u\(user)")
+                    } catch let error as HubError {
+                        #expect(error.code == .unavailable)
+                        #expect(
+                            ContinuousClock.now - started < .seconds(2), "a refused publish answers in bounded time")
+                        refused += 1
+                    }
+                }
+                #expect(refused == 6, "\(fault): the publishes during the outage were refused")
+                let expected = acknowledged
+                #expect(
+                    await eventually {
+                        Set(apns.deliveries.map(\.endpoint.userId)).isSuperset(of: expected)
+                    }, "\(fault): every acknowledged publish was delivered after the outage")
+                #expect(plug.calls("claimDeliveries") > claimsAtRecovery, "the dispatcher claims again")
+                #expect(acknowledged.count == 34)
+            }
+        }
+    }
+
+    @Test("graceful shutdown returns in bounded time while store calls hang")
+    func shutdownWithHungStore() async throws {
+        let plug = StorePlug()
+        var dispatcher = TestHub.fastDispatcher
+        dispatcher.shutdownFlushTimeout = .seconds(1)
+        let test = try TestHub(dispatcher: dispatcher, plug: plug, storeTimeout: .seconds(1))
+        try await test.hub.store.migrate()
+        try await test.register("phone", platform: .ios, transport: .apns, token: "aa01")
+        let group = ServiceGroup(
+            configuration: .init(services: [.init(service: test.hub)], logger: test.hub.logger))
+        let running = Task { try await group.run() }
+        #expect(await eventually { plug.calls("claimDeliveries") > 0 })
+        plug.unplug(.hang)
+        try await Task.sleep(for: .milliseconds(300))
+        let started = ContinuousClock.now
+        await group.triggerGracefulShutdown()
+        try await withDeadline(.seconds(10), "the hub's shutdown") { try await running.value }
+        // Bounded by the store deadline (1 s) plus the flush timeout (1 s), with room for a busy machine.
+        #expect(ContinuousClock.now - started < .seconds(5), "stopped after \(ContinuousClock.now - started)")
+        plug.plugIn()
+    }
+}
