@@ -120,10 +120,12 @@ extension PostgresStore {
         ///
         /// The pool's own keep-alive is off: its query can hang forever on a connection the server
         /// just closed (see `PostgresStore+Sessions.swift`) and would then hold the pool's `run()`
-        /// at shutdown. Idle connections are closed after a minute instead, a dead one fails its
-        /// next statement at once (closed socket) or at the statement deadline (vanished peer).
+        /// at shutdown. Idle connections are closed after a minute instead, and a dead one fails
+        /// its next statement at once (closed socket) or at the statement deadline (vanished peer).
         /// - Parameter serverTimeouts: whether the sessions get `statement_timeout` and
-        ///   `idle_in_transaction_session_timeout` (not for migrations).
+        ///   `idle_in_transaction_session_timeout` (not for migrations). They are startup
+        ///   parameters: a connection pooler in front of the server must pass them on or ignore
+        ///   them (PgBouncer: `ignore_startup_parameters`); the store's own deadlines hold either way.
         func client(connections: Int, role: String, serverTimeouts: Bool = true) -> PostgresClient.Configuration {
             var client = PostgresClient.Configuration(
                 host: host, port: port, username: username, password: password?.reveal(), database: database,
