@@ -106,7 +106,6 @@ extension Dispatcher {
     /// recorder has written the last outcome.
     func keepLeases() async {
         let interval = configuration.lease / 3
-        var failures = 0
         while !recorder.isFinished && !Task.isCancelled {
             let ticket = bells.ticket()
             _ = await bells.wait(Self.leaseKey, endpoint: nil, after: ticket, timeout: interval)
@@ -117,9 +116,7 @@ extension Dispatcher {
                 try await store.renewLeases(
                     ids, owner: instanceID, until: current.addingTimeInterval(configuration.lease.seconds))
                 faults.succeeded("renewLeases")
-                failures = 0
             } catch {
-                failures += 1
                 faults.failed("renewLeases", error, retryIn: interval)
             }
         }
