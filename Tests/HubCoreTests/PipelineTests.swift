@@ -66,8 +66,11 @@ struct PipelineTests {
             }
             for user in 0..<100 { try await test.publish("n", user: "u\(user)") }
             #expect(await eventually { test.fcm.deliveries.count == 100 }, "FCM delivered while APNs stalled")
-            #expect(gate.waiting.load(ordering: .relaxed) == 8, "APNs holds exactly its lane's concurrency")
-            #expect(apns.deliveries.count == 8)
+            // The lane fills up to its concurrency (8); a busy lane claims only once a quarter of it
+            // (2 slots) is free, so a stalled one may hold 7.
+            let stalled = gate.waiting.load(ordering: .relaxed)
+            #expect((7...8).contains(stalled), "APNs holds at most its lane's concurrency: \(stalled)")
+            #expect(apns.deliveries.count == stalled)
             gate.open()
             #expect(await eventually { apns.deliveries.count == 100 })
         }
