@@ -200,11 +200,7 @@ public final class Hub: Service, Sendable {
     /// Whether the store answers within `timeout`; throws `HubError(.unavailable)` if not.
     public func checkReadiness(timeout: Duration = .seconds(1)) async throws {
         let store = self.store
-        do {
-            _ = try await withDeadline(timeout, "store.nextDueDate") { try await store.nextDueDate() }
-        } catch is DeadlineExceeded {
-            throw HubError(.unavailable, "The store did not answer within \(timeout).")
-        }
+        _ = try await StoreDeadline(timeout: timeout).intercept("nextDueDate") { try await store.nextDueDate() }
     }
 
     /// Writes a polling endpoint's sync time unless it was written less than
