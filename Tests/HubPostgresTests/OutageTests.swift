@@ -201,8 +201,18 @@ extension OutageTests {
             // statement_timeout 1 s + the store's margin of 2 s.
             #expect(elapsed >= .seconds(2) && elapsed < .seconds(6), "the frozen statement took \(elapsed)")
             kill(pid_t(pid), SIGCONT)
-            // The pool replaced the closed connection.
-            let next = try await store.rows("SELECT pg_backend_pid()").first?.decode(Int32.self)
+            // The pool replaces the closed connection. Until it has seen the close, a call may still
+            // be handed that connection and fail at once as unavailable (callers retry those): try
+            // again for at most 2 s.
+            var next: Int32?
+            let retryUntil = ContinuousClock.now + .seconds(2)
+            while next == nil {
+                do {
+                    next = try await store.rows("SELECT pg_backend_pid()").first?.decode(Int32.self)
+                } catch let error as HubError where error.code == .unavailable && ContinuousClock.now < retryUntil {
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+            }
             #expect(next != nil && next != pid)
             print("frozen backend: the statement failed after \(elapsed)")
         }
