@@ -14,6 +14,9 @@ extension Dispatcher {
         /// Rung when a send of this lane returns (a slot freed) or the outcome backlog shrinks.
         let slotKey: FeedKey
         let inFlight = Atomic<Int>(0)
+        /// Deliveries handed off by this instance's publishes (already leased to it), sent before
+        /// anything is claimed; `nil` while the lane does not run.
+        let handedOff = Mutex<[ClaimedDelivery]?>(nil)
 
         init(_ selection: OutboxLane, concurrency: Int) {
             self.selection = selection
@@ -29,6 +32,41 @@ extension Dispatcher {
 
         var freeSlots: Int { concurrency - inFlight.load(ordering: .acquiring) }
 
+        /// Whether the lane takes hand-offs: it runs, and what waits for a slot is less than a lane.
+        var takesHandOffs: Bool {
+            guard let queued = handedOff.withLock({ $0?.count }) else { return false }
+            return queued < concurrency
+        }
+
+        /// Queues handed-off deliveries; returns them if the lane stopped.
+        func queue(_ items: [ClaimedDelivery]) -> [ClaimedDelivery] {
+            handedOff.withLock { queue in
+                guard queue != nil else { return items }
+                queue!.append(contentsOf: items)
+                return []
+            }
+        }
+
+        /// Up to `limit` handed-off deliveries to send now.
+        func takeHandedOff(_ limit: Int) -> [ClaimedDelivery] {
+            handedOff.withLock { queue in
+                guard let waiting = queue, !waiting.isEmpty, limit > 0 else { return [] }
+                let taken = Array(waiting.prefix(limit))
+                queue!.removeFirst(taken.count)
+                return taken
+            }
+        }
+
+        func openHandOffs() { handedOff.withLock { $0 = [] } }
+
+        /// Stops taking hand-offs; returns those never sent.
+        func closeHandOffs() -> [ClaimedDelivery] {
+            handedOff.withLock { queue in
+                defer { queue = nil }
+                return queue ?? []
+            }
+        }
+
         /// The lane of deliveries whose transport this hub does not run.
         var isStrayLane: Bool {
             if case .otherThan = selection { return true }
@@ -42,17 +80,24 @@ extension Dispatcher {
 
     /// Claims and sends the lane's deliveries until shutdown, then waits for its sends to return.
     ///
-    /// The lane claims as many due deliveries as it has free slots. When a claim comes back short,
+    /// Deliveries handed off by this instance's publishes go first, as slots free up; they need
+    /// no claim. Then the lane claims as many due deliveries as it has free slots. When a claim comes back short,
     /// the lane's queue is drained for now and it sleeps until poked (or `idleInterval`, for
     /// deliveries that come due by time: retries, fallbacks, expired leases); when its slots are
     /// full, until one frees.
     func run(_ lane: Lane) async {
+        if !lane.isStrayLane { lane.openHandOffs() }
         await withDiscardingTaskGroup { group in
             var drained = false
             var failures = 0
             while !stopping {
                 let ticket = bells.ticket()
                 let free = lane.freeSlots
+                let handedOff = lane.takeHandedOff(free)
+                if !handedOff.isEmpty {
+                    send(handedOff, in: lane, group: &group)
+                    continue
+                }
                 let busy = free < lane.concurrency
                 if (busy && free < lane.claimThreshold) || recorder.backlog >= configuration.maxUnrecordedOutcomes {
                     await pause(.seconds(1), on: lane.slotKey, after: ticket)
@@ -83,15 +128,65 @@ extension Dispatcher {
                 drained = claimed.count < limit
                 if claimed.isEmpty { continue }
                 leased.withLock { leased in for item in claimed { leased.insert(item.delivery.id) } }
-                lane.inFlight.add(claimed.count, ordering: .releasing)
-                for item in claimed {
-                    group.addTask {
-                        let change = await self.process(item)
-                        self.recorder.add(OutboxOutcome(id: item.delivery.id, change, at: self.now()))
-                        lane.inFlight.subtract(1, ordering: .releasing)
-                        self.bells.wake(lane.slotKey)
-                    }
-                }
+                send(claimed, in: lane, group: &group)
+            }
+            // Handed off but never sent: put them back for the next claim (at-least-once).
+            let unsent = lane.closeHandOffs()
+            putBack(unsent)
+        }
+    }
+
+    /// Sends `items` (leased to this instance) in `lane`, each in its own child task.
+    private func send(_ items: [ClaimedDelivery], in lane: Lane, group: inout DiscardingTaskGroup) {
+        lane.inFlight.add(items.count, ordering: .releasing)
+        for item in items {
+            group.addTask {
+                let change = await self.process(item)
+                self.recorder.add(OutboxOutcome(id: item.delivery.id, change, at: self.now()))
+                lane.inFlight.subtract(1, ordering: .releasing)
+                self.bells.wake(lane.slotKey)
+            }
+        }
+    }
+
+    /// Returns leased, unsent deliveries to the outbox, due at once, through the recorder.
+    func putBack(_ items: [ClaimedDelivery]) {
+        let at = now()
+        for item in items {
+            recorder.add(
+                OutboxOutcome(id: item.delivery.id, .retry(dueAt: at, error: "not sent before the hub stopped"), at: at))
+        }
+    }
+
+    // MARK: Hand-offs
+
+    /// The hand-off a publish at `now` may make to this dispatcher: the transports whose lanes
+    /// run and have room. `nil` when none has (the publish leaves its deliveries to claims).
+    func handOff(at now: Date) -> HandOff? {
+        var transports = Set<TransportID>()
+        for lane in lanes where lane.takesHandOffs {
+            if case .transport(let id) = lane.selection { transports.insert(id) }
+        }
+        guard !transports.isEmpty else { return nil }
+        return HandOff(
+            owner: instanceID, leaseUntil: now.addingTimeInterval(configuration.lease.seconds), transports: transports)
+    }
+
+    /// Takes deliveries a publish leased to this instance: each to its transport's lane, renewed
+    /// with the other leases until its outcome is written. A delivery whose lane stopped is put
+    /// back; one for a transport without a lane keeps its lease until it ends.
+    func accept(_ items: [ClaimedDelivery]) {
+        guard !items.isEmpty else { return }
+        leased.withLock { leased in for item in items { leased.insert(item.delivery.id) } }
+        let byTransport = Dictionary(grouping: items, by: \.endpoint.transport)
+        for (transport, group) in byTransport {
+            guard let lane = lanes.first(where: { $0.selection == .transport(transport) }) else { continue }
+            let refused = lane.queue(group)
+            if refused.isEmpty {
+                bells.wake(lane.pokeKey)
+                bells.wake(lane.slotKey)
+            } else {
+                putBack(refused)
             }
         }
     }

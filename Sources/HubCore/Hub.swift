@@ -91,12 +91,16 @@ public final class Hub: Service, Sendable {
             key: FeedKey(appId: app.id, userId: userID), draft: draft, newId: UUID().uuidString.lowercased(),
             expirationDateTime: draft.expirationDateTime
                 ?? now.addingTimeInterval(configuration.defaultLifetime.seconds),
-            deliveryMode: draft.deliveryMode ?? app.delivery.mode, now: now, planner: planner)
+            deliveryMode: draft.deliveryMode ?? app.delivery.mode, now: now, planner: planner,
+            handOff: dispatcher.handOff(at: now))
         let result = try await store.publish(request)
-        await changed(request.key, version: result.notification.changeVersion, targeting: draft.targetPolicy)
+        dispatcher.accept(result.handedOff)
+        await changed(
+            request.key, version: result.notification.changeVersion, targeting: draft.targetPolicy,
+            pokeDispatcher: result.leftForClaim != 0)
         logger.debug(
             "published", metadata: ["app": "\(app.id)", "notification": "\(result.notification.id)"])
-        return result
+        return (result.notification, result.created)
     }
 
     /// Marks a notification deleted; devices see a tombstone in their feed.
@@ -226,7 +230,8 @@ public final class Hub: Service, Sendable {
     /// After a committed change of the feed (its change `version`, `nil` when several or unknown):
     /// wakes its anonymous waiters and the user's polling endpoints (but `except`, the endpoint
     /// that made the change; for a publish only those on the platforms it targets), and pokes the
-    /// dispatcher for the taps to push endpoints.
+    /// dispatcher for the taps to push endpoints (not after a publish that left none for a claim:
+    /// its deliveries were handed off to this instance's lanes).
     ///
     /// Polling endpoints have no outbox rows: waking them is in-process (and relayed to other
     /// instances by a shared store), so it costs no write. A wake-up lost in a crash costs nothing
@@ -234,10 +239,11 @@ public final class Hub: Service, Sendable {
     /// its cursor. A change for every platform wakes the waiting requests of the feed without
     /// reading its endpoints: only endpoints with a request waiting can be woken at all.
     func changed(
-        _ key: FeedKey, version: Int64?, except: String? = nil, targeting policy: TargetPolicy = TargetPolicy()
+        _ key: FeedKey, version: Int64?, except: String? = nil, targeting policy: TargetPolicy = TargetPolicy(),
+        pokeDispatcher: Bool = true
     ) async {
         signals.committed(key, version: version)
-        dispatcher.poke()
+        if pokeDispatcher { dispatcher.poke() }
         guard policy.restrictsPlatforms else {
             let woken = signals.wake(key, .everyone(except: except))
             if woken > 0 { Counter(label: "hub_polling_wakes_total").increment(by: woken) }

@@ -25,9 +25,8 @@ public struct InterceptedStore<Interceptor: StoreInterceptor>: Store {
 
     public func migrate() async throws { try await base.migrate() }
 
-    public func publish(_ request: PublishRequest) async throws -> (notification: UserNotification, created: Bool) {
-        let result = try await call("publish") { try await $0.publish(request) }
-        return (result.notification, result.created)
+    public func publish(_ request: PublishRequest) async throws -> PublishResult {
+        try await call("publish") { try await $0.publish(request) }
     }
 
     public func delete(

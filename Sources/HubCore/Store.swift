@@ -30,8 +30,11 @@ public protocol Store: FeedStore, EndpointStore, OutboxStore {
 public protocol FeedStore: Sendable {
     /// Upserts the notification `(app, user, appNotificationId)`, gives it a new change version and,
     /// in the same transaction, enqueues what `request.planner` plans for the user's endpoints.
-    /// - Returns: the stored notification and whether it was created (`false`: updated).
-    func publish(_ request: PublishRequest) async throws -> (notification: UserNotification, created: Bool)
+    /// With a `request.handOff`, the deliveries it enqueues that are due at once and go by one of
+    /// its transports are leased to its owner in the same transaction and returned (see ``HandOff``).
+    /// - Returns: the stored notification, whether it was created (`false`: updated), and the
+    ///   deliveries handed off.
+    func publish(_ request: PublishRequest) async throws -> PublishResult
 
     /// Marks a notification deleted (a tombstone in the feed) and enqueues the planned taps.
     /// - Returns: the tombstone, or `nil` if no such notification.
@@ -171,6 +174,50 @@ public struct OutboxOutcome: Sendable, Hashable {
     }
 }
 
+/// Deliveries leased to the instance that makes a change, in the change's own transaction.
+///
+/// The dispatcher of the instance that publishes has the notification and the user's endpoints
+/// at hand when the publish commits: with a hand-off the store leases the deliveries the publish
+/// makes due at once (exactly as a claim at `now` would: `attempts + 1`, lease to `owner` until
+/// `leaseUntil`) and returns them with their endpoints and notification, so they go to the
+/// transport without a claim (one transaction, and one commit, fewer per publish). A tap merged
+/// into the endpoint's pending tap is handed off as that row. Deliveries due later (fallbacks),
+/// and those of other transports, stay in the outbox for a claim.
+public struct HandOff: Sendable, Hashable {
+    /// The instance (dispatcher) that takes the leases.
+    public var owner: String
+    public var leaseUntil: Date
+    /// The transports whose deliveries the owner takes now (its lanes with room).
+    public var transports: Set<TransportID>
+
+    public init(owner: String, leaseUntil: Date, transports: Set<TransportID>) {
+        self.owner = owner
+        self.leaseUntil = leaseUntil
+        self.transports = transports
+    }
+}
+
+/// What a publish stored.
+public struct PublishResult: Sendable {
+    public var notification: UserNotification
+    /// `false`: an existing notification was updated.
+    public var created: Bool
+    /// The deliveries leased to the request's ``HandOff`` owner (empty without one).
+    public var handedOff: [ClaimedDelivery]
+    /// How many deliveries due at once the publish left in the outbox for a claim (not handed
+    /// off); `nil` when the store does not say.
+    public var leftForClaim: Int?
+
+    public init(
+        notification: UserNotification, created: Bool, handedOff: [ClaimedDelivery] = [], leftForClaim: Int? = nil
+    ) {
+        self.notification = notification
+        self.created = created
+        self.handedOff = handedOff
+        self.leftForClaim = leftForClaim
+    }
+}
+
 /// A publish as the store takes it: validated, with IDs and times filled in.
 public struct PublishRequest: Sendable {
     public var key: FeedKey
@@ -183,12 +230,15 @@ public struct PublishRequest: Sendable {
     public var now: Date
     /// Plans the deliveries the publish enqueues.
     public var planner: DeliveryPlanner
+    /// Leases the deliveries due at once to the publishing instance (see ``HandOff``).
+    public var handOff: HandOff?
 
     public init(
         key: FeedKey, draft: NotificationDraft, newId: String, expirationDateTime: Date, deliveryMode: DeliveryMode,
-        now: Date, planner: DeliveryPlanner = .standard
+        now: Date, planner: DeliveryPlanner = .standard, handOff: HandOff? = nil
     ) {
         self.planner = planner
+        self.handOff = handOff
         self.key = key
         self.draft = draft
         self.newId = newId

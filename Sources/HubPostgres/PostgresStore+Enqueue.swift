@@ -39,13 +39,44 @@ extension PostgresStore {
         }
     }
 
-    /// Plans the deliveries `change` of `notification` needs for `endpoints` and writes them.
+    /// What ``enqueue(_:_:endpoints:planner:now:on:handOff:)`` did with the deliveries due at once.
+    struct Enqueued {
+        var handedOff: [ClaimedDelivery] = []
+        /// Due at once and left in the outbox for a claim.
+        var leftForClaim = 0
+    }
+
+    /// Plans the deliveries `change` of `notification` needs for `endpoints` and writes them. With
+    /// a `handOff`, the rows due at once whose transport it names are then leased to its owner, as
+    /// a claim would (one more statement), and returned with their endpoints and notification.
+    @discardableResult
     static func enqueue(
         _ notification: UserNotification, _ change: DeliveryPlanner.Change, endpoints: [Endpoint],
-        planner: DeliveryPlanner, now: Date, on db: Session
-    ) async throws {
+        planner: DeliveryPlanner, now: Date, on db: Session, handOff: HandOff? = nil
+    ) async throws -> Enqueued {
         let plan = planner.plan(notification, change, endpoints: endpoints, now: now)
-        try await enqueue(plan.map { OutboxRow($0, of: notification) }, now: now, on: db)
+        let written = try await enqueue(plan.map { OutboxRow($0, of: notification) }, now: now, on: db)
+        let dueNow = written.filter { $0.dueAt <= now }.map(\.id)
+        guard let handOff, !dueNow.isEmpty else { return Enqueued(leftForClaim: dueNow.count) }
+        let leased = try await db.rows(
+            """
+            UPDATE hub_delivery SET lease_owner = \(handOff.owner), lease_until = \(handOff.leaseUntil),
+                claimed_at = \(now), attempts = attempts + 1
+            WHERE id = ANY(\(dueNow)) AND state = 'pending' AND lease_owner IS NULL
+                AND transport = ANY(\(handOff.transports.map(\.rawValue)))
+            RETURNING \(unescaped: DeliveryColumns.list)
+            """)
+        let byId = Dictionary(endpoints.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        var handedOff: [ClaimedDelivery] = []
+        for row in leased {
+            let delivery = try Delivery(row: row)
+            guard let endpoint = byId[delivery.endpointId] else { continue }
+            handedOff.append(
+                ClaimedDelivery(
+                    delivery: delivery, endpoint: endpoint,
+                    notification: delivery.notificationId == notification.id ? notification : nil))
+        }
+        return Enqueued(handedOff: handedOff, leftForClaim: dueNow.count - handedOff.count)
     }
 
     /// Writes `rows` to the outbox in one statement (nothing when empty).
@@ -57,8 +88,10 @@ extension PostgresStore {
     /// here first, because one `INSERT … ON CONFLICT DO UPDATE` cannot update a row twice (a sweep
     /// expires several notifications of one feed at once). The other rows (visible, fallback)
     /// are plain inserts, in the same statement.
-    static func enqueue(_ rows: [OutboxRow], now: Date, on db: Session) async throws {
-        guard !rows.isEmpty else { return }
+    /// - Returns: the IDs and due times of the rows written (inserted or merged into).
+    @discardableResult
+    static func enqueue(_ rows: [OutboxRow], now: Date, on db: Session) async throws -> [(id: Int64, dueAt: Date)] {
+        guard !rows.isEmpty else { return [] }
         let rows = coalesced(rows)
         var binds = PostgresBindings(capacity: 12)
         binds.append(rows.map(\.appId))
@@ -73,7 +106,10 @@ extension PostgresStore {
         binds.append(rows.map(\.dueAt))
         binds.append(rows.map(\.coalesces))
         binds.append(now)
-        try await db.rows(PostgresQuery(unsafeSQL: enqueueSQL, binds: binds))
+        return try await db.rows(PostgresQuery(unsafeSQL: enqueueSQL, binds: binds)).map { row in
+            let (id, dueAt) = try row.decode((Int64, Date).self)
+            return (id, dueAt)
+        }
     }
 
     /// `rows` with the coalescing rows of each endpoint merged into one, the way the database
@@ -109,7 +145,8 @@ extension PostgresStore {
         return merged
     }
 
-    /// The one statement that writes a plan: taps upsert, the rest insert.
+    /// The one statement that writes a plan: taps upsert, the rest insert; it returns the ID and
+    /// due time of each row written.
     static let enqueueSQL = """
         WITH planned AS (
             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
@@ -133,12 +170,16 @@ extension PostgresStore {
                 priority = CASE WHEN EXCLUDED.urgency > d.urgency THEN EXCLUDED.priority ELSE d.priority END,
                 urgency = GREATEST(d.urgency, EXCLUDED.urgency),
                 due_at = LEAST(d.due_at, EXCLUDED.due_at)
+            RETURNING d.id, d.due_at
+        ), others AS (
+            INSERT INTO hub_delivery (app_id, user_id, endpoint_id, transport, kind, notification_id, change_version,
+                priority, urgency, state, created_at, due_at)
+            SELECT app_id, user_id, endpoint_id, transport, kind, notification_id, change_version, priority, urgency,
+                'pending', $12, due_at
+            FROM planned WHERE NOT coalesces
+            RETURNING id, due_at
         )
-        INSERT INTO hub_delivery (app_id, user_id, endpoint_id, transport, kind, notification_id, change_version,
-            priority, urgency, state, created_at, due_at)
-        SELECT app_id, user_id, endpoint_id, transport, kind, notification_id, change_version, priority, urgency,
-            'pending', $12, due_at
-        FROM planned WHERE NOT coalesces
+        SELECT id, due_at FROM taps UNION ALL SELECT id, due_at FROM others
         """
 }
 

@@ -16,7 +16,7 @@ extension PostgresStore {
     ///
     /// Every case takes the next change version. Deliveries: what `request.planner` plans for
     /// the user's endpoints as this transaction reads them (see `PostgresStore+Enqueue.swift`).
-    public func publish(_ request: PublishRequest) async throws -> (notification: UserNotification, created: Bool) {
+    public func publish(_ request: PublishRequest) async throws -> PublishResult {
         try await transaction { db in
             let draft = request.draft
             let key = request.key
@@ -39,10 +39,12 @@ extension PostgresStore {
                 created = true
             }
             let (stored, endpoints) = try await Self.save(notification, db)
-            try await Self.enqueue(
+            let enqueued = try await Self.enqueue(
                 stored, .published(mode: request.deliveryMode), endpoints: endpoints, planner: request.planner,
-                now: request.now, on: db)
-            return (stored, created)
+                now: request.now, on: db, handOff: request.handOff)
+            return PublishResult(
+                notification: stored, created: created, handedOff: enqueued.handedOff,
+                leftForClaim: enqueued.leftForClaim)
         }
     }
 

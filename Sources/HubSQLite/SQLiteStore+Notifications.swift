@@ -15,7 +15,7 @@ extension SQLiteStore {
     ///
     /// Every case takes the next change version, then enqueues what `request.planner` plans for the
     /// user's endpoints (see ``enqueue(_:_:_:now:_:)``).
-    public func publish(_ request: PublishRequest) async throws -> (notification: UserNotification, created: Bool) {
+    public func publish(_ request: PublishRequest) async throws -> PublishResult {
         let content = try NotificationRecord.EncodedContent(
             payload: request.draft.payload, targetPolicy: request.draft.targetPolicy)
         return try await write { db in
@@ -48,9 +48,12 @@ extension SQLiteStore {
                 try NotificationRecord.update(notification, content: content, db)
             }
 
-            try Self.enqueue(
-                request.planner, notification, .published(mode: request.deliveryMode), now: now, db)
-            return (Self.canonical(notification), created)
+            let enqueued = try Self.enqueue(
+                request.planner, notification, .published(mode: request.deliveryMode), now: now, db,
+                handOff: request.handOff)
+            return PublishResult(
+                notification: Self.canonical(notification), created: created, handedOff: enqueued.handedOff,
+                leftForClaim: enqueued.leftForClaim)
         }
     }
 

@@ -294,16 +294,27 @@ extension SQLiteStore {
             arguments: [record.appId, record.userId, record.endpointId])
     }
 
+    /// What ``enqueue(_:_:_:now:_:handOff:)`` did with the deliveries due at once.
+    struct Enqueued {
+        var handedOff: [ClaimedDelivery] = []
+        /// Due at once and left in the outbox for a claim.
+        var leftForClaim = 0
+    }
+
     /// Plans `change` of `notification` for the user's active endpoints with `planner` and
-    /// persists the plan in one statement: taps merge into their endpoint's pending, unleased tap
-    /// (newest version and notification, the higher priority, the earlier due time); visible and
-    /// fallback deliveries are new rows.
+    /// persists the plan in one statement per due time: taps merge into their endpoint's pending,
+    /// unleased tap (newest version and notification, the higher priority, the earlier due time);
+    /// visible and fallback deliveries are new rows. With a `handOff`, the rows due at once whose
+    /// transport it names are then leased to its owner, as a claim would (one more statement).
+    @discardableResult
     static func enqueue(
         _ planner: DeliveryPlanner, _ notification: UserNotification, _ change: DeliveryPlanner.Change, now: Date,
-        _ db: Database
-    ) throws {
+        _ db: Database, handOff: HandOff? = nil
+    ) throws -> Enqueued {
         let key = FeedKey(appId: notification.appId, userId: notification.userId)
-        let plan = planner.plan(notification, change, endpoints: try activeEndpoints(db, key), now: now)
+        let endpoints = try activeEndpoints(db, key)
+        let plan = planner.plan(notification, change, endpoints: endpoints, now: now)
+        var dueNow: [Int64] = []
         // One statement per due time (a plan has one or two: now, and its fallbacks' time).
         for (dueAt, planned) in Dictionary(grouping: plan, by: \.dueAt) {
             let rows = JSONText.array(
@@ -314,24 +325,50 @@ extension SQLiteStore {
                     ])
                 })
             let n = notification
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO delivery (appId, userId, endpointId, transport, kind, notificationId, changeVersion,
-                        priority, urgency, state, attempts, createdAt, dueAt)
-                    SELECT ?, ?, json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
-                        ?, ?, ?, ?, 'pending', 0, ?, ?
-                    FROM json_each(?) WHERE true
-                    ON CONFLICT (appId, userId, endpointId)
-                        WHERE state = 'pending' AND kind = 'shoulderTap' AND leaseOwner IS NULL
-                    DO UPDATE SET changeVersion = excluded.changeVersion, notificationId = excluded.notificationId,
-                        priority = CASE WHEN excluded.urgency > urgency THEN excluded.priority ELSE priority END,
-                        urgency = MAX(urgency, excluded.urgency), dueAt = MIN(dueAt, excluded.dueAt)
-                    """
-            ).execute(arguments: [
-                n.appId, n.userId, n.id, n.changeVersion, n.priority.rawValue, n.priority.urgency,
-                now.canonical.storedSeconds, dueAt.canonical.storedSeconds, rows,
-            ])
+            let ids = try Int64.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        INSERT INTO delivery (appId, userId, endpointId, transport, kind, notificationId, changeVersion,
+                            priority, urgency, state, attempts, createdAt, dueAt)
+                        SELECT ?, ?, json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+                            ?, ?, ?, ?, 'pending', 0, ?, ?
+                        FROM json_each(?) WHERE true
+                        ON CONFLICT (appId, userId, endpointId)
+                            WHERE state = 'pending' AND kind = 'shoulderTap' AND leaseOwner IS NULL
+                        DO UPDATE SET changeVersion = excluded.changeVersion, notificationId = excluded.notificationId,
+                            priority = CASE WHEN excluded.urgency > urgency THEN excluded.priority ELSE priority END,
+                            urgency = MAX(urgency, excluded.urgency), dueAt = MIN(dueAt, excluded.dueAt)
+                        RETURNING id
+                        """),
+                arguments: [
+                    n.appId, n.userId, n.id, n.changeVersion, n.priority.rawValue, n.priority.urgency,
+                    now.canonical.storedSeconds, dueAt.canonical.storedSeconds, rows,
+                ])
+            if dueAt <= now { dueNow += ids }
         }
+        guard let handOff, !dueNow.isEmpty else { return Enqueued(leftForClaim: dueNow.count) }
+        let leased = try DeliveryRecord.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    UPDATE delivery SET leaseOwner = ?, leaseUntil = ?, claimedAt = ?, attempts = attempts + 1
+                    WHERE id IN (SELECT value FROM json_each(?)) AND +state = 'pending' AND leaseOwner IS NULL
+                        AND transport IN (SELECT value FROM json_each(?))
+                    RETURNING *
+                    """),
+            arguments: [
+                handOff.owner, handOff.leaseUntil.canonical.storedSeconds, now.canonical.storedSeconds,
+                JSONText.array(dueNow.map(JSONText.number)),
+                JSONText.array(handOff.transports.map { JSONText.string($0.rawValue) }),
+            ])
+        let byId = Dictionary(endpoints.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let canonical = Self.canonical(notification)
+        let handedOff = leased.compactMap { record -> ClaimedDelivery? in
+            guard let endpoint = byId[record.endpointId] else { return nil }
+            return ClaimedDelivery(
+                delivery: record.delivery, endpoint: endpoint,
+                notification: record.notificationId == notification.id ? canonical : nil)
+        }
+        return Enqueued(handedOff: handedOff, leftForClaim: dueNow.count - handedOff.count)
     }
 
     /// Finishes every pending delivery of `endpoint` with `result`.

@@ -133,3 +133,64 @@ extension StoreConformance {
         try expect.that(try await store.nextDueDate() == nil, "nothing left pending")
     }
 }
+
+extension StoreConformance {
+    /// A publish with a ``HandOff`` leases its deliveries due at once, of the hand-off's
+    /// transports, to the owner (as a claim at the publish time would) and returns them with their
+    /// endpoints and notification; the rest (other transports, fallbacks due later) wait for
+    /// claims. A tap merged into the endpoint's pending, unleased tap is handed off as that row.
+    public static func handOff(_ store: any Store) async throws {
+        let expect = Expect()
+        try await store.migrate()
+        _ = try await store.upsertEndpoint(Fixture.endpoint("a1"))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("f1", platform: .android, transport: .fcm))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("p1", platform: .web, transport: .polling))
+        let handOff = HandOff(owner: "worker-a", leaseUntil: Fixture.at(10), transports: [.apns])
+        let first = try await Fixture.publishHandingOff(
+            store, Fixture.draft("h-1", priority: .high, fallback: 120), handOff: handOff)
+        try expect.equal(first.handedOff.map(\.delivery.endpointId), ["a1"], "handed off: the APNs tap only")
+        let tap = try expect.unwrap(first.handedOff.first, "the handed-off tap")
+        try expect.equal(tap.delivery.kind, .shoulderTap, "handed-off kind")
+        try expect.equal(tap.delivery.attempts, 1, "a hand-off counts an attempt, as a claim does")
+        try expect.equal(tap.delivery.notificationId, first.notification.id, "handed-off notification ID")
+        try expect.equal(tap.notification, first.notification, "the hand-off carries the notification")
+        try expect.equal(tap.endpoint.id, "a1", "the hand-off carries the endpoint")
+        try expect.equal(tap.endpoint.token, "token-alice-a1", "the endpoint's token")
+        try expect.equal(first.leftForClaim, 1, "the FCM tap is left for a claim")
+
+        let claimed = try await Fixture.claim(store, at: Fixture.at(1), owner: "worker-b")
+        try expect.equal(
+            Fixture.summary(claimed), ["f1:shoulderTap:\(first.notification.id)"],
+            "another claimer takes the FCM tap, not the leased APNs tap")
+        try expect.equal(
+            try await Fixture.claim(store, at: Fixture.at(11), owner: "worker-b", limit: 10).map(\.delivery.id),
+            [tap.delivery.id], "a handed-off lease that ends is taken over")
+        try await store.finishDelivery(
+            id: tap.delivery.id, result: .delivered, detail: nil, goneSince: nil, at: Fixture.at(12))
+        for item in claimed {
+            try await store.finishDelivery(
+                id: item.delivery.id, result: .delivered, detail: nil, goneSince: nil, at: Fixture.at(12))
+        }
+        try expect.equal(try await store.nextDueDate(), Fixture.at(120), "the fallbacks stay due later")
+
+        // A tap waiting for a retry is merged into, and then handed off as that row.
+        let second = try await Fixture.publishHandingOff(store, Fixture.draft("h-2"), at: Fixture.at(13))
+        try expect.equal(second.handedOff, [], "no hand-off without one in the request")
+        let waiting = try await Fixture.claim(store, at: Fixture.at(13), owner: "worker-b")
+        for item in waiting {
+            try await store.retryDelivery(id: item.delivery.id, dueAt: Fixture.at(60), error: "503", at: Fixture.at(14))
+        }
+        let third = try await Fixture.publishHandingOff(
+            store, Fixture.draft("h-3"), at: Fixture.at(15),
+            handOff: HandOff(owner: "worker-a", leaseUntil: Fixture.at(25), transports: [.apns, .fcm]))
+        try expect.equal(
+            Set(third.handedOff.map(\.delivery.id)), Set(waiting.map(\.delivery.id)),
+            "the taps merged into the waiting rows are handed off as those rows")
+        try expect.equal(
+            Set(third.handedOff.map(\.delivery.changeVersion)), [third.notification.changeVersion],
+            "they announce the newest version")
+        try expect.equal(third.leftForClaim, 0, "nothing left for a claim")
+        try expect.equal(
+            try await Fixture.claim(store, at: Fixture.at(16), owner: "worker-b"), [], "nothing claimable while leased")
+    }
+}

@@ -55,6 +55,7 @@ public enum StoreConformance {
         Check(name: "tokenMovesBetweenUsers", run: tokenMovesBetweenUsers),
         Check(name: "claimLeaseAndTakeover", run: claimLeaseAndTakeover),
         Check(name: "claimOrder", run: claimOrder),
+        Check(name: "handOff", run: handOff),
         Check(name: "retryAfterNewerTap", run: retryAfterNewerTap),
         Check(name: "endpointGoneDeactivatesUnlessReRegistered", run: endpointGoneDeactivatesUnlessReRegistered),
         Check(name: "statistics", run: statistics),
@@ -161,11 +162,20 @@ enum Fixture {
         _ store: any Store, _ draft: NotificationDraft, for key: FeedKey = alice, at now: Date = t0,
         mode: DeliveryMode = .shoulderTap, expiresIn: TimeInterval = 86_400
     ) async throws -> (notification: UserNotification, created: Bool) {
+        let result = try await publishHandingOff(store, draft, for: key, at: now, mode: mode, expiresIn: expiresIn)
+        return (result.notification, result.created)
+    }
+
+    /// ``publish(_:_:for:at:mode:expiresIn:)`` with a hand-off; returns the store's whole result.
+    static func publishHandingOff(
+        _ store: any Store, _ draft: NotificationDraft, for key: FeedKey = alice, at now: Date = t0,
+        mode: DeliveryMode = .shoulderTap, expiresIn: TimeInterval = 86_400, handOff: HandOff? = nil
+    ) async throws -> PublishResult {
         let newId = "\(key.userId)-\(draft.appNotificationId)-\(Int(now.timeIntervalSince(t0)))"
         return try await store.publish(
             PublishRequest(
                 key: key, draft: draft, newId: newId, expirationDateTime: now.addingTimeInterval(expiresIn),
-                deliveryMode: mode, now: now))
+                deliveryMode: mode, now: now, handOff: handOff))
     }
 
     /// Claims everything due at `now`, sorted by endpoint, then kind, then ID.

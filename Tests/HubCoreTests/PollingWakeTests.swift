@@ -92,11 +92,12 @@ struct PollingWakeTests {
         // Another process on the same database: it commits, but cannot wake this one's waiters.
         let draft = NotificationDraft(
             appNotificationId: "n-2", payload: NotificationPayload(visualContent: VisualContent(title: "n-2")))
-        let (written, _) = try await test.store.publish(
+        let written = try await test.store.publish(
             PublishRequest(
                 key: FeedKey(appId: TestHub.app.id, userId: "alice"), draft: draft, newId: "elsewhere",
                 expirationDateTime: Date().addingTimeInterval(3600),
-                deliveryMode: .shoulderTap, now: Date()))
+                deliveryMode: .shoulderTap, now: Date())
+        ).notification
         let page = try await poll.value
         #expect(page.changes.map(\.id) == [written.id])
         #expect(page.version == written.changeVersion)
