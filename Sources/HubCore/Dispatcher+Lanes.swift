@@ -154,7 +154,8 @@ extension Dispatcher {
         let at = now()
         for item in items {
             recorder.add(
-                OutboxOutcome(id: item.delivery.id, .retry(dueAt: at, error: "not sent before the hub stopped"), at: at))
+                OutboxOutcome(id: item.delivery.id, .retry(dueAt: at, error: "not sent before the hub stopped"), at: at)
+            )
         }
     }
 

@@ -23,6 +23,7 @@ public final class StorePlug: StoreInterceptor {
         var fault: Fault?
         var waiting: [CheckedContinuation<Void, Never>] = []
         var calls: [String: Int] = [:]
+        var claimed = 0
     }
 
     private let state = Mutex(State())
@@ -42,6 +43,9 @@ public final class StorePlug: StoreInterceptor {
 
     /// How many times the store method `name` was called (through the plug).
     public func calls(_ name: String) -> Int { state.withLock { $0.calls[name, default: 0] } }
+
+    /// How many deliveries the store's claims returned (through the plug).
+    public var claimedDeliveries: Int { state.withLock { $0.claimed } }
 
     public func intercept<T: Sendable>(
         _ name: String, _ call: @escaping @Sendable () async throws -> T
@@ -65,6 +69,10 @@ public final class StorePlug: StoreInterceptor {
                 if release { continuation.resume() }
             }
         }
-        return try await call()
+        let result = try await call()
+        if let claimed = result as? [ClaimedDelivery] {
+            state.withLock { $0.claimed += claimed.count }
+        }
+        return result
     }
 }

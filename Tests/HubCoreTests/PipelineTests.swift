@@ -69,6 +69,53 @@ struct PipelineTests {
         }
     }
 
+    @Test("a publish hands its deliveries to its own lanes: sent without a claim, each once")
+    func handOff() async throws {
+        let plug = StorePlug()
+        let test = try TestHub(plug: plug)
+        try await test.running {
+            for user in 0..<50 {
+                try await test.register("phone", user: "u\(user)", platform: .ios, transport: .apns, token: "a\(user)")
+                try await test.register(
+                    "android", user: "u\(user)", platform: .android, transport: .fcm, token: "f\(user)")
+            }
+            for user in 0..<50 { try await test.publish("n", user: "u\(user)") }
+            #expect(await eventually { test.apns.deliveries.count == 50 && test.fcm.deliveries.count == 50 })
+            #expect(
+                try await eventually { try await test.store.deliveryStatistics().pending == 0 }, "every outcome written"
+            )
+            #expect(plug.claimedDeliveries == 0, "claims took \(plug.claimedDeliveries) deliveries")
+            let sent = (test.apns.deliveries + test.fcm.deliveries).map(\.delivery.id)
+            #expect(Set(sent).count == 100, "each delivery sent once")
+        }
+    }
+
+    @Test("a lane without room leaves the publish's deliveries to claims; nothing is lost")
+    func handOffFull() async throws {
+        let gate = Gate()
+        let apns = RecordingTransport(id: .apns) { _ in
+            await gate.pass()
+            return .accepted
+        }
+        let plug = StorePlug()
+        var dispatcher = TestHub.fastDispatcher
+        dispatcher.concurrency = 4
+        let test = try TestHub(apns: apns, dispatcher: dispatcher, plug: plug)
+        try await test.running {
+            for user in 0..<40 {
+                try await test.register("phone", user: "u\(user)", platform: .ios, transport: .apns, token: "a\(user)")
+            }
+            for user in 0..<40 { try await test.publish("n", user: "u\(user)") }
+            // 4 sending, at most 4 queued: the other publishes left theirs in the outbox.
+            #expect(await eventually { gate.waiting.load(ordering: .relaxed) == 4 })
+            #expect(try await test.store.deliveryStatistics().pending == 40)
+            gate.open()
+            #expect(await eventually { apns.deliveries.count == 40 })
+            #expect(plug.claimedDeliveries >= 32, "claimed: \(plug.claimedDeliveries)")
+            #expect(Set(apns.deliveries.map(\.delivery.id)).count == 40, "each delivery sent once")
+        }
+    }
+
     @Test("leases are renewed while a send is in flight: a send slower than the lease is not taken over")
     func leaseRenewal() async throws {
         let path = temporaryStorePath()
