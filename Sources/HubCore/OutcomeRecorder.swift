@@ -3,7 +3,8 @@ import Synchronization
 
 /// The outcomes of sends not yet written to the store. Sends add to it; the dispatcher's recorder
 /// loop writes everything queued in one ``OutboxStore/recordOutcomes(_:)`` call, again and again,
-/// so a busy dispatcher writes large batches and an idle one writes each outcome at once.
+/// so a busy dispatcher writes large batches; a small batch waits ``DispatcherConfiguration/outcomeDelay``
+/// for company first.
 final class OutcomeRecorder: Sendable {
     private struct State {
         var queue: [OutboxOutcome] = []
@@ -32,6 +33,11 @@ final class OutcomeRecorder: Sendable {
     var backlog: Int { state.withLock { $0.queue.count + $0.writing } }
 
     var isFinished: Bool { state.withLock { $0.finished } }
+
+    /// Outcomes queued, not yet taken by the writer.
+    var queued: Int { state.withLock { $0.queue.count } }
+
+    var isClosed: Bool { state.withLock { $0.closed } }
 
     /// Up to `limit` queued outcomes for the writer, and whether no more will come.
     func take(_ limit: Int) -> (batch: [OutboxOutcome], closed: Bool) {
@@ -72,6 +78,12 @@ extension Dispatcher {
         var closedAt: ContinuousClock.Instant?
         while true {
             let ticket = bells.ticket()
+            // Let a small batch gather for `outcomeDelay` (not while stopping or failing).
+            if failures == 0, configuration.outcomeDelay > .zero, !recorder.isClosed,
+                (1..<configuration.batchSize).contains(recorder.queued)
+            {
+                try? await Task.sleep(for: configuration.outcomeDelay)
+            }
             let (batch, closed) = recorder.take(configuration.batchSize * 4)
             if closed && closedAt == nil { closedAt = .now }
             if batch.isEmpty {
