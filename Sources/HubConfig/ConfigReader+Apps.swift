@@ -136,8 +136,11 @@ extension ConfigReader {
                 keys = readJWKS(jwks, at: "\(here).jwks")
             case (nil, let secretNode?):
                 keys = secret(secretNode, at: "\(here).secret").map { .secret($0) }
-            case (_?, _?):
+            case (let jwks?, let secretNode?):
                 error(item, "'\(here)' takes jwks (RS256/ES256) or secret (HS256), not both")
+                // Still check both references, so that every problem of the file shows at once.
+                _ = readJWKS(jwks, at: "\(here).jwks")
+                _ = secret(secretNode, at: "\(here).secret")
             case (nil, nil):
                 error(item, "'\(here)' needs jwks: file:… or https://…, or secret: env:… for HS256 tokens")
             }
@@ -194,10 +197,13 @@ extension ConfigReader {
         var publishers: [Publisher] = []
         for (index, item) in items.enumerated() {
             let here = "\(path)[\(index)]"
-            guard let entries = mapping(item, at: here, allowed: ["name", "key"], required: ["name", "key"]),
-                let name = string(entries["name"], at: "\(here).name"),
-                let key = secret(entries["key"], at: "\(here).key")
-            else { continue }
+            guard let entries = mapping(item, at: here, allowed: ["name", "key"], required: ["name", "key"]) else {
+                continue
+            }
+            // Both are read before either is required, so a bad name does not hide a bad key.
+            let name = string(entries["name"], at: "\(here).name")
+            let key = secret(entries["key"], at: "\(here).key")
+            guard let name, let key else { continue }
             if publishers.contains(where: { $0.name == name }) {
                 error(entries["name"], "the publisher '\(name)' is listed twice")
             }

@@ -28,13 +28,16 @@ extension ConfigReader {
         }
         if entries["privateKey"] != nil && entries["certificate"] != nil {
             error(node, "'\(path)' takes a .p8 token key (privateKey) or a .p12 certificate, not both")
+            // Still check every reference, so that every problem of the file shows at once.
+            _ = secret(entries["privateKey"], at: "\(path).privateKey", inline: false)
+            _ = secret(entries["certificate"], at: "\(path).certificate", inline: false, binary: true)
+            _ = secret(entries["password"], at: "\(path).password")
             return nil
         }
         if let certificate = entries["certificate"] {
-            guard let p12 = secret(certificate, at: "\(path).certificate", inline: false, binary: true) else {
-                return nil
-            }
+            let p12 = secret(certificate, at: "\(path).certificate", inline: false, binary: true)
             let password = secret(entries["password"], at: "\(path).password")
+            guard let p12 else { return nil }
             return APNSCredentials(authentication: .certificate(p12: p12, password: password), environment: environment)
         }
         guard entries["privateKey"] != nil else {
@@ -83,13 +86,13 @@ extension ConfigReader {
                     entries.keys[key],
                     "'\(path)' takes packageSid (classic) or tenantId + clientId (Entra ID), not both")
             }
-            guard let sid = string(entries["packageSid"], at: "\(path).packageSid") else { return nil }
-            if let problem = WNSCredentials.packageSIDProblem(sid) { error(entries["packageSid"], problem) }
+            let sid = string(entries["packageSid"], at: "\(path).packageSid")
+            if let sid, let problem = WNSCredentials.packageSIDProblem(sid) { error(entries["packageSid"], problem) }
             guard entries["clientSecret"] != nil else {
                 error(node, "'\(path)' is missing 'clientSecret' (the package's client secret, as env:NAME)")
                 return nil
             }
-            guard let secret = secret(entries["clientSecret"], at: "\(path).clientSecret") else { return nil }
+            guard let secret = secret(entries["clientSecret"], at: "\(path).clientSecret"), let sid else { return nil }
             return WNSCredentials(authentication: .packageSID(sid: sid, secret: secret))
         }
         guard entries["tenantId"] != nil || entries["clientId"] != nil else {
@@ -99,10 +102,10 @@ extension ConfigReader {
         for key in ["tenantId", "clientId", "clientSecret"] where entries[key] == nil {
             error(node, "'\(path)' is missing '\(key)'")
         }
-        guard let tenant = string(entries["tenantId"], at: "\(path).tenantId"),
-            let client = string(entries["clientId"], at: "\(path).clientId"),
-            let secret = secret(entries["clientSecret"], at: "\(path).clientSecret")
-        else { return nil }
+        let tenant = string(entries["tenantId"], at: "\(path).tenantId")
+        let client = string(entries["clientId"], at: "\(path).clientId")
+        let secret = secret(entries["clientSecret"], at: "\(path).clientSecret")
+        guard let tenant, let client, let secret else { return nil }
         return WNSCredentials(authentication: .entra(tenantID: tenant, clientID: client, clientSecret: secret))
     }
 }

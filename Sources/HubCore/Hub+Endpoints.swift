@@ -30,6 +30,7 @@ extension Hub {
         app appID: String, user userID: String, id endpointID: String, _ registration: EndpointRegistration
     ) async throws -> Endpoint {
         let app = try app(appID)
+        try Identifier.check(userID, field: "userId")
         var errors: [HubError.FieldError] = []
         func fail(_ field: String, _ message: String) { errors.append(.init(field: field, message: message)) }
         if !Self.isValidEndpointID(endpointID) {
@@ -62,6 +63,8 @@ extension Hub {
             fail("token", "\(transport) endpoints need the device's token or channel URI")
         } else if let token, token.utf8.count > 4096 {
             fail("token", "is longer than 4096 bytes")
+        } else if let token, !Identifier.isPrintable(token) {
+            fail("token", "contains control or bidi characters")
         }
         if registration.environment != nil && transport != .apns {
             fail("environment", "applies to apns endpoints only")
@@ -71,6 +74,8 @@ extension Hub {
         }
         if let name = registration.appDisplayName, name.utf8.count > 256 {
             fail("appDisplayName", "must be at most 256 bytes")
+        } else if let name = registration.appDisplayName, !Identifier.isPrintable(name) {
+            fail("appDisplayName", "contains control or bidi characters")
         }
         var endpoint = Endpoint(
             id: endpointID, appId: app.id, userId: userID, platform: platform, platformAppId: registration.appId,
@@ -92,18 +97,21 @@ extension Hub {
     }
 
     public func endpoints(app appID: String, user userID: String) async throws -> [Endpoint] {
-        try await store.endpoints(FeedKey(appId: try app(appID).id, userId: userID))
+        try await store.endpoints(try feedKey(appID, userID))
     }
 
     public func endpoint(app appID: String, user userID: String, id: String) async throws -> Endpoint {
-        guard let found = try await store.endpoint(FeedKey(appId: try app(appID).id, userId: userID), id: id) else {
+        let key = try feedKey(appID, userID)
+        try Identifier.check(id, field: "endpointId")
+        guard let found = try await store.endpoint(key, id: id) else {
             throw HubError(.notFound, "No endpoint '\(id)' for this user.")
         }
         return found
     }
 
     public func unregisterEndpoint(app appID: String, user userID: String, id: String) async throws {
-        let key = FeedKey(appId: try app(appID).id, userId: userID)
+        let key = try feedKey(appID, userID)
+        try Identifier.check(id, field: "endpointId")
         guard try await store.deleteEndpoint(key, id: id) else {
             throw HubError(.notFound, "No endpoint '\(id)' for this user.")
         }
@@ -118,6 +126,8 @@ extension Hub {
         try await store.deliveryStatistics()
     }
 
+    /// Endpoint IDs are ``Identifier``s of a narrower shape, so that they can be named in a header
+    /// (`X-Hub-Endpoint`) and logged as they are.
     static func isValidEndpointID(_ id: String) -> Bool {
         !id.isEmpty && id.utf8.count <= 128
             && id.unicodeScalars.allSatisfy { $0.isASCIIAlphanumeric || $0 == "." || $0 == "_" || $0 == "-" }

@@ -1,7 +1,8 @@
 public import Foundation
 
 extension Hub {
-    /// Every problem of a publish, as Graph checked them; empty when the draft is valid.
+    /// Every problem of a publish, as Graph checked them; empty when the draft is valid. The user
+    /// ID, `appNotificationId` and `groupName` follow the ``Identifier`` grammar.
     public func validate(
         _ draft: NotificationDraft, for app: CrossDeviceApp, userID: String, now: Date
     )
@@ -9,11 +10,13 @@ extension Hub {
     {
         var errors: [HubError.FieldError] = []
         func fail(_ field: String, _ message: String) { errors.append(.init(field: field, message: message)) }
-        if userID.isEmpty || userID.utf8.count > 256 { fail("userId", "must be 1–256 bytes") }
-        if draft.appNotificationId.isEmpty || draft.appNotificationId.utf8.count > 256 {
-            fail("appNotificationId", "must be 1–256 bytes")
+        if let violation = Identifier.violation(in: userID) { fail("userId", violation.message) }
+        if let violation = Identifier.violation(in: draft.appNotificationId) {
+            fail("appNotificationId", draft.appNotificationId.isEmpty ? "is required" : violation.message)
         }
-        if let group = draft.groupName, group.utf8.count > 256 { fail("groupName", "must be at most 256 bytes") }
+        if let group = draft.groupName, let violation = Identifier.violation(in: group) {
+            fail("groupName", violation.message)
+        }
         if !NotificationPriority.known.contains(draft.priority) {
             fail("priority", "must be one of none, low, high")
         }

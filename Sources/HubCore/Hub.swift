@@ -68,9 +68,19 @@ public final class Hub: Service, Sendable {
     /// The configured app, or a `notFound` error naming it.
     public func app(_ id: String) throws(HubError) -> CrossDeviceApp {
         guard let app = router.apps[id] else {
+            try Identifier.check(id, field: "app")
             throw HubError(.notFound, "No app '\(id)' is configured on this hub.")
         }
         return app
+    }
+
+    /// The feed of `userID` in the configured app `appID`.
+    /// - Throws: ``HubError`` `not-found` for an unknown app, `invalid-request` naming `userId`
+    ///   when the user ID is not an ``Identifier``.
+    func feedKey(_ appID: String, _ userID: String) throws(HubError) -> FeedKey {
+        let app = try app(appID)
+        try Identifier.check(userID, field: "userId")
+        return FeedKey(appId: app.id, userId: userID)
     }
 
     // MARK: Publishing
@@ -109,7 +119,8 @@ public final class Hub: Service, Sendable {
     ) async throws
         -> UserNotification
     {
-        let key = FeedKey(appId: try app(appID).id, userId: userID)
+        let key = try feedKey(appID, userID)
+        try Identifier.check(id, field: "id")
         guard let tombstone = try await store.delete(key, appNotificationId: id, at: now(), planner: planner) else {
             throw HubError(.notFound, "No notification '\(id)' for this user.")
         }
@@ -123,11 +134,12 @@ public final class Hub: Service, Sendable {
     )
         async throws -> [UserNotification]
     {
-        try await store.history(FeedKey(appId: try app(appID).id, userId: userID), filter: filter)
+        try await store.history(try feedKey(appID, userID), filter: filter)
     }
 
     public func notification(app appID: String, user userID: String, id: String) async throws -> UserNotification {
-        let key = FeedKey(appId: try app(appID).id, userId: userID)
+        let key = try feedKey(appID, userID)
+        try Identifier.check(id, field: "id")
         guard let found = try await store.notification(key, id: id) else {
             throw HubError(.notFound, "No notification '\(id)' for this user.")
         }
@@ -141,7 +153,8 @@ public final class Hub: Service, Sendable {
         app appID: String, user userID: String, id: String, readState: ReadState?,
         userActionState: UserActionState?, fromEndpoint endpoint: String?
     ) async throws -> UserNotification {
-        let key = FeedKey(appId: try app(appID).id, userId: userID)
+        let key = try feedKey(appID, userID)
+        try Identifier.check(id, field: "id")
         var errors: [HubError.FieldError] = []
         if readState == nil && userActionState == nil {
             errors.append(.init(field: "readState", message: "give readState and/or userActionState"))
@@ -177,7 +190,7 @@ public final class Hub: Service, Sendable {
         app appID: String, user userID: String, after version: Int64, limit: Int = 100,
         wait: Duration? = nil, endpoint: String? = nil
     ) async throws -> FeedPage {
-        let key = FeedKey(appId: try app(appID).id, userId: userID)
+        let key = try feedKey(appID, userID)
         let limit = min(max(limit, 1), 1000)
         let ticket = signals.ticket()
         var page: FeedPage?
@@ -198,7 +211,7 @@ public final class Hub: Service, Sendable {
 
     /// Records that a push endpoint synced its feed (its fallback alerts are then not needed).
     public func recordSync(app appID: String, user userID: String, endpoint: String) async throws {
-        try await store.touchEndpoint(FeedKey(appId: try app(appID).id, userId: userID), id: endpoint, syncedAt: now())
+        try await store.touchEndpoint(try feedKey(appID, userID), id: endpoint, syncedAt: now())
     }
 
     /// Whether the store answers within `timeout`; throws `HubError(.unavailable)` if not.

@@ -17,7 +17,8 @@ extension PostgresStore {
     ///
     /// - Returns: the endpoint as stored.
     public func upsertEndpoint(_ endpoint: Endpoint) async throws -> Endpoint {
-        try await transaction { db in
+        try Identifier.checkBeforeStoring(endpoint)
+        return try await transaction { db in
             let key = FeedKey(appId: endpoint.appId, userId: endpoint.userId)
             var stored = endpoint
             if let existing = try await Self.fetchEndpoint(key, id: endpoint.id, forUpdate: true, db) {
@@ -70,7 +71,8 @@ extension PostgresStore {
 
     /// One endpoint of the user.
     public func endpoint(_ key: FeedKey, id: String) async throws -> Endpoint? {
-        try await rows(
+        try Identifier.checkBeforeStoring(key, id: id)
+        return try await rows(
             """
             SELECT \(unescaped: EndpointColumns.list) FROM hub_endpoint
             WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND id = \(id)
@@ -80,7 +82,8 @@ extension PostgresStore {
 
     /// The user's endpoints (active and inactive), ordered by ID.
     public func endpoints(_ key: FeedKey) async throws -> [Endpoint] {
-        try await rows(
+        try Identifier.checkBeforeStoring(key)
+        return try await rows(
             """
             SELECT \(unescaped: EndpointColumns.list) FROM hub_endpoint
             WHERE app_id = \(key.appId) AND user_id = \(key.userId) ORDER BY id COLLATE "C"
@@ -91,7 +94,8 @@ extension PostgresStore {
     /// All endpoints of an app, optionally only those in `state` (the feedback list:
     /// `.inactive`), ordered by user, then ID.
     public func endpoints(appId: String, state: EndpointState?) async throws -> [Endpoint] {
-        try await rows(
+        try Identifier.checkBeforeStoring(["appId": appId])
+        return try await rows(
             """
             SELECT \(unescaped: EndpointColumns.list) FROM hub_endpoint
             WHERE app_id = \(appId) AND (\(state?.rawValue)::text IS NULL OR state = \(state?.rawValue))
@@ -103,7 +107,8 @@ extension PostgresStore {
     /// Removes the endpoint and its pending deliveries (finished ones stay for statistics).
     /// - Returns: whether it existed.
     public func deleteEndpoint(_ key: FeedKey, id: String) async throws -> Bool {
-        try await transaction { db in
+        try Identifier.checkBeforeStoring(key, id: id)
+        return try await transaction { db in
             try await db.rows(
                 """
                 DELETE FROM hub_delivery
@@ -120,6 +125,7 @@ extension PostgresStore {
 
     /// Records when the endpoint last synced its feed. Unknown endpoints are ignored.
     public func touchEndpoint(_ key: FeedKey, id: String, syncedAt: Date) async throws {
+        try Identifier.checkBeforeStoring(key, id: id)
         _ = try await rows(
             """
             UPDATE hub_endpoint SET last_sync_at = \(syncedAt)

@@ -17,7 +17,8 @@ extension PostgresStore {
     /// Every case takes the next change version. Deliveries: what `request.planner` plans for
     /// the user's endpoints as this transaction reads them (see `PostgresStore+Enqueue.swift`).
     public func publish(_ request: PublishRequest) async throws -> PublishResult {
-        try await transaction { db in
+        try Identifier.checkBeforeStoring(request)
+        return try await transaction { db in
             let draft = request.draft
             let key = request.key
             try await Self.lockFeed(key, on: db)
@@ -55,7 +56,8 @@ extension PostgresStore {
     public func delete(
         _ key: FeedKey, appNotificationId: String, at now: Date, planner: DeliveryPlanner
     ) async throws -> UserNotification? {
-        try await transaction { db in
+        try Identifier.checkBeforeStoring(key, id: appNotificationId)
+        return try await transaction { db in
             try await Self.lockFeed(key, on: db)
             var found = try await Self.fetchNotification(key, appNotificationId: appNotificationId, db)
             if found == nil { found = try await Self.fetchNotification(key, id: appNotificationId, db) }
@@ -75,7 +77,8 @@ extension PostgresStore {
     /// no taps). Otherwise the notification gets a new change version and the taps
     /// `change.planner` plans (the user's endpoints but `exceptEndpoint`). Tombstones change too.
     public func updateState(_ change: StateChange) async throws -> UserNotification? {
-        try await transaction { db in
+        try Identifier.checkBeforeStoring(change)
+        return try await transaction { db in
             try await Self.lockFeed(change.key, on: db)
             guard var notification = try await Self.findNotification(change.key, id: change.id, db) else {
                 return nil
@@ -96,7 +99,8 @@ extension PostgresStore {
 
     /// One notification of the feed, by hub ID, else by `appNotificationId`; tombstones included.
     public func notification(_ key: FeedKey, id: String) async throws -> UserNotification? {
-        try await rows(
+        try Identifier.checkBeforeStoring(key, id: id)
+        return try await rows(
             """
             SELECT \(unescaped: NotificationColumns.list) FROM hub_notification
             WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND (id = \(id) OR app_notification_id = \(id))
@@ -108,6 +112,7 @@ extension PostgresStore {
     /// The user's notifications matching `filter`, newest first (created, then change version),
     /// at most `filter.limit`.
     public func history(_ key: FeedKey, filter: HistoryFilter) async throws -> [UserNotification] {
+        try Identifier.checkBeforeStoring(key)
         guard filter.limit > 0 else { return [] }
         let readState = filter.readState?.rawValue
         let userActionState = filter.userActionState?.rawValue
@@ -128,6 +133,7 @@ extension PostgresStore {
     /// `hasMore` tells whether later changes exist; `version` is the last change's, or `version`
     /// itself when there is none.
     public func feed(_ key: FeedKey, after version: Int64, limit: Int) async throws -> FeedPage {
+        try Identifier.checkBeforeStoring(key)
         let pageSize = min(max(limit, 0), Int(Int32.max) - 1)
         let found = try await rows(
             """

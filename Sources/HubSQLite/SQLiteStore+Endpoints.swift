@@ -16,7 +16,8 @@ extension SQLiteStore {
     ///
     /// - Returns: the endpoint as stored.
     public func upsertEndpoint(_ endpoint: Endpoint) async throws -> Endpoint {
-        try await write { db in
+        try Identifier.checkBeforeStoring(endpoint)
+        return try await write { db in
             let key = FeedKey(appId: endpoint.appId, userId: endpoint.userId)
             var stored = Self.canonical(endpoint)
             if let existing = try Self.fetchEndpoint(db, key, id: endpoint.id) {
@@ -58,12 +59,14 @@ extension SQLiteStore {
 
     /// One endpoint of the user.
     public func endpoint(_ key: FeedKey, id: String) async throws -> Endpoint? {
-        try await read { db in try Self.fetchEndpoint(db, key, id: id) }
+        try Identifier.checkBeforeStoring(key, id: id)
+        return try await read { db in try Self.fetchEndpoint(db, key, id: id) }
     }
 
     /// The user's endpoints (active and inactive), ordered by ID.
     public func endpoints(_ key: FeedKey) async throws -> [Endpoint] {
-        try await read { db in
+        try Identifier.checkBeforeStoring(key)
+        return try await read { db in
             try EndpointRecord.fetchAll(
                 db.cachedStatement(sql: "SELECT * FROM endpoint WHERE appId = ? AND userId = ? ORDER BY id"),
                 arguments: [key.appId, key.userId]
@@ -74,7 +77,8 @@ extension SQLiteStore {
     /// All endpoints of an app, optionally only those in `state` (the feedback list:
     /// `.inactive`), ordered by user, then ID.
     public func endpoints(appId: String, state: EndpointState?) async throws -> [Endpoint] {
-        try await read { db in
+        try Identifier.checkBeforeStoring(["appId": appId])
+        return try await read { db in
             if let state {
                 return try EndpointRecord.fetchAll(
                     db.cachedStatement(sql: "SELECT * FROM endpoint WHERE appId = ? AND state = ? ORDER BY userId, id"),
@@ -91,12 +95,14 @@ extension SQLiteStore {
     /// Removes the endpoint and its pending deliveries (finished ones stay for statistics).
     /// - Returns: whether it existed.
     public func deleteEndpoint(_ key: FeedKey, id: String) async throws -> Bool {
-        try await write { db in try Self.removeEndpoint(db, key, id: id) }
+        try Identifier.checkBeforeStoring(key, id: id)
+        return try await write { db in try Self.removeEndpoint(db, key, id: id) }
     }
 
     /// Records when the endpoint last synced its feed. Unknown endpoints are ignored.
     public func touchEndpoint(_ key: FeedKey, id: String, syncedAt: Date) async throws {
-        try await write { db in
+        try Identifier.checkBeforeStoring(key, id: id)
+        return try await write { db in
             try db.cachedStatement(sql: "UPDATE endpoint SET lastSyncAt = ? WHERE appId = ? AND userId = ? AND id = ?")
                 .execute(arguments: [syncedAt.storedSeconds, key.appId, key.userId, id])
         }

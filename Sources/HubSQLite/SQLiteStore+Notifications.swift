@@ -16,6 +16,7 @@ extension SQLiteStore {
     /// Every case takes the next change version, then enqueues what `request.planner` plans for the
     /// user's endpoints (see ``enqueue(_:_:_:now:_:)``).
     public func publish(_ request: PublishRequest) async throws -> PublishResult {
+        try Identifier.checkBeforeStoring(request)
         let content = try NotificationRecord.EncodedContent(
             payload: request.draft.payload, targetPolicy: request.draft.targetPolicy)
         return try await write { db in
@@ -64,7 +65,8 @@ extension SQLiteStore {
     public func delete(
         _ key: FeedKey, appNotificationId: String, at now: Date, planner: DeliveryPlanner
     ) async throws -> UserNotification? {
-        try await write { db in
+        try Identifier.checkBeforeStoring(key, id: appNotificationId)
+        return try await write { db in
             guard
                 var notification = try Self.fetchNotification(db, key, appNotificationId: appNotificationId)
                     ?? Self.fetchNotification(db, key, id: appNotificationId)
@@ -85,7 +87,8 @@ extension SQLiteStore {
     /// no taps). Otherwise the notification gets a new change version and the planned taps (the
     /// user's endpoints but `exceptEndpoint`) are enqueued.
     public func updateState(_ change: StateChange) async throws -> UserNotification? {
-        try await write { db in
+        try Identifier.checkBeforeStoring(change)
+        return try await write { db in
             guard var notification = try Self.findNotification(db, change.key, id: change.id) else { return nil }
             let readChanges = change.readState.map { $0 != notification.readState } ?? false
             let actionChanges = change.userActionState.map { $0 != notification.userActionState } ?? false
@@ -104,12 +107,14 @@ extension SQLiteStore {
 
     /// One notification of the feed, by hub ID, else by `appNotificationId`; tombstones included.
     public func notification(_ key: FeedKey, id: String) async throws -> UserNotification? {
-        try await read { db in try Self.findNotification(db, key, id: id) }
+        try Identifier.checkBeforeStoring(key, id: id)
+        return try await read { db in try Self.findNotification(db, key, id: id) }
     }
 
     /// The user's notifications matching `filter`, newest first (created, then change version),
     /// at most `filter.limit`.
     public func history(_ key: FeedKey, filter: HistoryFilter) async throws -> [UserNotification] {
+        try Identifier.checkBeforeStoring(key)
         guard filter.limit > 0 else { return [] }
         return try await read { db in
             var sql = "SELECT \(NotificationRecord.selection) FROM notification WHERE appId = ? AND userId = ?"
@@ -137,6 +142,7 @@ extension SQLiteStore {
     /// `hasMore` tells whether later changes exist; `version` is the last change's, or `version`
     /// itself when there is none.
     public func feed(_ key: FeedKey, after version: Int64, limit: Int) async throws -> FeedPage {
+        try Identifier.checkBeforeStoring(key)
         let pageSize = min(max(limit, 0), Int(Int32.max))
         return try await read { db in
             let rows = try NotificationRecord.fetchAll(

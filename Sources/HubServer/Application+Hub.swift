@@ -1,5 +1,6 @@
 public import HubCore
 public import Hummingbird
+public import HummingbirdCore
 public import Logging
 public import Prometheus
 
@@ -35,13 +36,19 @@ public func buildRouter(
 ) -> Hummingbird.Router<HubRequestContext> {
     let api = HubAPI(hub: hub, configuration: configuration, identity: identity)
     let router = Hummingbird.Router(context: HubRequestContext.self)
+    let cors = CORSPolicy(apps: hub.configuration.apps)
     // Middleware applies to routes added after it, and to the unknown-route responder.
+    router.add(middleware: AccessLogMiddleware(apps: Set(hub.configuration.apps.map(\.id))))
+    router.add(middleware: CORSMiddleware(policy: cors))
+    router.add(middleware: RequestHeadLimitMiddleware())
     router.add(middleware: RequestMetricsMiddleware())
     router.add(middleware: ProblemMiddleware())
     api.addOperationRoutes(to: router, metrics: metrics)
     api.addPublisherRoutes(to: router)
     api.addDeviceRoutes(to: router)
     api.addAdminRoutes(to: router)
+    // After the routes: it wraps only the unknown-route responder (OPTIONS and 405 with Allow).
+    router.add(middleware: RouteFallbackMiddleware(table: RouteTable(router.routes), cors: cors))
     return router
 }
 
@@ -65,9 +72,19 @@ public func buildApplication(
 ) -> some ApplicationProtocol {
     Application(
         router: buildRouter(hub: hub, configuration: configuration, identity: identity, metrics: metrics),
+        server: .hubHTTP1,
         configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port)),
         onServerRunning: { channel in await onListening(channel.localAddress?.port ?? configuration.port) },
         logger: logger)
+}
+
+extension HTTPServerBuilder {
+    /// HTTP/1.1 with the hub's answers to request heads over its limits (414 and 431 as
+    /// problem+json instead of a bare 400; see `RequestHeadLimits`). Pass it to an `Application`
+    /// built around ``buildRouter(hub:configuration:identity:metrics:)``.
+    public static var hubHTTP1: HTTPServerBuilder {
+        .http1(configuration: .init(additionalChannelHandlers: [RequestHeadGuard()]))
+    }
 }
 
 /// What every route handler needs.

@@ -25,12 +25,24 @@ extension HubAPI {
     /// constant time, so the answer time tells nothing about which key came close.
     func authenticatePublisher(_ request: Request, app: CrossDeviceApp) throws {
         let token = try bearerToken(request, expecting: "publisher key")
-        let matches = app.publishers.reduce(false) { found, publisher in
-            publisher.key.constantTimeEquals(token) || found
-        }
-        guard matches else {
+        guard Self.isPublisherKey(token, of: app) else {
             throw Problem.unauthorized("The publisher key is not one of the app '\(app.id)'.")
         }
+    }
+
+    /// The apps whose publisher keys include the request's bearer token (Graph's publish names
+    /// its app only in `X-UNS-ID`, which is read after this). Every key of every app is compared.
+    func authenticatePublisherOfAnyApp(_ request: Request) throws -> Set<String> {
+        let token = try bearerToken(request, expecting: "publisher key")
+        let apps = Set(hub.configuration.apps.filter { Self.isPublisherKey(token, of: $0) }.map(\.id))
+        guard !apps.isEmpty else {
+            throw Problem.unauthorized("The publisher key is not one of any app of this hub.")
+        }
+        return apps
+    }
+
+    private static func isPublisherKey(_ token: String, of app: CrossDeviceApp) -> Bool {
+        app.publishers.reduce(false) { found, publisher in publisher.key.constantTimeEquals(token) || found }
     }
 
     /// The app named by the path and the user its token signs in.
@@ -76,10 +88,18 @@ extension HubAPI {
 }
 
 extension HubRequestContext {
-    /// A path parameter, percent-decoded (user IDs such as `auth0|42` arrive encoded).
+    /// A path parameter, percent-decoded (user IDs such as `auth0|42` arrive encoded) and checked
+    /// against the ``Identifier`` grammar.
+    /// - Throws: ``Problem`` 400 `invalid-request` naming the parameter when the segment has a
+    ///   malformed escape, is not UTF-8 once decoded, or is not an identifier.
     func pathParameter(_ name: String) throws -> String {
-        let raw = try parameters.require(name)
-        return raw.removingPercentEncoding ?? raw
+        do {
+            return try Identifier.decodingPercentEscapes(try parameters.require(name))
+        } catch let violation as Identifier.Violation {
+            throw Problem(
+                .invalidRequest, "The path segment {\(name)} \(violation.message).",
+                errors: [.init(field: name, message: violation.message)])
+        }
     }
 }
 

@@ -11,7 +11,7 @@ import Synchronization
 /// issuer, the signature verifies with that registration's keys (RS256 / ES256 / PS256 … from
 /// its JWKS file or URL; HS256 with its shared secret), `aud` names one of its audiences, and
 /// `exp` (required) and `nbf` hold with 60 seconds of leeway. The user is the registration's
-/// user claim (`sub` unless configured). Registrations are per app, so a token for one app never
+/// user claim (`sub` unless configured), which must be an ``Identifier`` (otherwise 401). Registrations are per app, so a token for one app never
 /// opens another.
 ///
 /// ```swift
@@ -223,9 +223,14 @@ public final class IdentityVerifier: Sendable {
         if case .number(let notBefore) = claims["nbf"], current < notBefore - Self.leeway {
             throw Problem.unauthorized("The bearer token is not valid yet ('nbf' is in the future).")
         }
-        guard let user = claims[registration.userClaim]?.stringValue, !user.isEmpty, user.utf8.count <= 256 else {
+        guard let user = claims[registration.userClaim]?.stringValue else {
             throw Problem.unauthorized(
                 "The bearer token has no usable '\(registration.userClaim)' claim naming the user.")
+        }
+        if let violation = Identifier.violation(in: user) {
+            throw Problem.unauthorized(
+                "The bearer token's '\(registration.userClaim)' claim is not a user ID this hub accepts: it \(violation.message)."
+            )
         }
         return user
     }
@@ -261,8 +266,10 @@ private struct TokenParts {
         self.claims = claims
     }
 
+    /// A segment's JSON object. Its bytes must be UTF-8: a decoder that repaired them would let
+    /// two different signed claims name the same user.
     private static func object(_ segment: Substring) -> [String: JSONValue]? {
-        guard let bytes = Base64URL.decode(String(segment)),
+        guard let bytes = Base64URL.decode(String(segment)), String(validating: bytes, as: UTF8.self) != nil,
             case .object(let object) = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
         else { return nil }
         return object

@@ -163,6 +163,13 @@ extension Request {
                 .invalidRequest, "The request needs a JSON body.",
                 errors: [.init(field: "body", message: "is required")])
         }
+        // JSON is UTF-8 (RFC 8259); checked here so that no decoder ever repairs two different
+        // byte strings into the same identifier.
+        guard String(validating: buffer.readableBytesView, as: UTF8.self) != nil else {
+            throw Problem(
+                .invalidRequest, "The request body is not valid UTF-8.",
+                errors: [.init(field: "body", message: "is not valid UTF-8")])
+        }
         let value: JSONValue
         do {
             value = try JSONDecoder().decode(JSONValue.self, from: Data(buffer.readableBytesView))

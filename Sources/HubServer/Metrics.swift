@@ -6,7 +6,7 @@ import Metrics
 // The server's metrics, through swift-metrics with stable names and labels:
 //
 // - `hub_http_requests_total{route,status}` and `hub_http_request_duration_seconds{route}`:
-//   `route` is the route template (`/v1/apps/:app/me/feed`), never a concrete path, so user IDs
+//   `route` is the route template (`/v1/apps/{app}/me/feed`), never a concrete path, so user IDs
 //   never become label values; unknown routes count as `NotFound`.
 // - `hub_publishes_total{app,result}`: `result` is `created`, `updated`, `unauthorized` (401),
 //   `invalid` (other 4xx) or `failed` (5xx).

@@ -30,6 +30,10 @@ struct Problem: Error, Sendable {
         static let payloadTooLarge = Kind(
             slug: "payload-too-large", title: "Payload too large", status: .contentTooLarge)
         static let bodyTooLarge = Kind(slug: "body-too-large", title: "Body too large", status: .contentTooLarge)
+        static let uriTooLong = Kind(slug: "uri-too-long", title: "URI too long", status: .uriTooLong)
+        static let headerFieldsTooLarge = Kind(
+            slug: "header-fields-too-large", title: "Request header fields too large",
+            status: .requestHeaderFieldsTooLarge)
         static let unsupportedMediaType = Kind(
             slug: "unsupported-media-type", title: "Unsupported media type", status: .unsupportedMediaType)
         static let unavailable = Kind(slug: "unavailable", title: "Service unavailable", status: .serviceUnavailable)

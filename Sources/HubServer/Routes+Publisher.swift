@@ -18,7 +18,7 @@ extension HubAPI {
         let notifications = "/v1/apps/:app/users/:userId/notifications"
         router.post(RouterPath(notifications)) { request, context in
             let app = try hub.app(try context.pathParameter("app"))
-            return try await publish(request, app: app, user: try context.pathParameter("userId"))
+            return try await publish(request, app: app) { try context.pathParameter("userId") }
         }
         router.get(RouterPath(notifications)) { request, context in
             let (app, user) = try publisherScope(request, context)
@@ -38,8 +38,13 @@ extension HubAPI {
             return Response(status: .noContent)
         }
         router.post("/beta/me/notifications") { request, context in
+            // The key first: without one of some app's keys, nothing tells whether an X-UNS-ID is valid.
+            let keyApps = try authenticatePublisherOfAnyApp(request)
             let subscription = try graphSubscription(request)
-            return try await publish(request, app: try hub.app(subscription.app), user: subscription.user)
+            guard keyApps.contains(subscription.app) else {
+                throw Problem.unauthorized("The publisher key is not one of the app '\(subscription.app)'.")
+            }
+            return try await publish(request, app: try hub.app(subscription.app)) { subscription.user }
         }
     }
 
@@ -51,10 +56,13 @@ extension HubAPI {
     }
 
     /// Authenticates, reads and publishes; decode errors and the hub's own validation errors are
-    /// answered together in one 400.
-    private func publish(_ request: Request, app: CrossDeviceApp, user: String) async throws -> Response {
+    /// answered together in one 400. `user` is read after authentication.
+    private func publish(
+        _ request: Request, app: CrossDeviceApp, user readUser: () throws -> String
+    ) async throws -> Response {
         do {
             try authenticatePublisher(request, app: app)
+            let user = try readUser()
             var request = request
             let body = PublishBody(try await request.jsonObject(maxBytes: configuration.maxBodyBytes), app: app)
             if !body.reader.errors.isEmpty {
@@ -84,8 +92,11 @@ extension HubAPI {
                 "Send the user's subscription ID in X-UNS-ID (the device gets it from POST /v1/apps/{app}/me/subscription).",
                 errors: [.init(field: "X-UNS-ID", message: "is required")])
         }
-        do {
-            return try tokens.subscription(fromID: id, now: Date())
+        do throws(TokenCodec.SubscriptionError) {
+            let subscription = try tokens.subscription(fromID: id, now: Date())
+            guard Identifier.violation(in: subscription.app) == nil, Identifier.violation(in: subscription.user) == nil
+            else { throw TokenCodec.SubscriptionError.malformed }
+            return subscription
         } catch .malformed {
             throw Problem(
                 .invalidSubscription,

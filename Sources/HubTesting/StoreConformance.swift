@@ -61,6 +61,7 @@ public enum StoreConformance {
         Check(name: "statistics", run: statistics),
         Check(name: "fallbackScheduled", run: fallbackScheduled),
         Check(name: "visibleNotCoalesced", run: visibleNotCoalesced),
+        Check(name: "refusedIdentifiersNeverReachTheStore", run: refusedIdentifiersNeverReachTheStore),
     ]
 
     /// Runs every check, each on a store from `makeStore`, and throws one ``ConformanceFailure``

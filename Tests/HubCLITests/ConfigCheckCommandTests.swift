@@ -45,6 +45,38 @@ struct ConfigCheckCommandTests {
         }
     }
 
+    @Test("every problem of a file at once: an unset env: secret shows next to its entry's other errors")
+    func everyProblemAtOnce() throws {
+        let workspace = try makeWorkspace()
+        let yaml = """
+            apps:
+              - id: notes.contoso.com
+                platforms: { ios: { appIds: [com.contoso.notes] }, windows: { appIds: [Contoso.Notes_8wekyb3d8bbwe] } }
+                identity:
+                  - { issuer: "https://a.example", audiences: [a], secret: env:UNSET_IDENTITY, jwks: "https://a.example/jwks" }
+                  - { issuer: [b], audiences: [], secret: env:UNSET_SECOND }
+                credentials:
+                  apns: { privateKey: file:missing.p8, certificate: file:missing.p12, password: env:UNSET_P12 }
+                  wns: { packageSid: [not-a-sid], clientSecret: env:UNSET_WNS }
+                publishers: [ { name: [backend], key: env:UNSET_PUBLISHER } ]
+            """
+        try yaml.write(to: workspace.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
+        let output = try HubProcess.run(["config", "check"], in: workspace, environment: [:])
+        #expect(output.status == 1)
+        let diagnostics = output.stderr.split(separator: "\n").filter { $0.contains(": error: ") }
+        let expected = [
+            "takes jwks (RS256/ES256) or secret (HS256), not both", "UNSET_IDENTITY",
+            "'apps[0].identity[1].issuer' must be a single value", "'apps[0].identity[1].audiences' is empty",
+            "UNSET_SECOND", "takes a .p8 token key (privateKey) or a .p12 certificate, not both", "missing.p8",
+            "missing.p12", "UNSET_P12", "'apps[0].credentials.wns.packageSid' must be a single value", "UNSET_WNS",
+            "'apps[0].publishers[0].name' must be a single value", "UNSET_PUBLISHER",
+        ]
+        for text in expected {
+            #expect(diagnostics.contains { $0.contains(text) }, "missing '\(text)' in:\n\(output.stderr)")
+        }
+        #expect(diagnostics.count == expected.count, "\(output.stderr)")
+    }
+
     @Test("a missing file says how to fix it")
     func missingFile() throws {
         let output = try HubProcess.run(["config", "check", "--config", "nope.yaml"], in: try makeWorkspace())

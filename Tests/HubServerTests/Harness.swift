@@ -8,6 +8,7 @@ import HubTesting
 import Hummingbird
 import HummingbirdTesting
 import JWTKit
+import Logging
 import NIOCore
 import Prometheus
 
@@ -110,12 +111,14 @@ struct Harness: Sendable {
 
     /// Runs the hub's dispatcher while `test` drives the API through HummingbirdTesting; the
     /// hub runs as a service of the application, so it stops by graceful shutdown at the end.
+    /// `.live` serves real HTTP/1.1 as `hub serve` does (``HTTPServerBuilder/hubHTTP1``).
     func run<Value: Sendable>(
-        _ setup: TestingSetup = .router, _ test: @Sendable @escaping (any TestClientProtocol) async throws -> Value
+        _ setup: TestingSetup = .router, logger: Logger? = nil,
+        _ test: @Sendable @escaping (any TestClientProtocol) async throws -> Value
     ) async throws -> Value {
         let app = Application(
             router: buildRouter(hub: hub, configuration: configuration, identity: identity, metrics: metrics),
-            services: [hub])
+            server: .hubHTTP1, services: [hub], logger: logger)
         return try await app.test(setup, test)
     }
 

@@ -1,0 +1,49 @@
+import Dispatch
+import HubCore
+import Hummingbird
+import Logging
+
+/// Logs one `info` line per request, `request`, with:
+///
+/// - `method`; `route`: the route template (`/v1/apps/{app}/me/feed`), `NotFound` for an unknown
+///   path, never the raw path, so no user ID, notification ID or query string is logged;
+/// - `status`; `duration_ms`: until the response head (a long-poll's wait included; an event
+///   stream's lifetime is not);
+/// - `app`: the app of the path when it is a configured app ID (client input is never logged).
+///
+/// Tokens, keys, cursors, headers and bodies are never logged. Hummingbird's `hb.request.id`
+/// ties the line to any other line the request logged.
+struct AccessLogMiddleware<Context: RequestContext>: RouterMiddleware {
+    let apps: Set<String>
+
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        let start = DispatchTime.now().uptimeNanoseconds
+        do {
+            let response = try await next(request, context)
+            log(request, context, status: response.status.code, start: start)
+            return response
+        } catch {
+            let status = (error as? any HTTPResponseError)?.status ?? .internalServerError
+            log(request, context, status: status.code, start: start)
+            throw error
+        }
+    }
+
+    private func log(_ request: Request, _ context: Context, status: Int, start: UInt64) {
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000_000
+        var metadata: Logger.Metadata = [
+            "method": "\(request.method.rawValue)",
+            "route": "\(context.endpointPath ?? "NotFound")",
+            "status": "\(status)",
+            "duration_ms": "\((elapsed * 10).rounded() / 10)",
+        ]
+        if let app = context.parameters.get("app").flatMap({ try? Identifier.decodingPercentEscapes($0) }),
+            apps.contains(app)
+        {
+            metadata["app"] = "\(app)"
+        }
+        context.logger.info("request", metadata: metadata)
+    }
+}
