@@ -13,7 +13,9 @@ public struct DeadlineExceeded: Error, Sendable, CustomStringConvertible {
 ///
 /// Unlike a task group, this returns at the deadline even when `operation` ignores cancellation
 /// (a query on a connection whose server vanished): the operation is cancelled and left to
-/// finish on its own. Cancelling the caller cancels the operation too.
+/// finish on its own. Cancelling the caller cancels the operation too. Deadlines are kept by one
+/// shared watchdog (not a timer per call), so a deadline may fire up to
+/// ``DeadlineWatchdog/granularity`` late.
 public func withDeadline<T: Sendable>(
     _ timeout: Duration, _ operation: String, _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
@@ -25,16 +27,79 @@ public func withDeadline<T: Sendable>(
                 let result = await Result(awaiting: body)
                 race.finish(result)
             }
-            let timer = Task {
-                try? await Task.sleep(for: timeout)
+            let watch = DeadlineWatchdog.shared.watch(until: .now + timeout) {
                 if race.finish(.failure(DeadlineExceeded(operation: operation, timeout: timeout))) { work.cancel() }
             }
             race.onFinish {
-                work.cancel(); timer.cancel()
+                work.cancel()
+                DeadlineWatchdog.shared.forget(watch)
             }
         }
     } onCancel: {
         race.finish(.failure(CancellationError()))
+    }
+}
+
+/// Keeps the deadlines of every ``withDeadline(_:_:_:)`` call in flight with one task that runs
+/// only while some are: it wakes at the earliest deadline, or every ``granularity``, and expires
+/// what is due. A timer task per call cost two task switches and a timer per store call.
+final class DeadlineWatchdog: Sendable {
+    static let shared = DeadlineWatchdog()
+    /// The longest the watchdog sleeps while deadlines are kept (a deadline set meanwhile for
+    /// earlier than its wake-up fires at most this late).
+    static let granularity: Duration = .milliseconds(50)
+
+    private struct Watch {
+        let deadline: ContinuousClock.Instant
+        let expire: @Sendable () -> Void
+    }
+
+    private struct State {
+        var watches: [UInt64: Watch] = [:]
+        var nextID: UInt64 = 0
+        var running = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Calls `expire` once `deadline` has passed, unless ``forget(_:)`` is called first.
+    func watch(until deadline: ContinuousClock.Instant, _ expire: @escaping @Sendable () -> Void) -> UInt64 {
+        let (id, start) = state.withLock { state -> (UInt64, Bool) in
+            state.nextID &+= 1
+            state.watches[state.nextID] = Watch(deadline: deadline, expire: expire)
+            defer { state.running = true }
+            return (state.nextID, !state.running)
+        }
+        if start { Task.detached { await self.run() } }
+        return id
+    }
+
+    func forget(_ id: UInt64) { _ = state.withLock { $0.watches.removeValue(forKey: id) } }
+
+    /// Watches in flight (tests).
+    var count: Int { state.withLock { $0.watches.count } }
+
+    private func run() async {
+        while true {
+            let now = ContinuousClock.now
+            let (expired, earliest) = state.withLock { state -> ([Watch], ContinuousClock.Instant?) in
+                var expired: [Watch] = []
+                var earliest: ContinuousClock.Instant?
+                for (id, watch) in state.watches {
+                    if watch.deadline <= now {
+                        expired.append(watch)
+                        state.watches[id] = nil
+                    } else if earliest.map({ watch.deadline < $0 }) ?? true {
+                        earliest = watch.deadline
+                    }
+                }
+                if state.watches.isEmpty { state.running = false }
+                return (expired, earliest)
+            }
+            for watch in expired { watch.expire() }
+            guard let earliest else { return }
+            try? await Task.sleep(until: min(earliest, now + Self.granularity), clock: .continuous)
+        }
     }
 }
 

@@ -214,8 +214,9 @@ public final class Hub: Service, Sendable {
         try await store.touchEndpoint(try feedKey(appID, userID), id: endpoint, syncedAt: now())
     }
 
-    /// Whether the store answers within `timeout`; throws `HubError(.unavailable)` if not.
-    public func checkReadiness(timeout: Duration = .seconds(1)) async throws {
+    /// Whether the store answers within `timeout`; throws `HubError(.unavailable)` if not. The
+    /// default leaves room for the deadline watchdog's granularity, so /readyz answers within 1 s.
+    public func checkReadiness(timeout: Duration = .milliseconds(900)) async throws {
         let store = self.store
         _ = try await StoreDeadline(timeout: timeout).intercept("nextDueDate") { try await store.nextDueDate() }
     }
