@@ -14,8 +14,7 @@ public struct DeadlineExceeded: Error, Sendable, CustomStringConvertible {
 /// Unlike a task group, this returns at the deadline even when `operation` ignores cancellation
 /// (a query on a connection whose server vanished): the operation is cancelled and left to
 /// finish on its own. Cancelling the caller cancels the operation too. Deadlines are kept by one
-/// shared watchdog (not a timer per call), so a deadline may fire up to
-/// ``DeadlineWatchdog/granularity`` late.
+/// shared watchdog (not a timer per call), so a deadline may fire up to 50 ms late.
 public func withDeadline<T: Sendable>(
     _ timeout: Duration, _ operation: String, _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
