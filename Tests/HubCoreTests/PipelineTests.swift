@@ -39,6 +39,14 @@ func temporaryStorePath() -> String {
     FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-\(UUID().uuidString)/hub.sqlite").path
 }
 
+/// Registers users `u0`, `u1`, … each with an APNs phone and an FCM Android device.
+func registerPhoneAndAndroid(_ test: TestHub, users: Int) async throws {
+    for user in 0..<users {
+        try await test.register("phone", user: "u\(user)", platform: .ios, transport: .apns, token: "a\(user)")
+        try await test.register("android", user: "u\(user)", platform: .android, transport: .fcm, token: "f\(user)")
+    }
+}
+
 @Suite("delivery pipeline: lanes, leases, store faults")
 struct PipelineTests {
     @Test("a stalled transport holds back only its own lane: the other transport delivers everything meanwhile")
@@ -52,11 +60,7 @@ struct PipelineTests {
         dispatcher.concurrency = 8
         let test = try TestHub(apns: apns, dispatcher: dispatcher)
         try await test.running {
-            for user in 0..<100 {
-                try await test.register("phone", user: "u\(user)", platform: .ios, transport: .apns, token: "a\(user)")
-                try await test.register(
-                    "android", user: "u\(user)", platform: .android, transport: .fcm, token: "f\(user)")
-            }
+            try await registerPhoneAndAndroid(test, users: 100)
             for user in 0..<100 { try await test.publish("n", user: "u\(user)") }
             #expect(await eventually { test.fcm.deliveries.count == 100 }, "FCM delivered while APNs stalled")
             // The lane fills up to its concurrency (8); a busy lane claims only once a quarter of it
@@ -74,11 +78,7 @@ struct PipelineTests {
         let plug = StorePlug()
         let test = try TestHub(plug: plug)
         try await test.running {
-            for user in 0..<50 {
-                try await test.register("phone", user: "u\(user)", platform: .ios, transport: .apns, token: "a\(user)")
-                try await test.register(
-                    "android", user: "u\(user)", platform: .android, transport: .fcm, token: "f\(user)")
-            }
+            try await registerPhoneAndAndroid(test, users: 50)
             for user in 0..<50 { try await test.publish("n", user: "u\(user)") }
             #expect(await eventually { test.apns.deliveries.count == 50 && test.fcm.deliveries.count == 50 })
             #expect(
