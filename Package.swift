@@ -209,6 +209,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "JWTKit", package: "jwt-kit"),  // `hub token`
             ],
             swiftSettings: strictness,
             linkerSettings: releaseLinking

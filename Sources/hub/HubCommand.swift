@@ -6,8 +6,10 @@ struct HubCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hub",
         abstract: "NotificationHub: notify a person on every device they use, and keep read / dismissed state in step.",
+        version: HubVersion.current,
         subcommands: [
-            ServeCommand.self, MapAppCommand.self, ConfigCommand.self, BenchCommand.self, EmulateCommand.self,
+            ServeCommand.self, MapAppCommand.self, ConfigCommand.self, TokenCommand.self, PublishCommand.self,
+            HealthCommand.self, BenchCommand.self, EmulateCommand.self,
         ]
     )
 }

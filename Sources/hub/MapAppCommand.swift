@@ -11,14 +11,23 @@ struct MapAppCommand: AsyncParsableCommand {
         discussion: """
             `hub map-app [--app …] [flags]` runs the `map` step: without --app on a terminal (or with --interactive) \
             it asks one question per step; with flags it creates or updates one app and leaves the rest of hub.yaml \
-            as it was. The same flags twice change nothing.
-            """,
+            as it was. The same flags twice change nothing. Its flags:
+
+            """ + MapAppCommand.mapFlags,
         subcommands: [Map.self, VerifyDomain.self, List.self, RemoveID.self],
         defaultSubcommand: Map.self
     )
 }
 
 extension MapAppCommand {
+    /// The options of `map`, the default subcommand, for `hub map-app --help` (ArgumentParser shows a
+    /// default subcommand's flags only under `hub map-app map --help`).
+    static var mapFlags: String {
+        let help = Map.helpMessage(columns: 78)
+        guard let start = help.range(of: "OPTIONS:") else { return help }
+        return String(help[start.upperBound...]).trimmingCharacters(in: .newlines)
+    }
+
     struct Map: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Create or update one app (the default of map-app).")
