@@ -25,7 +25,8 @@ struct PublishCommand: AsyncParsableCommand {
     @Option(help: "appNotificationId (the same one again updates it); default: a new one.") var id: String?
     @Option(help: "Priority: none, low or high.") var priority: String?
     @Option(help: "The hub's base URL; default: from server.listen in hub.yaml.") var url: String?
-    @Option(help: "Publisher key as env:NAME or file:path (or the key itself); default: from hub.yaml.") var key: String?
+    @Option(help: "Publisher key as env:NAME or file:path (or the key itself); default: from hub.yaml.") var key:
+        String?
     @Option(help: "Which publisher of the app in hub.yaml, by name; default: the first.") var publisher: String?
 
     func run() async throws {

@@ -1,0 +1,138 @@
+import Foundation
+import Testing
+
+@Suite("hub --version, token, publish, health")
+struct ToolCommandsTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    @Test("hub --version prints the version CHANGELOG.md's newest entry names")
+    func version() throws {
+        let output = try HubProcess.run(["--version"], in: Self.root)
+        #expect(output.status == 0)
+        let version = output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(version.split(separator: ".").count == 3 && version.allSatisfy { $0.isNumber || $0 == "." })
+        let changelog = try String(contentsOf: Self.root.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        let newest = changelog.split(separator: "\n").first { $0.hasPrefix("## ") && !$0.contains("Unreleased") }
+        #expect(newest?.contains(version) == true, "CHANGELOG.md's newest release heading names \(version)")
+    }
+
+    @Test("hub token mints a token a device route accepts; a forged one is refused")
+    func tokenIsAccepted() async throws {
+        let workspace = try makeWorkspace()
+        try writeServeConfig(in: workspace)
+        let hub = try RunningHub(directory: workspace)
+        let minted = try HubProcess.run(
+            ["token", "--app", "notes.contoso.com", "--user", "alice", "--ttl", "2h"], in: workspace)
+        #expect(minted.status == 0, "\(minted.stderr)")
+        let token = minted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(token.split(separator: ".").count == 3)
+        let claims = try Self.claims(of: token)
+        #expect(claims["sub"] as? String == "alice")
+        #expect(claims["iss"] as? String == "https://login.contoso.com")
+        #expect(claims["aud"] as? String == "contoso-notes")
+        let exp = claims["exp"] as? Int ?? 0
+        let iat = claims["iat"] as? Int ?? 0
+        #expect(exp - iat == 7200)
+
+        let http = HubHTTP(base: hub.baseURL)
+        let register = try await http.request(
+            .PUT, "/v1/apps/notes.contoso.com/me/endpoints/tablet", bearer: token,
+            json: #"{"platform":"windows","appId":"Contoso.Notes_8wekyb3d8bbwe","transport":"polling"}"#)
+        #expect(register.status == 201, "\(register.body)")
+        let endpoints = try await http.request(.GET, "/v1/apps/notes.contoso.com/me/endpoints", bearer: token)
+        #expect(endpoints.status == 200)
+        #expect(endpoints.body.contains("tablet"))
+        // A token signed with another secret is refused: the route really checks the signature.
+        var forged = token.split(separator: ".").map(String.init)
+        forged[2] = String(forged[2].reversed())
+        let refused = try await http.request(
+            .GET, "/v1/apps/notes.contoso.com/me/endpoints", bearer: forged.joined(separator: "."))
+        #expect(refused.status == 401)
+    }
+
+    @Test("hub token refuses an app whose identities are JWKS only, and an unknown app, saying why")
+    func tokenRefusals() throws {
+        let workspace = try makeWorkspace()
+        try #"{"keys":[]}"#.write(to: workspace.appendingPathComponent("jwks.json"), atomically: true, encoding: .utf8)
+        try """
+        apps:
+          - id: notes.contoso.com
+            platforms: { ios: { appIds: [com.contoso.notes] } }
+            identity:
+              - { issuer: "https://login.microsoftonline.com/t/v2.0", audiences: [client], jwks: file:jwks.json }
+            publishers: [ { name: backend, key: file:publisher.key } ]
+        """.write(to: workspace.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
+        let jwksOnly = try HubProcess.run(["token", "--app", "notes.contoso.com", "--user", "alice"], in: workspace)
+        #expect(jwksOnly.status != 0)
+        #expect(jwksOnly.stdout.isEmpty)
+        #expect(jwksOnly.stderr.contains("JWKS"), "\(jwksOnly.stderr)")
+        #expect(jwksOnly.stderr.contains("identity provider"), "\(jwksOnly.stderr)")
+        let unknown = try HubProcess.run(["token", "--app", "other.example.com", "--user", "alice"], in: workspace)
+        #expect(unknown.status != 0)
+        #expect(unknown.stderr.contains("no app 'other.example.com'"), "\(unknown.stderr)")
+    }
+
+    @Test("hub publish posts to a running hub with the publisher key of hub.yaml (201), and reports a refusal")
+    func publish() async throws {
+        let workspace = try makeWorkspace()
+        try writeServeConfig(in: workspace)
+        let hub = try RunningHub(directory: workspace)
+        let published = try HubProcess.run(
+            [
+                "publish", "--app", "notes.contoso.com", "--user", "alice", "--title", "Hello", "--body",
+                "From the CLI",
+                "--id", "cli-1", "--url", hub.baseURL,
+            ], in: workspace)
+        #expect(published.status == 0, "\(published.stderr)")
+        #expect(published.stdout.contains(#""appNotificationId":"cli-1""#), "\(published.stdout)")
+        let http = HubHTTP(base: hub.baseURL)
+        #expect(try await http.feedIDs(user: "alice") == ["cli-1"])
+        let history = try await http.request(
+            .GET, "/v1/apps/notes.contoso.com/users/alice/notifications/cli-1", bearer: http.publisherKey)
+        #expect(history.body.contains("From the CLI"))
+
+        try "wrong-key-0123456789".write(
+            to: workspace.appendingPathComponent("wrong.key"), atomically: true, encoding: .utf8)
+        let refused = try HubProcess.run(
+            [
+                "publish", "--app", "notes.contoso.com", "--user", "alice", "--title", "x", "--url", hub.baseURL,
+                "--key", "file:wrong.key",
+            ], in: workspace)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("401"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("wrong-key-0123456789"))
+    }
+
+    @Test("hub health exits 0 for a ready hub and 1 for one that is down")
+    func health() throws {
+        let workspace = try makeWorkspace()
+        try writeServeConfig(in: workspace)
+        let hub = try RunningHub(directory: workspace)
+        let up = try HubProcess.run(["health", "--url", hub.baseURL], in: workspace)
+        #expect(up.status == 0, "\(up.stderr)")
+        let base = hub.baseURL
+        hub.signal(SIGTERM)
+        #expect(hub.waitForExit() == 0)
+        let down = try HubProcess.run(["health", "--url", base, "--timeout", "2"], in: workspace)
+        #expect(down.status == 1)
+        #expect(down.stderr.contains("not ready"), "\(down.stderr)")
+    }
+
+    @Test("hub map-app --help shows the flags of map")
+    func mapAppHelp() throws {
+        let output = try HubProcess.run(["map-app", "--help"], in: Self.root)
+        #expect(output.status == 0)
+        for flag in ["--apns-key", "--fcm-service-account", "--wns-sid", "--publisher", "--dry-run"] {
+            #expect(output.stdout.contains(flag), "\(flag) missing from map-app --help")
+        }
+    }
+
+    static func claims(of token: String) throws -> [String: Any] {
+        var part = String(token.split(separator: ".")[1]).replacingOccurrences(of: "-", with: "+")
+            .replacingOccurrences(of: "_", with: "/")
+        while part.count % 4 != 0 { part += "=" }
+        let data = try #require(Data(base64Encoded: part))
+        return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+    }
+}
