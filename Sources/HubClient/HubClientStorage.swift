@@ -44,7 +44,7 @@ public final class InMemoryHubClientStorage: HubClientStorage, @unchecked Sendab
 ///
 /// One instance per file: two instances writing one file would overwrite each other's keys.
 public final class FileHubClientStorage: HubClientStorage, @unchecked Sendable {
-    /// The file the values live in; its folder is created on the first write.
+    /// The file the values live in (mode 0600); its folder is created (0700) on the first write.
     public let url: URL
     private let lock = NSLock()
     private var cache: [String: Data]?
@@ -61,11 +61,15 @@ public final class FileHubClientStorage: HubClientStorage, @unchecked Sendable {
         try lock.withLock {
             var values = loaded()
             values[key] = data
+            // Only the user may read it (endpoint IDs, feed positions): a folder it creates is
+            // 0700, the file 0600.
             try FileManager.default.createDirectory(
-                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             try encoder.encode(values).write(to: url, options: .atomic)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: url.path)
             cache = values
         }
     }

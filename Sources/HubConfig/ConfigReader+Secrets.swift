@@ -35,6 +35,12 @@ public enum SecretReference {
         public var message: String
     }
 
+    static let unsetMarker = "which is not set; export"
+
+    /// Whether a diagnostic's message is about an `env:` reference to a variable that is not set
+    /// (`hub map-app` keeps such references: the variable is set where the hub runs).
+    public static func isUnsetVariable(_ message: String) -> Bool { message.contains(unsetMarker) }
+
     /// Resolves `reference`: `env:NAME` (a variable of `environment`), `file:path` (a file, relative
     /// to `directory`), or an inline value when `inline` (its source is then `"inline"`). A text
     /// file's final line breaks are dropped (`echo key > file` writes one); `binary` files (a .p12)
@@ -51,7 +57,7 @@ public enum SecretReference {
             }
             guard let value = environment[name], !value.isEmpty else {
                 return .failure(
-                    Problem(message: " refers to the environment variable \(name), which is not set; export \(name)"))
+                    Problem(message: " refers to the environment variable \(name), \(unsetMarker) \(name)"))
             }
             return .success(Secret(value, source: reference))
         }

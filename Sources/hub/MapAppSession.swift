@@ -66,11 +66,19 @@ final class MapAppSession {
         return true
     }
 
-    /// Refuses an edit that adds errors to hub.yaml; errors the file had before are not ours to block on.
+    /// Refuses an edit that adds errors to hub.yaml; errors the file had before are not ours to block
+    /// on, nor `env:` references to variables this shell does not set (they are set at deploy time).
     func checkResult() throws {
         let before = Set(loader.load(text: original, path: path, baseDirectory: directory).errors.map(\.message))
         let after = loader.load(text: editor.text, path: path, baseDirectory: directory).errors
-        let added = after.filter { !before.contains($0.message) }
+        var added = after.filter { !before.contains($0.message) }
+        // A variable that is not set here is set where the hub runs: the answer is kept, with a note.
+        for diagnostic in added where SecretReference.isUnsetVariable(diagnostic.message) {
+            var note = diagnostic
+            note.severity = .warning
+            printError("\(note.description) before hub serve (kept: it is set where the hub runs)")
+        }
+        added.removeAll { SecretReference.isUnsetVariable($0.message) }
         guard added.isEmpty else {
             for diagnostic in added { printError(diagnostic.description) }
             printError("\(path): not changed; fix the problems above")

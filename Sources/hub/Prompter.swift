@@ -75,10 +75,13 @@ struct Prompter {
             let audiences = try Self.prompt("Audiences (comma-separated client IDs)") {
                 Self.list($0).isEmpty ? "give at least one audience" : nil
             }
-            let keys = try Self.prompt("Keys: file:jwks.json, https://…/keys, or secret:env:NAME for HS256") { answer in
-                answer.hasPrefix("file:") || answer.hasPrefix("https://") || answer.hasPrefix("secret:")
-                    ? nil : "start with file:, https:// or secret:"
-            }
+            var keys = ""
+            repeat {
+                keys = try Self.prompt("Keys: file:jwks.json, https://…/keys, or secret:env:NAME for HS256") { answer in
+                    answer.hasPrefix("file:") || answer.hasPrefix("https://") || answer.hasPrefix("secret:")
+                        ? nil : "start with file:, https:// or secret:"
+                }
+            } while keys.hasPrefix("secret:") && !Self.keepIfUnset(String(keys.dropFirst(7)))
             request.identity = [
                 keys.hasPrefix("secret:")
                     ? .init(issuer: issuer, audiences: Self.list(audiences), secret: String(keys.dropFirst(7)))
@@ -101,17 +104,13 @@ struct Prompter {
             if !sid.isEmpty {
                 var wns = AppMappingRequest.WNS()
                 wns.packageSID = sid
-                wns.clientSecret = try Self.prompt("WNS client secret reference (env:NAME or file:path)") {
-                    $0.hasPrefix("env:") || $0.hasPrefix("file:") ? nil : "write env:NAME or file:path"
-                }
+                wns.clientSecret = try Self.reference("WNS client secret reference (env:NAME or file:path)")
                 request.wns = wns
             }
         }
         let publisher = try Self.prompt("Publisher name for your app server (empty to skip)", default: "") { _ in nil }
         if !publisher.isEmpty {
-            let key = try Self.prompt("Publisher key reference (env:NAME or file:path)") {
-                $0.hasPrefix("env:") || $0.hasPrefix("file:") ? nil : "write env:NAME or file:path"
-            }
+            let key = try Self.reference("Publisher key reference (env:NAME or file:path)")
             request.publishers = [(publisher, key)]
         }
         print("\nStep 5 of 5: domain verification — a token is generated; instructions follow the save.")
@@ -146,6 +145,34 @@ struct Prompter {
             case .sequence(let ids)? = sub.first(where: { $0.key == "appIds" })?.value
         else { return 0 }
         return ids.count
+    }
+
+    /// Asks for a secret reference (`env:NAME` or `file:path`). An `env:` variable that is not set in
+    /// this shell is flagged at once, and the operator may keep it: it will be set where the hub runs.
+    static func reference(_ question: String) throws -> String {
+        while true {
+            let answer = try prompt(question) {
+                $0.hasPrefix("env:") || $0.hasPrefix("file:") ? nil : "write env:NAME or file:path"
+            }
+            if keepIfUnset(answer) { return answer }
+        }
+    }
+
+    /// For `env:NAME` with NAME unset here, warns and asks whether to keep it (yes by default; an
+    /// empty answer or end of input keeps it). - Returns: false when the operator wants to re-type it.
+    static func keepIfUnset(
+        _ reference: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    )
+        -> Bool
+    {
+        guard reference.hasPrefix("env:") else { return true }
+        let name = String(reference.dropFirst(4))
+        guard environment[name]?.isEmpty ?? true else { return true }
+        print("  ! \(name) is not set in this shell; the hub needs it when it starts.")
+        print("    Keep env:\(name) (set it where the hub runs)? [Y/n]: ", terminator: "")
+        fflush(nil)
+        let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        return !(answer == "n" || answer == "no")
     }
 
     static func list(_ answer: String) -> [String] {

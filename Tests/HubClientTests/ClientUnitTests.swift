@@ -83,7 +83,7 @@ struct ClientUnitTests {
         #expect(ShoulderTap(userInfo: ["aps": ["alert": "hello"]]) == nil)
     }
 
-    @Test("the file storage keeps values across instances and removes keys")
+    @Test("the file storage keeps values across instances and removes keys, in a 0600 file of a 0700 folder")
     func fileStorage() throws {
         let url = FileManager.default.temporaryDirectory
             .appendingPathComponent("hubclient-\(UUID().uuidString)/state.json")
@@ -96,6 +96,10 @@ struct ClientUnitTests {
         try storage.setData(nil, forKey: "k")
         #expect(FileHubClientStorage(url: url).data(forKey: "k") == nil)
         #expect(FileHubClientStorage(url: url).data(forKey: "other") == Data("w".utf8))
+        let file = try FileManager.default.attributesOfItem(atPath: url.path)
+        let folder = try FileManager.default.attributesOfItem(atPath: url.deletingLastPathComponent().path)
+        #expect((file[.posixPermissions] as? NSNumber)?.intValue == 0o600, "only the user reads the state")
+        #expect((folder[.posixPermissions] as? NSNumber)?.intValue == 0o700)
     }
 
     @Test("a client generates its endpoint ID once and reads it back from storage")

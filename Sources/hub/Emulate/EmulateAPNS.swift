@@ -31,7 +31,7 @@ struct EmulateAPNS: AsyncParsableCommand {
             throw ValidationError("--environment must be production or development")
         }
         let folder = URL(fileURLWithPath: directory, isDirectory: true).standardizedFileURL
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try PrivateFiles.createDirectory(folder)
         var settings = APNSEmulator.Configuration()
         settings.environment = environment
         settings.port = port
@@ -54,10 +54,11 @@ struct EmulateAPNS: AsyncParsableCommand {
         for token in unregistered { emulator.markUnregistered(token: token, at: Date()) }
         let caPath = folder.appendingPathComponent("ca.pem").path
         try emulator.certificateAuthority.writeCertificatePEM(to: caPath)
+        try PrivateFiles.restrict(caPath)
         let registered = try register(on: emulator, folder: folder)
 
-        EmulateCommand.emit(
-            """
+        let banner =
+            ("""
             APNs emulator (\(environment)) on https://127.0.0.1:\(emulator.port)
               CA certificate  \(caPath)
             \(registered.joined(separator: "\n"))
@@ -67,17 +68,23 @@ struct EmulateAPNS: AsyncParsableCommand {
 
             Requests follow (Ctrl-C or SIGTERM stops the emulator).
             """)
-        try await EmulateCommand.runUntilTerminated {}
+        try await EmulateCommand.runUntilTerminated(banner: banner) {}
         await emulator.shutdown()
     }
 
     /// Registers the token keys of hub.yaml's apps, or a new development key; returns lines to print.
     private func register(on emulator: APNSEmulator, folder: URL) throws -> [String] {
         var apps: [CrossDeviceApp] = []
+        var referenced: Set<String> = []
         if FileManager.default.fileExists(atPath: options.config) {
             let result = ConfigLoader().load(path: options.config)
             for diagnostic in result.diagnostics { printError(diagnostic.description) }
             apps = result.file?.apps ?? []
+            referenced = PrivateFiles.referencedFiles(inConfig: options.config)
+            if result.file == nil {
+                printError(
+                    "\(options.config) has errors (above): its apps' keys are not registered until they are fixed")
+            }
         }
         var lines: [String] = []
         for app in apps {
@@ -95,14 +102,27 @@ struct EmulateAPNS: AsyncParsableCommand {
             }
         }
         guard lines.isEmpty else { return lines }
-        let key = APNSTestKey(keyID: "EMULATOR01", teamID: "EMULATORTM")
+        let keyPath = folder.appendingPathComponent("AuthKey_EMULATOR01.p8").path
+        // A development key made before is reused, never replaced: hub.yaml may point at it.
+        let key: APNSTestKey
+        let made: String
+        if let existing = FileManager.default.contents(atPath: keyPath) {
+            key = try APNSTestKey(
+                keyID: "EMULATOR01", teamID: "EMULATORTM", privateKeyPEM: String(decoding: existing, as: UTF8.self))
+            made = "reusing the development key \(keyPath)"
+        } else if referenced.contains(keyPath) {
+            throw ValidationError(
+                "\(options.config) refers to \(keyPath), which is missing; restore it or fix hub.yaml")
+        } else {
+            key = APNSTestKey(keyID: "EMULATOR01", teamID: "EMULATORTM")
+            try PrivateFiles.create(keyPath, contents: Data(key.privateKeyPEM.utf8))
+            made = "made a development key"
+        }
         let bundles = apps.flatMap { $0.platforms[.ios] ?? [] }
         let bundleIDs = bundles.isEmpty ? ["com.example.app"] : bundles
         emulator.register(key, bundleIDs: bundleIDs)
-        let keyPath = folder.appendingPathComponent("AuthKey_\(key.keyID).p8").path
-        try Data(key.privateKeyPEM.utf8).write(to: URL(fileURLWithPath: keyPath))
         return [
-            "  no app in \(options.config) has a token key; made a development key for \(bundleIDs.joined(separator: ", ")):",
+            "  no app in \(options.config) has a token key; \(made) for \(bundleIDs.joined(separator: ", ")):",
             "    credentials: { apns: { teamId: \(key.teamID), keyId: \(key.keyID), privateKey: file:\(keyPath) } }",
         ]
     }

@@ -17,21 +17,25 @@ struct EmulateCommand: AsyncParsableCommand {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 
-    /// Runs `body` (which reports what the emulator receives) until SIGTERM or SIGINT, then returns,
-    /// so the command can shut its emulator down and exit 0 instead of dying of the signal.
-    static func runUntilTerminated(_ body: @escaping @Sendable () async throws -> Void) async throws {
+    /// Prints `banner` once SIGTERM and SIGINT are handled (so a caller that waits for the banner can
+    /// signal at once), runs `body` (which reports what the emulator receives) until one arrives, then
+    /// returns, so the command can shut its emulator down and exit 0 instead of dying of the signal.
+    static func runUntilTerminated(
+        banner: String, _ body: @escaping @Sendable () async throws -> Void
+    ) async throws {
         var logger = Logger(label: "hub.emulate")
         logger.logLevel = .warning
         let group = ServiceGroup(
-            services: [UntilTerminated(body: body)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            services: [UntilTerminated(banner: banner, body: body)], gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger)
         try await group.run()
     }
 
     /// Until SIGTERM or SIGINT, prints a line for each new element of `items` (polled every 100 ms).
     static func printUntilTerminated<Item>(
-        _ items: @escaping @Sendable () -> [Item], line: @escaping @Sendable (Item) -> String
+        banner: String, _ items: @escaping @Sendable () -> [Item], line: @escaping @Sendable (Item) -> String
     ) async throws {
-        try await runUntilTerminated {
+        try await runUntilTerminated(banner: banner) {
             var shown = 0
             while !Task.isCancelled {
                 let current = items()
@@ -45,9 +49,11 @@ struct EmulateCommand: AsyncParsableCommand {
 
 /// The one service of an emulator command: `body`, cancelled when a signal asks for shutdown.
 private struct UntilTerminated: Service {
+    let banner: String
     let body: @Sendable () async throws -> Void
 
     func run() async throws {
+        EmulateCommand.emit(banner)
         do {
             try await cancelWhenGracefulShutdown {
                 try await body()

@@ -31,15 +31,19 @@ struct EmulateFCM: AsyncParsableCommand {
         emulator.setQuota(perMinute: quotaPerMinute)
 
         let folder = URL(fileURLWithPath: directory, isDirectory: true).standardizedFileURL
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try PrivateFiles.createDirectory(folder)
         let caPath = folder.appendingPathComponent("ca.pem").path
         let accountPath = folder.appendingPathComponent("service-account.json").path
         try emulator.authority.writeCertificatePEM(to: caPath)
-        try Data(account.serviceAccountJSON(tokenURI: emulator.tokenURI).utf8).write(
-            to: URL(fileURLWithPath: accountPath))
+        try PrivateFiles.restrict(caPath)
+        // The account's token URI names this run's port, so the file is rewritten, but only when it
+        // is the emulator's own account: a file hub.yaml points at with another key is left alone.
+        try PrivateFiles.replaceIfOwn(
+            accountPath, contents: Data(account.serviceAccountJSON(tokenURI: emulator.tokenURI).utf8),
+            marker: account.clientEmail)
 
-        EmulateCommand.emit(
-            """
+        let banner =
+            ("""
             FCM emulator on \(emulator.baseURL) (\(http1Only ? "HTTP/1.1" : "h2 and HTTP/1.1"))
               token endpoint   \(emulator.tokenURI)
               messages:send    \(emulator.baseURL)/v1/projects/\(account.projectID)/messages:send
@@ -53,7 +57,7 @@ struct EmulateFCM: AsyncParsableCommand {
 
             Accepted messages follow (Ctrl-C or SIGTERM stops the emulator).
             """)
-        try await EmulateCommand.printUntilTerminated({ emulator.messages }) { message in
+        try await EmulateCommand.printUntilTerminated(banner: banner, { emulator.messages }) { message in
             let target = message.token.map { "token \($0)" } ?? message.topic.map { "topic \($0)" } ?? "?"
             let data = message.data.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
             let title = message.notificationTitle.map { " notification \"\($0)\"" } ?? ""

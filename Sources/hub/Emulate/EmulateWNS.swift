@@ -31,12 +31,12 @@ struct EmulateWNS: AsyncParsableCommand {
         let uris = (0..<max(channels, 0)).map { _ in emulator.makeChannel(forApp: packageSid) }
 
         let folder = URL(fileURLWithPath: directory, isDirectory: true).standardizedFileURL
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try PrivateFiles.createDirectory(folder)
         let caPath = folder.appendingPathComponent("ca.pem").path
         try emulator.authority.writeCertificatePEM(to: caPath)
 
-        EmulateCommand.emit(
-            """
+        let banner =
+            ("""
             WNS emulator on \(emulator.baseURL) (HTTP/1.1)
               classic token    \(emulator.classicTokenURL)   package SID \(packageSid)
               Entra ID token   \(emulator.entraAuthority)/\(tenantId)/oauth2/v2.0/token   client ID \(clientId)
@@ -54,7 +54,7 @@ struct EmulateWNS: AsyncParsableCommand {
 
             Accepted notifications follow (Ctrl-C or SIGTERM stops the emulator).
             """)
-        try await EmulateCommand.printUntilTerminated({ emulator.received }) { notification in
+        try await EmulateCommand.printUntilTerminated(banner: banner, { emulator.received }) { notification in
             "accepted \(notification.type) on channel \(notification.channelID) ttl \(notification.timeToLive ?? "-") "
                 + "cache \(notification.cachePolicy ?? "-") tag \(notification.tag ?? "-"): \(notification.text.prefix(120))"
         }
