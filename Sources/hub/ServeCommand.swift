@@ -25,6 +25,8 @@ struct ServeCommand: AsyncParsableCommand {
         let file = try options.loadOrExit()
         LogBootstrap.bootstrap(file.logging)
         let logger = Logger(label: "hub")
+        logger.info("hub \(HubVersion.current)", metadata: ["config": "\(file.path)"])
+        try await ListenCheck.ensureAvailable(file)
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
 
@@ -62,7 +64,7 @@ struct ServeCommand: AsyncParsableCommand {
         let signals = FeedSignals()
         (store as? PostgresStore)?.relay(into: signals)  // wake-ups cross instances
         let transports = try Transports.make(for: file, signals: signals, logger: logger)
-        TransportReport.warnAboutDisabled(apps: file.apps, enabled: transports.map(\.id), logger: logger)
+        TransportReport.report(apps: file.apps, enabled: transports.map(\.id), logger: logger)
 
         var hubConfiguration = file.hubConfiguration()
         hubConfiguration.dispatcher.enabled = !noDispatch
@@ -93,24 +95,26 @@ struct ServeCommand: AsyncParsableCommand {
     }
 }
 
-/// Warns once per provider whose transport is not running although apps map its platform.
+/// One info line per push provider whose transport is not running, saying why (the running ones log
+/// their own "… transport enabled" line; polling always runs).
 enum TransportReport {
-    static func warnAboutDisabled(apps: [CrossDeviceApp], enabled: [TransportID], logger: Logger) {
+    static func report(apps: [CrossDeviceApp], enabled: [TransportID], logger: Logger) {
         let providers: [(TransportID, Platform, (CrossDeviceApp) -> Bool)] = [
             (.apns, .ios, { $0.credentials.apns != nil }),
             (.fcm, .android, { $0.credentials.fcm != nil }),
             (.wns, .windows, { $0.credentials.wns != nil }),
         ]
+        logger.info("polling transport enabled (long-poll and server-sent events, for every platform)")
         for (transport, platform, hasCredentials) in providers where !enabled.contains(transport) {
             let mapping = apps.filter { $0.platforms[platform] != nil }
-            guard !mapping.isEmpty else { continue }
             let configured = mapping.filter(hasCredentials).map(\.id)
             let reason =
-                configured.isEmpty
-                ? "no app has credentials.\(transport)"
-                : "this build has no \(transport) transport yet (credentials of \(configured.joined(separator: ", ")) are unused)"
-            logger.warning(
-                "\(transport) transport disabled: \(reason); \(platform) devices can register with transport polling")
+                mapping.isEmpty
+                ? "no app maps \(platform)"
+                : configured.isEmpty
+                    ? "no app has credentials.\(transport); \(platform) devices register with transport polling"
+                    : "this build has no \(transport) transport (credentials of \(configured.joined(separator: ", ")) are unused)"
+            logger.info("\(transport) transport off: \(reason)")
         }
     }
 }

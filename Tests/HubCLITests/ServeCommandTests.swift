@@ -27,7 +27,16 @@ struct ServeCommandTests {
             .POST, "/v1/apps/notes.contoso.com/users/alice/notifications", bearer: publisherKey,
             json: #"{"appNotificationId":"hello","payload":{"visualContent":{"title":"Hello"}}}"#)
         #expect(publish.status == 201, "\(publish.body)")
-        #expect(hub.log.contains("apns transport disabled"))
+        // Quiet start: one info line per transport, no warnings.
+        for line in [
+            "polling transport enabled", "apns transport off: no app has credentials.apns",
+            "fcm transport off: no app has credentials.fcm", "wns transport off: no app has credentials.wns",
+        ] {
+            #expect(hub.log.contains(line), "\(line)\n\(hub.log)")
+        }
+        #expect(!hub.log.contains(" warning "), "\(hub.log)")
+        let version = try HubProcess.run(["--version"], in: workspace).stdout.trimmingCharacters(in: .newlines)
+        #expect(hub.log.contains("[hub] hub \(version)"), "\(hub.log)")
         #expect(!hub.log.contains(publisherKey))
         hub.signal(SIGTERM)
         #expect(hub.waitForExit() == 0, "\(hub.log)")
