@@ -11,9 +11,13 @@ import Yams
 /// ```
 public struct ConfigLoader: Sendable {
     public let environment: [String: String]
+    /// Whether `HUB_<SECTION>_…` variables of `environment` override hub.yaml keys (see the README's
+    /// hub.yaml reference); `hub map-app` edits the file as written and turns it off.
+    public var applyEnvironment: Bool
 
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment, applyEnvironment: Bool = true) {
         self.environment = environment
+        self.applyEnvironment = applyEnvironment
     }
 
     /// The outcome of a load: the file when it has no errors, and every diagnostic.
@@ -46,12 +50,17 @@ public struct ConfigLoader: Sendable {
 
     public func load(text: String, path: String, baseDirectory: String) -> Result {
         var reader = ConfigReader(file: path, baseDirectory: baseDirectory, environment: environment)
-        let root: Node
+        var root: Node
         do {
             root = try Yams.compose(yaml: text) ?? Node.mapping(Node.Mapping([]))
         } catch {
             reader.report(.error, at: Self.mark(of: error), "not valid YAML: \(Self.problem(of: error))")
             return Result(file: nil, diagnostics: reader.diagnostics)
+        }
+        if applyEnvironment {
+            let firstLine = text.split(separator: "\n", omittingEmptySubsequences: false).count + 2
+            (root, reader.overrides) = EnvironmentOverrides.apply(
+                to: root, environment: environment, firstLine: firstLine, reader: &reader)
         }
         let topKeys = ["server", "store", "logging", "limits", "apps"]
         guard let top = reader.mapping(root, at: "hub.yaml", allowed: topKeys) else {

@@ -9,6 +9,12 @@ extension ConfigReader {
     /// (a .p12) are kept byte for byte. Diagnostics name the variable or path, never the secret.
     mutating func secret(_ node: Node?, at path: String, inline: Bool = true, binary: Bool = false) -> Secret? {
         guard let reference = string(node, at: path) else { return nil }
+        // A secret given as the value of an override variable comes from that variable.
+        if let line = node?.mark?.line, let name = overrideName(line: line), !reference.hasPrefix("env:"),
+            !reference.hasPrefix("file:")
+        {
+            return Secret(reference, source: "env:\(name)")
+        }
         switch SecretReference.resolve(
             reference, relativeTo: baseDirectory, environment: environment, binary: binary, inline: inline)
         {

@@ -7,6 +7,8 @@ struct ConfigReader {
     let baseDirectory: String
     let environment: [String: String]
     private(set) var diagnostics: [ConfigDiagnostic] = []
+    /// The environment overrides applied to the document, to name them in diagnostics.
+    var overrides: [EnvironmentOverrides.Applied] = []
 
     init(file: String, baseDirectory: String, environment: [String: String]) {
         self.file = file
@@ -22,10 +24,25 @@ struct ConfigReader {
         report(.warning, at: node?.mark, message)
     }
 
-    mutating func report(_ severity: ConfigDiagnostic.Severity, at mark: Mark?, _ message: String) {
+    /// Reports at a position of hub.yaml, or names the environment variable whose value it is in.
+    mutating func report(
+        _ severity: ConfigDiagnostic.Severity, at mark: Mark?, _ message: String, file: String? = nil
+    ) {
+        if let mark, let name = overrideName(line: mark.line) {
+            diagnostics.append(
+                ConfigDiagnostic(
+                    file: "environment variable \(name)", line: 0, column: 0, severity: severity, message: message))
+            return
+        }
         diagnostics.append(
             ConfigDiagnostic(
-                file: file, line: mark?.line ?? 0, column: mark?.column ?? 0, severity: severity, message: message))
+                file: file ?? self.file, line: mark?.line ?? 0, column: mark?.column ?? 0, severity: severity,
+                message: message))
+    }
+
+    /// The environment variable whose value holds `line` (override values sit past hub.yaml's end).
+    func overrideName(line: Int) -> String? {
+        overrides.first { $0.lines.contains(line) }?.name
     }
 
     /// A mapping's entries by key, reporting unknown keys (with a suggestion), duplicate keys,

@@ -4,7 +4,34 @@ import HubCore
 
 struct ConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "config", abstract: "Check hub.yaml.", subcommands: [Check.self])
+        commandName: "config", abstract: "Check hub.yaml, or print the configuration the hub would run.",
+        subcommands: [Check.self, Print.self])
+
+    struct Print: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the effective configuration: hub.yaml with HUB_… environment overrides, secrets redacted.",
+            discussion: """
+                Secrets show as their env:NAME or file:path reference; a secret given inline (in hub.yaml or \
+                an override variable) prints as <redacted>. Problems go to standard error (exit 1 on errors).
+                """)
+
+        @OptionGroup var options: ConfigOption
+
+        func run() async throws {
+            let loader = ConfigLoader()
+            guard let effective = loader.effective(path: options.config) else {
+                _ = try options.loadOrExit()  // says why it cannot be read
+                throw ExitCode(1)
+            }
+            var header = ["# \(options.config), as hub serve would run it (secrets redacted)"]
+            for (variable, key) in effective.overrides { header.append("# \(key) from \(variable)") }
+            print(header.joined(separator: "\n"))
+            print(effective.text, terminator: "")
+            let result = loader.load(path: options.config)
+            for diagnostic in result.diagnostics { printError(diagnostic.description) }
+            if !result.errors.isEmpty { throw ExitCode(1) }
+        }
+    }
 
     struct Check: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

@@ -12,7 +12,7 @@ final class MapAppSession {
     let directory: String
     let original: String
     private var editor: YAMLDocumentEditor
-    private let loader = ConfigLoader()
+    private let loader = ConfigLoader(applyEnvironment: false)  // the file as written
 
     init(configPath: String) throws {
         path = configPath

@@ -1,0 +1,126 @@
+import Foundation
+import HubCore
+import Testing
+
+@testable import HubConfig
+
+@Suite("hub.yaml keys from the environment")
+struct EnvironmentOverridesTests {
+    static let yaml = """
+        server: { listen: "127.0.0.1:8080" }
+        apps:
+          - id: notes.contoso.com
+            platforms: { ios: { appIds: [com.contoso.notes] } }
+            publishers: [ { name: backend, key: file:publisher.key } ]
+          - id: photos.contoso.com
+            platforms: { android: { appIds: [com.contoso.photos] } }
+            publishers: [ { name: backend, key: file:publisher.key } ]
+        """
+
+    @Test("the naming rule: HUB_ + the key's path in upper snake case, one rule for every key")
+    func names() {
+        #expect(EnvironmentOverrides.variable(for: ["server", "listen"]) == "HUB_SERVER_LISTEN")
+        #expect(EnvironmentOverrides.variable(for: ["server", "adminToken"]) == "HUB_SERVER_ADMIN_TOKEN")
+        #expect(EnvironmentOverrides.variable(for: ["store", "postgres", "url"]) == "HUB_STORE_POSTGRES_URL")
+        #expect(
+            EnvironmentOverrides.variable(for: ["apps", "notes.contoso.com", "delivery", "mode"])
+                == "HUB_APPS_NOTES_CONTOSO_COM_DELIVERY_MODE")
+    }
+
+    @Test("scalars, whole sections, an app by its ID, a list in flow style; secrets from the variable")
+    func overrides() throws {
+        let file = try load(
+            Self.yaml,
+            environment: [
+                "HUB_SERVER_LISTEN": "0.0.0.0:9090",
+                "HUB_SERVER_ADMIN_TOKEN": "admin-token-from-env",
+                "HUB_SERVER_MAX_BODY_BYTES": "2048",
+                "HUB_LOGGING": "{ format: json, level: debug }",
+                "HUB_LIMITS_MAX_PAYLOAD_BYTES": "1024",
+                "HUB_STORE_SQLITE_PATH": "/var/lib/hub/hub.sqlite",
+                "HUB_APPS_PHOTOS_CONTOSO_COM_DELIVERY_MODE": "visible",
+                "HUB_APPS_NOTES_CONTOSO_COM_PLATFORMS_IOS_APP_IDS": "[com.contoso.notes, com.contoso.notes.beta]",
+                "HUB_APPS_NOTES_CONTOSO_COM_PUBLISHERS": "[{name: ci, key: env:CI_KEY}]",
+                "CI_KEY": "ci-key-0123456789",
+                "HUB_APNS_SERVER": "127.0.0.1:1",  // a provider variable: not an override, not an error
+            ]
+        ).get()
+        #expect(file.server.host == "0.0.0.0" && file.server.port == 9090)
+        #expect(file.server.maxBodyBytes == 2048)
+        #expect(file.server.adminToken?.reveal() == "admin-token-from-env")
+        #expect(file.server.adminToken?.source == "env:HUB_SERVER_ADMIN_TOKEN")
+        #expect(file.logging.format == .json && file.logging.level == "debug")
+        #expect(file.limits.maxPayloadBytes == 1024)
+        guard case .sqlite(let path) = file.store else { throw CocoaError(.featureUnsupported) }
+        #expect(path == "/var/lib/hub/hub.sqlite")
+        let notes = try #require(file.apps.first { $0.id == "notes.contoso.com" })
+        let photos = try #require(file.apps.first { $0.id == "photos.contoso.com" })
+        #expect(photos.delivery.mode == .visible)
+        #expect(notes.delivery.mode != .visible, "only the named app changes")
+        #expect(notes.platforms[.ios] == ["com.contoso.notes", "com.contoso.notes.beta"])
+        #expect(notes.publishers.map(\.name) == ["ci"])
+        #expect(notes.publishers.first?.key.reveal() == "ci-key-0123456789")
+        #expect(photos.publishers.map(\.name) == ["backend"])
+    }
+
+    @Test("a whole store section replaces the file's: sqlite in hub.yaml, postgres from the environment")
+    func storeSection() throws {
+        let file = try load(
+            Self.yaml,
+            environment: [
+                "HUB_STORE": "{ postgres: { url: env:HUB_DATABASE_URL, poolSize: 4 } }",
+                "HUB_DATABASE_URL": "postgres://hub:pw@127.0.0.1/hub",
+            ]
+        ).get()
+        guard case .postgres(let url, let pool) = file.store else {
+            Issue.record("expected postgres, got \(file.store)")
+            return
+        }
+        #expect(url.source == "env:HUB_DATABASE_URL" && pool == 4)
+    }
+
+    @Test("a bad value names the variable; a variable that names no key is an error with a suggestion")
+    func problems() {
+        let result = load(
+            Self.yaml,
+            environment: [
+                "HUB_SERVER_LISTN": "0.0.0.0:1", "HUB_LIMITS_MAX_PAYLOAD_BYTES": "lots",
+                "HUB_APPS_OTHER_EXAMPLE_COM_NAME": "x",
+            ])
+        let lines = errorLines(result)
+        #expect(
+            lines.contains(
+                "environment variable HUB_LIMITS_MAX_PAYLOAD_BYTES: error: 'limits.maxPayloadBytes' must be a whole number from 256 to 1048576"
+            ), "\(lines)")
+        #expect(
+            lines.contains { $0.hasPrefix("environment variable HUB_SERVER_LISTN: error: names no hub.yaml key") }
+                && lines.contains { $0.contains("did you mean HUB_SERVER_LISTEN?") }, "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("environment variable HUB_APPS_OTHER_EXAMPLE_COM_NAME") }, "\(lines)")
+        #expect(result.errors.count == 3)
+    }
+
+    @Test("overrides are off when asked (map-app edits the file as written)")
+    func off() throws {
+        let file = try ConfigLoader(environment: ["HUB_SERVER_LISTEN": "0.0.0.0:9090"], applyEnvironment: false)
+            .load(text: Self.yaml, path: "hub.yaml", baseDirectory: fixtures).get()
+        #expect(file.server.port == 8080)
+    }
+
+    @Test("the effective configuration redacts inline secrets and keeps references")
+    func effective() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("env-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("hub.yaml").path
+        try (Self.yaml + "\nstore: { postgres: { url: \"postgres://hub:pw-in-file@db/hub\" } }\n").write(
+            toFile: path, atomically: true, encoding: .utf8)
+        let effective = try #require(
+            ConfigLoader(environment: ["HUB_SERVER_ADMIN_TOKEN": "tok-from-env", "HUB_SERVER_LISTEN": "0.0.0.0:1"])
+                .effective(path: path))
+        #expect(effective.text.contains("listen: 0.0.0.0:1"))
+        #expect(effective.text.contains("key: file:publisher.key"))
+        #expect(!effective.text.contains("tok-from-env"))
+        #expect(!effective.text.contains("pw-in-file"))
+        #expect(effective.text.components(separatedBy: "<redacted>").count == 3)
+        #expect(effective.overrides.map(\.variable) == ["HUB_SERVER_ADMIN_TOKEN", "HUB_SERVER_LISTEN"])
+    }
+}
