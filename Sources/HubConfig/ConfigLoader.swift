@@ -98,18 +98,12 @@ public struct ConfigLoader: Sendable {
 extension ConfigReader {
     mutating func readServer(_ node: Node) -> ServerSettings {
         var server = ServerSettings()
-        let allowed = ["listen", "adminToken", "cursorSecret", "maxBodyBytes", "instanceId"]
+        let allowed = ["listen", "adminToken", "cursorSecret", "maxBodyBytes", "instanceId", "metricsListen"]
         guard let entries = mapping(node, at: "server", allowed: allowed) else { return server }
-        if let listen = entries["listen"], let text = string(listen, at: "server.listen") {
-            if let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-                (0...65535).contains(port), colon > text.startIndex
-            {
-                server.host = String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-                server.port = port
-            } else {
-                error(listen, "'server.listen' must be host:port, such as 127.0.0.1:8080")
-            }
+        if let listen = address(entries["listen"], at: "server.listen") {
+            (server.host, server.port) = (listen.host, listen.port)
         }
+        server.metricsListen = address(entries["metricsListen"], at: "server.metricsListen")
         server.instanceID = string(entries["instanceId"], at: "server.instanceId")
         server.adminToken = secret(entries["adminToken"], at: "server.adminToken")
         server.cursorSecret = secret(entries["cursorSecret"], at: "server.cursorSecret")
@@ -117,6 +111,19 @@ extension ConfigReader {
             server.maxBodyBytes = bytes
         }
         return server
+    }
+
+    /// A `host:port` value (`[::1]:8080` for IPv6).
+    mutating func address(_ node: Node?, at path: String) -> ListenAddress? {
+        guard let node, let text = string(node, at: path) else { return nil }
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (0...65535).contains(port), colon > text.startIndex
+        else {
+            error(node, "'\(path)' must be host:port, such as 127.0.0.1:8080")
+            return nil
+        }
+        return ListenAddress(
+            host: String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port: port)
     }
 
     mutating func readStore(_ node: Node) -> StoreSettings? {

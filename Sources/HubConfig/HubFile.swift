@@ -31,7 +31,19 @@ public struct ServerSettings: Sendable {
     /// Names this instance in delivery leases. Keep it stable across restarts and unique among
     /// instances sharing a store; `nil` means host:port (host:pid when listening on port 0).
     public var instanceID: String?
+    /// A listener of its own for `/metrics`; `nil` serves it on the API's port.
+    public var metricsListen: ListenAddress?
     public init() {}
+}
+
+/// A `host:port` to listen on.
+public struct ListenAddress: Sendable, Hashable {
+    public var host: String
+    public var port: Int
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
 }
 
 /// The `store:` section.

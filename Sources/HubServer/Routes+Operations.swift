@@ -11,7 +11,8 @@ extension HubAPI {
     /// - `GET /healthz`: 200 `{"status":"ok"}` while the process serves requests.
     /// - `GET /readyz`: 200 `{"status":"ready"}` when the store answers within a second, else 503
     ///   `unavailable` (within that second).
-    /// - `GET /metrics`: the Prometheus text of `metrics`; 404 when the hub runs without one.
+    /// - `GET /metrics`: the Prometheus text of `metrics` (``MetricsExposition``); 404 when the hub
+    ///   runs without one here (or serves it on a listener of its own, ``buildMetricsApplication``).
     /// - `GET /openapi.yaml`: the OpenAPI 3.1 document of this API.
     func addOperationRoutes(to router: HubRouter, metrics: PrometheusCollectorRegistry?) {
         router.get("/healthz") { _, _ in
@@ -28,21 +29,12 @@ extension HubAPI {
         }
         router.get("/metrics") { _, context in
             guard let metrics else {
-                throw Problem(.notFound, "This hub runs without a Prometheus registry.")
+                throw Problem(
+                    .notFound,
+                    "This listener does not serve metrics: the hub runs without a registry, or serves /metrics on server.metricsListen."
+                )
             }
-            // Queue depth is read from the store at scrape time, so every instance reports the shared outbox.
-            do {
-                let statistics = try await hub.deliveryStatistics()
-                Gauge(label: "hub_outbox_pending").record(statistics.pending)
-                Gauge(label: "hub_feed_waiters").record(hub.signals.waiterCount)
-            } catch {
-                context.logger.warning("reading the outbox depth failed", metadata: ["error": "\(error)"])
-            }
-            var bytes: [UInt8] = []
-            metrics.emit(into: &bytes)
-            return Response(
-                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+            return await MetricsExposition.response(hub: hub, registry: metrics, logger: context.logger)
         }
         let document = Self.openAPIDocument
         router.get("/openapi.yaml") { _, _ in

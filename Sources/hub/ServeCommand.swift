@@ -82,12 +82,21 @@ struct ServeCommand: AsyncParsableCommand {
             maxBodyBytes: file.server.maxBodyBytes, cursorKey: cursorKey)
         let host = file.server.host
         let application = buildApplication(
-            hub: hub, configuration: server, identity: identity, metrics: registry, logger: logger,
+            hub: hub, configuration: server, identity: identity,
+            metrics: file.server.metricsListen == nil ? registry : nil, logger: logger,
             onListening: { port in logger.notice("hub listening on http://\(host):\(port)") })
+        var services: [any Service] = storeServices + [hub, application]
+        if let metrics = file.server.metricsListen {
+            // /metrics on a port of its own (server.metricsListen); the API port answers 404 there.
+            services.append(
+                buildMetricsApplication(
+                    hub: hub, metrics: registry, host: metrics.host, port: metrics.port, logger: logger,
+                    onListening: { port in logger.notice("metrics listening on http://\(metrics.host):\(port)/metrics")
+                    }
+                ))
+        }
         let group = ServiceGroup(
-            configuration: .init(
-                services: storeServices + [hub, application], gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger))
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         logger.info(
             "hub starting", metadata: ["apps": "\(file.apps.count)", "instance": "\(hubConfiguration.instanceID)"])
         try await group.run()
