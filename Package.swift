@@ -300,6 +300,7 @@ let package = Package(
             dependencies: [
                 "hub", "HubTesting", "HubConfig", "HubCore", "HubAPNS", "HubFCM", "HubWNS",
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),  // DeploymentTests reads compose.yaml
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -14,10 +14,13 @@ final class RunningHub: @unchecked Sendable {
     private(set) var port = 0
 
     /// Starts `hub serve` in `directory` and waits until it listens.
-    init(directory: URL, arguments: [String] = [], environment: [String: String] = [:]) throws {
+    /// - Parameter command: the whole argument list instead of `serve --config hub.yaml` + `arguments`.
+    init(
+        directory: URL, arguments: [String] = [], environment: [String: String] = [:], command: [String]? = nil
+    ) throws {
         self.directory = directory
         process.executableURL = HubProcess.executable
-        process.arguments = ["serve", "--config", "hub.yaml"] + arguments
+        process.arguments = command ?? (["serve", "--config", "hub.yaml"] + arguments)
         process.currentDirectoryURL = directory
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -36,8 +39,10 @@ final class RunningHub: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if let line = log.split(separator: "\n").first(where: { $0.contains("hub listening on") }),
-                let range = line.range(of: "127.0.0.1:")
+                let start = line.range(of: "hub listening on http://"),
+                let range = line[start.upperBound...].range(of: ":")
             {
+                // Any host (127.0.0.1, 0.0.0.0 in a container's configuration); the tests connect to 127.0.0.1.
                 let digits = line[range.upperBound...].prefix { $0.isNumber }
                 port = Int(digits) ?? 0
                 if port > 0 { return }
