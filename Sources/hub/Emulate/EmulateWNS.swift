@@ -34,6 +34,7 @@ struct EmulateWNS: AsyncParsableCommand {
         try PrivateFiles.createDirectory(folder)
         let caPath = folder.appendingPathComponent("ca.pem").path
         try emulator.authority.writeCertificatePEM(to: caPath)
+        try PrivateFiles.restrict(caPath)
 
         let banner =
             ("""
