@@ -123,4 +123,56 @@ struct EnvironmentOverridesTests {
         #expect(effective.text.components(separatedBy: "<redacted>").count == 3)
         #expect(effective.overrides.map(\.variable) == ["HUB_SERVER_ADMIN_TOKEN", "HUB_SERVER_LISTEN"])
     }
+
+    /// The override schema must list every key the reader allows, or a new hub.yaml key could not be
+    /// set from the environment. The reader's own list comes from its "allowed keys" diagnostic.
+    @Test(
+        "the override schema knows every key the hub.yaml reader allows",
+        arguments: [
+            ("", "zzzzzzzzzzzz: 1\n"),
+            ("server", "server: { zzzzzzzzzzzz: 1 }\n"),
+            ("store", "store: { zzzzzzzzzzzz: 1 }\n"),
+            ("store.sqlite", "store: { sqlite: { path: x, zzzzzzzzzzzz: 1 } }\n"),
+            ("store.postgres", "store: { postgres: { url: env:U, zzzzzzzzzzzz: 1 } }\n"),
+            ("logging", "logging: { zzzzzzzzzzzz: 1 }\n"),
+            ("limits", "limits: { zzzzzzzzzzzz: 1 }\n"),
+            ("apps.*", "apps: [ { id: a.example.com, platforms: { ios: { appIds: [a.b] } }, zzzzzzzzzzzz: 1 } ]\n"),
+            ("apps.*.platforms", "apps: [ { id: a.example.com, platforms: { zzzzzzzzzzzz: 1 } } ]\n"),
+            (
+                "apps.*.platforms.*",
+                "apps: [ { id: a.example.com, platforms: { ios: { appIds: [a.b], zzzzzzzzzzzz: 1 } } } ]\n"
+            ),
+            (
+                "apps.*.credentials",
+                "apps: [ { id: a.example.com, platforms: { ios: { appIds: [a.b] } }, credentials: { zzzzzzzzzzzz: 1 } } ]\n"
+            ),
+            (
+                "apps.*.credentials.fcm",
+                "apps: [ { id: a.example.com, platforms: { android: { appIds: [a.b] } }, credentials: { fcm: { zzzzzzzzzzzz: 1 } } } ]\n"
+            ),
+            (
+                "apps.*.credentials.wns",
+                "apps: [ { id: a.example.com, platforms: { windows: { appIds: [A.B_8wekyb3d8bbwe] } }, credentials: { wns: { zzzzzzzzzzzz: 1 } } } ]\n"
+            ),
+            (
+                "apps.*.credentials.apns",
+                "apps: [ { id: a.example.com, platforms: { ios: { appIds: [a.b] } }, credentials: { apns: { zzzzzzzzzzzz: 1 } } } ]\n"
+            ),
+            (
+                "apps.*.delivery",
+                "apps: [ { id: a.example.com, platforms: { ios: { appIds: [a.b] } }, delivery: { zzzzzzzzzzzz: 1 } } ]\n"
+            ),
+            (
+                "apps.*.domain",
+                "apps: [ { id: a.example.com, platforms: { ios: { appIds: [a.b] } }, domain: { zzzzzzzzzzzz: 1 } } ]\n"
+            ),
+        ])
+    func schemaMatchesReader(path: String, yaml: String) throws {
+        let message = try #require(
+            load(yaml).errors.first { $0.message.contains("unknown key 'zzzzzzzzzzzz'") }?.message, "\(path)")
+        let allowed = try #require(message.components(separatedBy: "allowed keys: ").last)
+            .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let schema = try #require(EnvironmentOverrides.schema[path], "\(path) missing from the schema")
+        #expect(Set(allowed) == Set(schema), "\(path): the reader allows \(allowed), the schema lists \(schema)")
+    }
 }
