@@ -82,6 +82,8 @@ public final class FeedSignals: Sendable {
         /// The reaper task that ends waits at their deadline: its generation and when it wakes.
         var reaper: (generation: UInt64, wakesAt: ContinuousClock.Instant)?
         var reaperGeneration: UInt64 = 0
+        /// Set by ``shutDown()``: every wait returns at once.
+        var isShutDown = false
     }
 
     private let state = Mutex(State())
@@ -114,7 +116,7 @@ public final class FeedSignals: Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                 let (immediate, reaper) = state.withLock { state -> (Bool?, UInt64?) in
                     if state.feeds[key]?.woke(endpoint, after: ticket) == true { return (true, nil) }
-                    if Task.isCancelled || timeout <= .zero { return (false, nil) }
+                    if Task.isCancelled || timeout <= .zero || state.isShutDown { return (false, nil) }
                     state.feeds[key, default: Feed()].waiters[endpoint, default: [:]][id] = Waiter(
                         continuation: continuation, deadline: deadline)
                     state.feeds[key]?.touched = state.clock
@@ -177,6 +179,33 @@ public final class FeedSignals: Sendable {
         state.waiterCount -= 1
         return waiter
     }
+
+    // MARK: Shutting down
+
+    /// Ends every wait at once and makes every later wait return at once, both with `false`
+    /// (not woken): for a server shutting down gracefully, so long-polls and event streams answer
+    /// now instead of holding the shutdown for the rest of their wait. Idempotent; there is no way back.
+    public func shutDown() {
+        let waiters = state.withLock { state -> [Waiter] in
+            guard !state.isShutDown else { return [] }
+            state.isShutDown = true
+            var waiters: [Waiter] = []
+            waiters.reserveCapacity(state.waiterCount)
+            for key in state.feeds.keys {
+                guard let groups = state.feeds[key]?.waiters, !groups.isEmpty else { continue }
+                for group in groups.values { waiters.append(contentsOf: group.values) }
+                state.feeds[key]?.waiters = [:]
+            }
+            state.waiterCount = 0
+            state.deadlines = []
+            state.reaper = nil
+            return waiters
+        }
+        for waiter in waiters { waiter.continuation.resume(returning: false) }
+    }
+
+    /// Whether ``shutDown()`` was called: waits return at once, not woken.
+    public var isShutDown: Bool { state.withLock { $0.isShutDown } }
 
     // MARK: Waking
 

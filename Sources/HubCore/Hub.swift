@@ -185,7 +185,9 @@ public final class Hub: Service, Sendable {
     /// the changes after `version` at that moment (a waiting polling endpoint is not woken by its
     /// own changes, but gets them when its wait ends). A long-poll whose `version` is already the
     /// newest this instance committed for the feed waits without reading first (a change written
-    /// by another process that does not relay its wake-ups shows at the end of the wait).
+    /// by another process that does not relay its wake-ups shows at the end of the wait). A wait
+    /// that ends because the task was cancelled or the signals were shut down
+    /// (``FeedSignals/shutDown()``) returns what it read before waiting, without reading again.
     public func feed(
         app appID: String, user userID: String, after version: Int64, limit: Int = 100,
         wait: Duration? = nil, endpoint: String? = nil
@@ -201,7 +203,8 @@ public final class Hub: Service, Sendable {
         }
         if page?.changes.isEmpty ?? true, let wait, wait > .zero {
             let woken = await signals.wait(key, endpoint: endpoint, after: ticket, timeout: wait)
-            if woken || !Task.isCancelled {
+            // Cancelled (the client left) or shut down (the server stops): answer without reading.
+            if woken || (!Task.isCancelled && !signals.isShutDown) {
                 page = try await store.feed(key, after: version, limit: limit)
             }
         }

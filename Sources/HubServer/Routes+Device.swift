@@ -1,6 +1,7 @@
 import Foundation
 import HubCore
 import Hummingbird
+import ServiceLifecycle
 
 extension HubAPI {
     /// Device routes (`Authorization: Bearer <user token>` of one of the app's identity
@@ -118,12 +119,43 @@ extension HubAPI {
         if streaming {
             return serverSentEvents(request, app: app, user: user, after: version, binding: binding)
         }
-        let page = try await sync(app: app, user: user, after: version, limit: limit, wait: wait, binding: binding)
+        let page: FeedPage
+        if let wait, wait > .zero {
+            page = try await longPoll(
+                request, app: app, user: user, after: version, limit: limit, wait: wait, binding: binding)
+        } else {
+            page = try await sync(app: app, user: user, after: version, limit: limit, wait: nil, binding: binding)
+        }
         HubMetrics.sync(app: app.id, mode: (wait ?? .zero) > .zero ? .longpoll : .poll)
         return try JSON.response(
             FeedPageResource(
                 changes: page.changes.map(NotificationResource.init),
                 cursor: tokens.cursor(version: page.version, app: app.id, user: user), hasMore: page.hasMore))
+    }
+
+    /// A sync that waits: ends at once when the client goes away (its waiter is released) and when
+    /// the server shuts down gracefully. Shut down with nothing to hand out, it answers 503
+    /// `unavailable` with `Retry-After: 1` and `Connection: close`: the client retries with the same
+    /// cursor, on this instance once it is back or on another one, and misses nothing.
+    private func longPoll(
+        _ request: Request, app: CrossDeviceApp, user: String, after version: Int64, limit: Int, wait: Duration,
+        binding: EndpointBinding
+    ) async throws -> FeedPage {
+        let signals = hub.signals
+        let page: FeedPage
+        do {
+            page = try await withGracefulShutdownHandler {
+                try await request.body.consumeWithCancellationOnInboundClose { _ in
+                    try await sync(app: app, user: user, after: version, limit: limit, wait: wait, binding: binding)
+                }
+            } onGracefulShutdown: {
+                signals.shutDown()
+            }
+        } catch is CancellationError {
+            throw Problem.clientClosed
+        }
+        if page.changes.isEmpty && signals.isShutDown { throw Problem.shuttingDown }
+        return page
     }
 
     func version(fromCursor cursor: String, app: CrossDeviceApp, user: String) throws -> Int64 {

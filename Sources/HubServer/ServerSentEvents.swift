@@ -3,7 +3,6 @@ import HubCore
 import Hummingbird
 import NIOCore
 import ServiceLifecycle
-import Synchronization
 
 extension HubAPI {
     /// `GET …/me/feed` with `Accept: text/event-stream`: the feed as server-sent events.
@@ -12,7 +11,8 @@ extension HubAPI {
     /// JSON>`; a client resumes after the last event it saw by sending its ID as `Last-Event-ID`
     /// (or `cursor=`). When nothing changes for ``HubServerConfiguration/sseHeartbeat`` the stream
     /// writes a `: keepalive` comment, so proxies keep the connection open. The stream ends when
-    /// the client goes away or the server shuts down gracefully.
+    /// the client goes away, or when the server shuts down gracefully, with a last
+    /// `event: shutdown` (`retry: 1000`, `data: {"retryAfter":1}`).
     func serverSentEvents(
         _ request: Request, app: CrossDeviceApp, user: String, after version: Int64, binding: EndpointBinding
     ) -> Response {
@@ -45,21 +45,24 @@ private struct EventStream: Sendable {
     let user: String
     let binding: HubAPI.EndpointBinding
 
-    /// Writes events until cancelled (client gone) or graceful shutdown.
+    /// The last event of a stream the server ends because it shuts down gracefully: the client
+    /// reconnects after `retry` (1 s) with the last event ID it saw, here or on another instance.
+    static let shutdownEvent = "retry: 1000\nevent: shutdown\ndata: {\"retryAfter\":1}\n\n"
+
+    /// Writes events until cancelled (client gone) or graceful shutdown, which ends the stream
+    /// with ``shutdownEvent``.
     func run(from start: Int64, into writer: inout any ResponseBodyWriter) async throws {
-        let stopping = StopFlag()
-        let key = FeedKey(appId: app.id, userId: user)
-        let wakeEndpoint: String? = if case .polling(let endpoint) = binding { endpoint } else { nil }
         let signals = api.hub.signals
         try await withGracefulShutdownHandler {
             var version = start
             try await writer.write(ByteBuffer(string: "retry: 3000\n\n"))
-            while !Task.isCancelled && !stopping.isSet {
+            while !Task.isCancelled && !signals.isShutDown {
                 let page = try await api.sync(
                     app: app, user: user, after: version, limit: 100, wait: api.configuration.sseHeartbeat,
                     binding: binding)
-                if Task.isCancelled || stopping.isSet { break }
+                if Task.isCancelled { return }
                 guard !page.changes.isEmpty else {
+                    if signals.isShutDown { break }
                     try await writer.write(ByteBuffer(string: ": keepalive\n\n"))
                     continue
                 }
@@ -74,17 +77,10 @@ private struct EventStream: Sendable {
                 version = max(page.version, page.changes.last?.changeVersion ?? version)
                 try await writer.write(buffer)
             }
+            if !Task.isCancelled { try await writer.write(ByteBuffer(string: Self.shutdownEvent)) }
         } onGracefulShutdown: {
-            stopping.set()
-            // Wake the stream's wait so it notices at once rather than at the next heartbeat.
-            signals.wakeLocally(key, endpoint: wakeEndpoint)
+            // Ends this stream's wait (and every other one) at once rather than at the next heartbeat.
+            signals.shutDown()
         }
     }
-}
-
-/// Set once graceful shutdown begins.
-private final class StopFlag: Sendable {
-    private let value = Mutex(false)
-    var isSet: Bool { value.withLock { $0 } }
-    func set() { value.withLock { $0 = true } }
 }

@@ -55,14 +55,17 @@ struct ServeCommandTests {
         #expect(metrics.contains("hub_publishes_total"))
         #expect(metrics.contains("hub_outbox_pending"))
         let token = try await http.userToken("alice")
+        let cursor = try await http.cursor(user: "alice", token: token)
         let longPoll = Task {
-            try await http.request(.GET, "/v1/apps/notes.contoso.com/me/feed?cursor=&wait=60", bearer: token)
+            try await http.request(.GET, "/v1/apps/notes.contoso.com/me/feed?cursor=\(cursor)&wait=60", bearer: token)
         }
-        try await Task.sleep(for: .milliseconds(300))
+        // The long-poll is parked in the hub (not refused, not answered) before the signal.
+        #expect(await http.waitForWaiters(timeout: .seconds(20)) { $0 == 1 })
         let sent = Date()
         hub.signal(SIGTERM)
         #expect(hub.waitForExit() == 0, "\(hub.log)")
-        _ = try? await longPoll.value
+        let answer = try await longPoll.value
+        #expect(answer.status == 503, "\(answer.body)")
         #expect(Date().timeIntervalSince(sent) < 15, "the long-poll must not hold the shutdown for its full wait")
     }
 

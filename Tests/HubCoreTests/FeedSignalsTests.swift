@@ -32,6 +32,24 @@ struct FeedSignalsTests {
         #expect(await woken)
     }
 
+    @Test("shutDown ends every wait at once, not woken, and every later wait returns at once")
+    func shutDownEndsWaits() async {
+        let signals = FeedSignals()
+        let key = key
+        async let feedWait = signals.wait(key, endpoint: nil, after: signals.ticket(), timeout: .seconds(300))
+        async let endpointWait = signals.wait(
+            FeedKey(appId: "a.contoso.com", userId: "bob"), endpoint: "tablet", after: signals.ticket(),
+            timeout: .seconds(300))
+        #expect(await eventuallyTrue { signals.waiterCount == 2 })
+        signals.shutDown()
+        #expect(signals.isShutDown)
+        #expect(await !feedWait)
+        #expect(await !endpointWait)
+        #expect(signals.waiterCount == 0)
+        #expect(await !signals.wait(key, endpoint: nil, after: signals.ticket(), timeout: .seconds(300)))
+        #expect(signals.waiterCount == 0)
+    }
+
     @Test("an endpoint's waiter wakes for its endpoint only, not for other endpoints or other users")
     func endpointScoped() async {
         let signals = FeedSignals()
