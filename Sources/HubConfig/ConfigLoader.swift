@@ -98,7 +98,10 @@ public struct ConfigLoader: Sendable {
 extension ConfigReader {
     mutating func readServer(_ node: Node) -> ServerSettings {
         var server = ServerSettings()
-        let allowed = ["listen", "adminToken", "cursorSecret", "maxBodyBytes", "instanceId", "metricsListen"]
+        let allowed = [
+            "listen", "adminToken", "cursorSecret", "maxBodyBytes", "instanceId", "metricsListen", "connections",
+            "trustedProxies",
+        ]
         guard let entries = mapping(node, at: "server", allowed: allowed) else { return server }
         if let listen = address(entries["listen"], at: "server.listen") {
             (server.host, server.port) = (listen.host, listen.port)
@@ -110,6 +113,8 @@ extension ConfigReader {
         if let bytes = integer(entries["maxBodyBytes"], at: "server.maxBodyBytes", in: 1024...(16 << 20)) {
             server.maxBodyBytes = bytes
         }
+        if let node = entries["connections"] { server.connections = readConnections(node) }
+        if let node = entries["trustedProxies"] { server.trustedProxies = readTrustedProxies(node) }
         return server
     }
 

@@ -24,7 +24,11 @@ struct EnvironmentOverrides {
     /// The keys of each mapping, by path (`*` for an app); lists other than `apps` are set whole.
     static let schema: [String: [String]] = [
         "": sections,
-        "server": ["listen", "adminToken", "cursorSecret", "maxBodyBytes", "instanceId", "metricsListen"],
+        "server": [
+            "listen", "adminToken", "cursorSecret", "maxBodyBytes", "instanceId", "metricsListen", "connections",
+            "trustedProxies",
+        ],
+        "server.connections": ConfigReader.connectionKeys,
         "store": ["sqlite", "postgres"], "store.sqlite": ["path"], "store.postgres": ["url", "poolSize"],
         "logging": ["format", "level"],
         "limits": ["defaultLifetime", "maxLifetime", "maxPayloadBytes", "retention"],

@@ -33,6 +33,10 @@ public struct ServerSettings: Sendable {
     public var instanceID: String?
     /// A listener of its own for `/metrics`; `nil` serves it on the API's port.
     public var metricsListen: ListenAddress?
+    /// `connections`: timeouts and caps of the HTTP connections.
+    public var connections = ConnectionSettings()
+    /// `trustedProxies`: reverse proxies' IP addresses (exempt from the per-client connection cap).
+    public var trustedProxies: [String] = []
     public init() {}
 }
 

@@ -63,6 +63,8 @@ public func buildRouter(
 ///                        logger: logger).run()
 /// ```
 ///
+/// Connections are held to ``HubServerConfiguration/connections`` (``ConnectionLimits``).
+///
 /// - Parameter onListening: called with the bound port once the server accepts connections
 ///   (useful with port 0).
 public func buildApplication(
@@ -72,7 +74,8 @@ public func buildApplication(
 ) -> some ApplicationProtocol {
     Application(
         router: buildRouter(hub: hub, configuration: configuration, identity: identity, metrics: metrics),
-        server: .hubHTTP1,
+        server: .hubHTTP1(
+            connections: configuration.connections, trustedProxies: configuration.trustedProxies, logger: logger),
         configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port)),
         onServerRunning: { channel in await onListening(channel.localAddress?.port ?? configuration.port) },
         logger: logger)
@@ -80,10 +83,20 @@ public func buildApplication(
 
 extension HTTPServerBuilder {
     /// HTTP/1.1 with the hub's answers to request heads over its limits (414 and 431 as
-    /// problem+json instead of a bare 400; see `RequestHeadLimits`). Pass it to an `Application`
+    /// problem+json instead of a bare 400; see `RequestHeadLimits`) and the default
+    /// ``ConnectionLimits``. Pass it to an `Application`
     /// built around ``buildRouter(hub:configuration:identity:metrics:)``.
     public static var hubHTTP1: HTTPServerBuilder {
-        .http1(configuration: .init(additionalChannelHandlers: [RequestHeadGuard()]))
+        hubHTTP1(connections: ConnectionLimits())
+    }
+
+    /// ``hubHTTP1`` with the timeouts and caps of `connections` (see ``ConnectionLimits``);
+    /// `trustedProxies` are exempt from its cap per client.
+    public static func hubHTTP1(
+        connections: ConnectionLimits, trustedProxies: [String] = [], logger: Logger = Logger(label: "hub")
+    ) -> HTTPServerBuilder {
+        let registry = ConnectionRegistry(limits: connections, trustedProxies: trustedProxies, logger: logger)
+        return HTTPServerBuilder { responder in GuardedHTTP1Channel(responder: responder, registry: registry) }
     }
 }
 

@@ -27,6 +27,11 @@ public struct HubServerConfiguration: Sendable {
     public var maxWait: Duration
     /// How long a Graph subscription ID from `POST /v1/apps/{app}/me/subscription` stays valid.
     public var subscriptionLifetime: Duration
+    /// Timeouts and caps of connections (hub.yaml `server.connections`).
+    public var connections = ConnectionLimits()
+    /// The addresses of reverse proxies in front of the hub (exact IP addresses, hub.yaml
+    /// `server.trustedProxies`): they are exempt from ``ConnectionLimits/maxConnectionsPerClient``.
+    public var trustedProxies: [String] = []
 
     public init(
         host: String = "127.0.0.1",

@@ -77,9 +77,11 @@ struct ServeCommand: AsyncParsableCommand {
             configuration: hubConfiguration, store: store, transports: transports, signals: signals, logger: logger)
         let identity = IdentityVerifier(apps: file.apps)
         try await identity.loadKeys()
-        let server = HubServerConfiguration(
+        var server = HubServerConfiguration(
             host: file.server.host, port: file.server.port, adminToken: file.server.adminToken,
             maxBodyBytes: file.server.maxBodyBytes, cursorKey: cursorKey)
+        server.connections = ConnectionLimits(file.server.connections)
+        server.trustedProxies = file.server.trustedProxies
         let host = file.server.host
         let application = buildApplication(
             hub: hub, configuration: server, identity: identity,
@@ -139,5 +141,15 @@ enum KeyFile {
         guard FileManager.default.createFile(atPath: path, contents: Data(key), attributes: [.posixPermissions: 0o600])
         else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path]) }
         return key
+    }
+}
+
+extension ConnectionLimits {
+    /// hub.yaml's `server.connections`.
+    init(_ settings: ConnectionSettings) {
+        self.init(
+            headerTimeout: settings.headerTimeout, bodyTimeout: settings.bodyTimeout,
+            idleTimeout: settings.idleTimeout, maxConnections: settings.max,
+            maxConnectionsPerClient: settings.maxPerClient)
     }
 }

@@ -85,13 +85,14 @@ struct HubDidNotStart: Error, CustomStringConvertible {
 /// - Parameters:
 ///   - extra: top-level hub.yaml lines.
 ///   - appExtra: lines of the app's mapping, indented by four spaces (credentials, for example).
-func writeServeConfig(in directory: URL, extra: String = "", appExtra: String = "") throws {
+///   - server: more entries of the `server` flow mapping, such as `connections: { max: 3 }`.
+func writeServeConfig(in directory: URL, extra: String = "", appExtra: String = "", server: String = "") throws {
     try "test-admin-token-0123456789".write(
         to: directory.appendingPathComponent("admin.token"), atomically: true, encoding: .utf8)
     try "test-user-token-secret-0123456789".write(
         to: directory.appendingPathComponent("user.secret"), atomically: true, encoding: .utf8)
     let yaml = """
-        server: { listen: "127.0.0.1:0", adminToken: file:admin.token, instanceId: test-hub }
+        server: { listen: "127.0.0.1:0", adminToken: file:admin.token, instanceId: test-hub\(server.isEmpty ? "" : ", " + server) }
         store: { sqlite: { path: data/hub.sqlite } }
         \(extra)
         apps:

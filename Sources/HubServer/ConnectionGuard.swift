@@ -1,0 +1,212 @@
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTPTypes
+
+/// The hub's HTTP/1.1 child channel: Hummingbird's ``HTTP1Channel`` behind a ``ConnectionGuard``
+/// that counts the connection in (or refuses it) and enforces the ``ConnectionLimits`` timeouts.
+struct GuardedHTTP1Channel: ServerChildChannel {
+    typealias Value = HTTP1Channel.Value
+
+    let inner: HTTP1Channel
+    let registry: ConnectionRegistry
+
+    init(responder: @escaping HTTPChannelHandler.Responder, registry: ConnectionRegistry) {
+        // Hummingbird's own idle timeout stays off: it restarts with every body part, so a
+        // trickled body would never be cut, and it does not tell a slow head from an idle connection.
+        self.inner = HTTP1Channel(
+            responder: responder,
+            configuration: .init(additionalChannelHandlers: [RequestHeadGuard(), RequestPhaseHandler()]))
+        self.registry = registry
+    }
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        do {
+            try channel.pipeline.syncOperations.addHandler(ConnectionGuard(registry: registry))
+        } catch {
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        return inner.setup(channel: channel, logger: logger)
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        await inner.handle(value: value, logger: logger)
+    }
+}
+
+/// First in a connection's pipeline (bytes): counts the connection in and out of the
+/// ``ConnectionRegistry``, refuses it with a bare 503 when over a cap, and closes it when the
+/// deadline of its current phase passes. ``RequestPhaseHandler``, after the HTTP decoder, moves it
+/// between phases as requests and responses go by.
+///
+/// One timer per connection, rescheduled only when a deadline comes earlier than the one it waits for.
+final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let registry: ConnectionRegistry
+    private var limits: ConnectionLimits { registry.limits }
+    private var client: String?
+    private var counted = false
+
+    /// Requests whose head was read and whose response has not ended.
+    private var inFlight = 0
+    /// Whether a request's head was read and its end not yet.
+    private var readingBody = false
+    /// The deadline of the current phase and what passing it means; `nil`: a response is in progress.
+    private var deadline: (at: NIODeadline, cut: ConnectionCut)?
+    private var timer: Scheduled<Void>?
+    private var timerAt: NIODeadline?
+    private var context: ChannelHandlerContext?
+
+    init(registry: ConnectionRegistry) {
+        self.registry = registry
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { start(context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        start(context: context)
+        context.fireChannelActive()
+    }
+
+    private func start(context: ChannelHandlerContext) {
+        guard !counted else { return }
+        counted = true
+        client = context.channel.remoteAddress?.ipAddress
+        if let refusal = registry.open(client: client) {
+            counted = false
+            let detail =
+                refusal == .maxConnections
+                ? "The server has too many open connections" : "Too many connections from your address"
+            let body =
+                #"{"type":"https://notificationhub.dev/problems/unavailable","title":"Service unavailable","status":503,"detail":"\#(detail); retry later."}"#
+            let response =
+                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: response)), promise: nil)
+            context.close(promise: nil)
+            return
+        }
+        arm(.now() + .init(limits.headerTimeout), .headerTimeout)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if counted {
+            counted = false
+            registry.close(client: client)
+        }
+        timer?.cancel()
+        timer = nil
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+        self.context = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // The first bytes of a request on an idle keep-alive connection start its head's clock.
+        if inFlight == 0 && !readingBody, let deadline, deadline.cut == .idleTimeout {
+            arm(.now() + .init(limits.headerTimeout), .headerTimeout)
+        }
+        context.fireChannelRead(data)
+    }
+
+    // MARK: Phases (called by RequestPhaseHandler)
+
+    func requestHeadRead() {
+        inFlight += 1
+        readingBody = true
+        arm(.now() + .init(limits.bodyTimeout), .bodyTimeout)
+    }
+
+    func requestEndRead() {
+        readingBody = false
+        if inFlight > 0 {
+            deadline = nil
+        } else {
+            // Answered before its body ended (413, say): the connection is idle from now.
+            arm(.now() + .init(limits.idleTimeout), .idleTimeout)
+        }
+    }
+
+    func responseEndWritten() {
+        inFlight = max(0, inFlight - 1)
+        if inFlight == 0 && !readingBody { arm(.now() + .init(limits.idleTimeout), .idleTimeout) }
+    }
+
+    // MARK: Timer
+
+    private func arm(_ at: NIODeadline, _ cut: ConnectionCut) {
+        deadline = (at, cut)
+        if let timerAt, timerAt <= at, timer != nil { return }
+        schedule(at)
+    }
+
+    private func schedule(_ at: NIODeadline) {
+        guard let context else { return }
+        timer?.cancel()
+        timerAt = at
+        timer = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(deadline: at) { [self] in
+            fire()
+        }
+    }
+
+    private func fire() {
+        timer = nil
+        timerAt = nil
+        guard let context, let deadline else { return }
+        if deadline.at <= .now() {
+            self.deadline = nil
+            deadline.cut.count()
+            context.close(promise: nil)
+        } else {
+            schedule(deadline.at)
+        }
+    }
+}
+
+/// After the HTTP decoder: tells the connection's ``ConnectionGuard`` when a request head and end
+/// are read and when a response ends.
+final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private var connection: ConnectionGuard?
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        connection = try? context.pipeline.syncOperations.handler(type: ConnectionGuard.self)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        connection = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head: connection?.requestHeadRead()
+        case .end: connection?.requestEndRead()
+        case .body: break
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { connection?.responseEndWritten() }
+        context.write(data, promise: promise)
+    }
+}
+
+@available(*, unavailable)
+extension ConnectionGuard: Sendable {}
+
+@available(*, unavailable)
+extension RequestPhaseHandler: Sendable {}
