@@ -62,7 +62,7 @@ public struct ConfigLoader: Sendable {
             (root, reader.overrides) = EnvironmentOverrides.apply(
                 to: root, environment: environment, firstLine: firstLine, reader: &reader)
         }
-        let topKeys = ["server", "store", "logging", "limits", "apps"]
+        let topKeys = ["server", "store", "logging", "limits", "rateLimits", "apps"]
         guard let top = reader.mapping(root, at: "hub.yaml", allowed: topKeys) else {
             return Result(file: nil, diagnostics: reader.diagnostics)
         }
@@ -74,6 +74,8 @@ public struct ConfigLoader: Sendable {
         if let node = top["logging"] { file.logging = reader.readLogging(node) }
         if let node = top["limits"] { file.limits = reader.readLimits(node) }
         if let node = top["apps"] { file.apps = reader.readApps(node) }
+        if let node = top["rateLimits"] { file.rateLimits = reader.readRateLimits(node, at: "rateLimits") }
+        if let node = top["apps"] { file.appRateLimits = reader.readAppRateLimits(node) }
         let hasErrors = reader.diagnostics.contains { $0.severity == .error }
         return Result(file: hasErrors ? nil : file, diagnostics: reader.diagnostics)
     }

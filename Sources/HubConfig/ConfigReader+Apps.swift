@@ -3,7 +3,9 @@ import HubCore
 import Yams
 
 extension ConfigReader {
-    static let appKeys = ["id", "name", "platforms", "identity", "credentials", "domain", "publishers", "delivery"]
+    static let appKeys = [
+        "id", "name", "platforms", "identity", "credentials", "domain", "publishers", "delivery", "rateLimits",
+    ]
 
     mutating func readApps(_ node: Node) -> [CrossDeviceApp] {
         guard let items = sequence(node, at: "apps") else { return [] }

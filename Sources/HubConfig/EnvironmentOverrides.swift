@@ -16,10 +16,10 @@ import Yams
 ///   `file:path`, or the secret itself, which is then reported as coming from the variable.
 ///
 /// Only variables whose first part names a section (`HUB_SERVER…`, `HUB_STORE…`, `HUB_LOGGING…`,
-/// `HUB_LIMITS…`, `HUB_APPS…`) are overrides; `HUB_APNS_SERVER` and the other provider variables
+/// `HUB_LIMITS…`, `HUB_RATE_LIMITS…`, `HUB_APPS…`) are overrides; `HUB_APNS_SERVER` and the other provider variables
 /// keep their meaning. A variable of a section that names no key is an error, with a suggestion.
 struct EnvironmentOverrides {
-    static let sections = ["server", "store", "logging", "limits", "apps"]
+    static let sections = ["server", "store", "logging", "limits", "rateLimits", "apps"]
 
     /// The keys of each mapping, by path (`*` for an app); lists other than `apps` are set whole.
     static let schema: [String: [String]] = [
@@ -41,6 +41,8 @@ struct EnvironmentOverrides {
         "apps.*.credentials.wns": ["packageSid", "clientSecret", "tenantId", "clientId"],
         "apps.*.domain": ["verification", "verifiedAt"],
         "apps.*.delivery": ["mode"],
+        "rateLimits": ConfigReader.rateLimitKeys,
+        "apps.*.rateLimits": ConfigReader.rateLimitKeys,
     ]
 
     /// One variable applied: its name, and the lines its value's nodes carry (past hub.yaml's last line).

@@ -9,6 +9,10 @@ public struct HubFile: Sendable {
     public var logging: LoggingSettings
     public var limits: LimitSettings
     public var apps: [CrossDeviceApp]
+    /// `rateLimits`: inbound rate limits of every app.
+    public var rateLimits = RateLimitSettings()
+    /// `apps[].rateLimits`: the apps' own, by app ID (what they do not give comes from `rateLimits`).
+    public var appRateLimits: [String: RateLimitSettings] = [:]
 
     /// The values `Hub` runs on.
     public func hubConfiguration() -> HubConfiguration {

@@ -2,14 +2,18 @@ public import HubCore
 public import Hummingbird
 public import HummingbirdCore
 public import Logging
+public import NIOCore
 public import Prometheus
 
 /// The request context of the hub's routes.
-public struct HubRequestContext: RequestContext {
+public struct HubRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
+    /// The peer of the connection (for the `clientIP` rate limit).
+    public let remoteAddress: SocketAddress?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = CoreRequestContextStorage(source: source)
+        self.remoteAddress = source.channel.remoteAddress
     }
 }
 
@@ -43,6 +47,7 @@ public func buildRouter(
     router.add(middleware: RequestHeadLimitMiddleware())
     router.add(middleware: RequestMetricsMiddleware())
     router.add(middleware: ProblemMiddleware())
+    router.add(middleware: RateLimitMiddleware(api: api))
     api.addOperationRoutes(to: router, metrics: metrics)
     api.addPublisherRoutes(to: router)
     api.addDeviceRoutes(to: router)

@@ -30,8 +30,13 @@ public struct HubServerConfiguration: Sendable {
     /// Timeouts and caps of connections (hub.yaml `server.connections`).
     public var connections = ConnectionLimits()
     /// The addresses of reverse proxies in front of the hub (exact IP addresses, hub.yaml
-    /// `server.trustedProxies`): they are exempt from ``ConnectionLimits/maxConnectionsPerClient``.
+    /// `server.trustedProxies`): they are exempt from ``ConnectionLimits/maxConnectionsPerClient``,
+    /// and their `X-Forwarded-For` names the client for the `clientIP` rate limit.
     public var trustedProxies: [String] = []
+    /// Inbound rate limits of every app (hub.yaml `rateLimits`) …
+    public var rateLimits = RateLimits()
+    /// … and of the apps that override them (`apps[].rateLimits`), by app ID.
+    public var appRateLimits: [String: RateLimits] = [:]
 
     public init(
         host: String = "127.0.0.1",

@@ -37,6 +37,7 @@ struct Problem: Error, Sendable {
         static let unsupportedMediaType = Kind(
             slug: "unsupported-media-type", title: "Unsupported media type", status: .unsupportedMediaType)
         static let unavailable = Kind(slug: "unavailable", title: "Service unavailable", status: .serviceUnavailable)
+        static let rateLimited = Kind(slug: "rate-limited", title: "Too many requests", status: .tooManyRequests)
         /// nginx's 499: the client closed the connection before the answer (never seen by it; for metrics).
         static let clientClosed = Kind(
             slug: "client-closed-request", title: "Client closed request", status: .init(code: 499))

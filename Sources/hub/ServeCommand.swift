@@ -82,6 +82,8 @@ struct ServeCommand: AsyncParsableCommand {
             maxBodyBytes: file.server.maxBodyBytes, cursorKey: cursorKey)
         server.connections = ConnectionLimits(file.server.connections)
         server.trustedProxies = file.server.trustedProxies
+        server.rateLimits = RateLimits(file.rateLimits)
+        server.appRateLimits = file.appRateLimits.mapValues { RateLimits($0.over(file.rateLimits)) }
         let host = file.server.host
         let application = buildApplication(
             hub: hub, configuration: server, identity: identity,
@@ -151,5 +153,23 @@ extension ConnectionLimits {
             headerTimeout: settings.headerTimeout, bodyTimeout: settings.bodyTimeout,
             idleTimeout: settings.idleTimeout, maxConnections: settings.max,
             maxConnectionsPerClient: settings.maxPerClient)
+    }
+}
+
+extension RateLimits {
+    /// hub.yaml's `rateLimits` (or an app's, merged over them); what is not given keeps its default.
+    init(_ settings: RateLimitSettings) {
+        self.init()
+        func apply(_ setting: RateSetting, to field: WritableKeyPath<RateLimits, RateLimit?>) {
+            switch setting {
+            case .inherit: break
+            case .off: self[keyPath: field] = nil
+            case .limit(let count, let period): self[keyPath: field] = RateLimit(count, per: period)
+            }
+        }
+        apply(settings.publisherKey, to: \.publisherKey)
+        apply(settings.userPublishes, to: \.userPublishes)
+        apply(settings.deviceToken, to: \.deviceToken)
+        apply(settings.clientIP, to: \.clientIP)
     }
 }

@@ -12,8 +12,10 @@ struct ShutdownTests {
         .timeLimit(.minutes(3)))
     func thousandWaiters() async throws {
         let workspace = try makeWorkspace()
-        // All 1,000 come from 127.0.0.1: above the default cap per client.
-        try writeServeConfig(in: workspace, server: "connections: { maxPerClient: 2000 }")
+        // All 1,000 come from 127.0.0.1 with one user token: above the default caps per client
+        // and per token.
+        try writeServeConfig(
+            in: workspace, extra: "rateLimits: { deviceToken: off }", server: "connections: { maxPerClient: 2000 }")
         let hub = try RunningHub(directory: workspace)
         let http = HubHTTP(base: hub.baseURL)
         #expect(try await http.publish(user: "alice", id: "n1") == 201)

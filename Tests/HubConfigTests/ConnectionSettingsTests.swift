@@ -50,3 +50,50 @@ struct ConnectionSettingsTests {
         }
     }
 }
+
+@Suite("hub.yaml rateLimits")
+struct RateLimitSettingsTests {
+    @Test("top-level limits apply to every app; an app's own override single keys")
+    func values() throws {
+        let file = try load(
+            """
+            rateLimits: { publisherKey: 100/s, clientIP: off }
+            apps:
+              - id: a.example.com
+                platforms: { ios: { appIds: [com.example.a] } }
+                rateLimits: { userPublishes: 5/m, publisherKey: 2000/h }
+            """
+        ).get()
+        #expect(file.rateLimits.publisherKey == .limit(count: 100, period: .seconds(1)))
+        #expect(file.rateLimits.clientIP == .off)
+        #expect(file.rateLimits.deviceToken == .inherit)
+        let app = try #require(file.appRateLimits["a.example.com"]).over(file.rateLimits)
+        #expect(app.publisherKey == .limit(count: 2000, period: .seconds(3600)))
+        #expect(app.userPublishes == .limit(count: 5, period: .seconds(60)))
+        #expect(app.clientIP == .off)
+        #expect(app.deviceToken == .inherit)
+    }
+
+    @Test("a wrong rate or key is reported at its line:column")
+    func mistakes() {
+        let result = load(
+            """
+            rateLimits: { publisherKey: fast, deviceTokens: 5/m }
+            apps:
+              - id: a.example.com
+                platforms: { ios: { appIds: [com.example.a] } }
+                rateLimits: { userPublishes: 0/m }
+            """)
+        let expected: [(Int, Int, String)] = [
+            (1, 29, "'rateLimits.publisherKey' must be a rate such as 100/s, 600/m or 5000/h"),
+            (1, 35, "did you mean 'deviceToken'"),
+            (5, 34, "'apps[0].rateLimits.userPublishes' must be a rate"),
+        ]
+        #expect(result.errors.count == expected.count, "\(errorLines(result))")
+        for (line, column, text) in expected {
+            #expect(
+                result.errors.contains { $0.line == line && $0.column == column && $0.message.contains(text) },
+                "expected \(line):\(column) \(text) in \(errorLines(result))")
+        }
+    }
+}

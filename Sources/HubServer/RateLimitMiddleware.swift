@@ -1,0 +1,126 @@
+import HTTPTypes
+import HubCore
+import Hummingbird
+import Metrics
+import NIOCore
+
+/// Applies the ``RateLimits`` of the app in the path before the route runs (STYLE §10: a
+/// cross-cutting limit as middleware). Publisher keys and the admin token are recognised here
+/// (constant-time comparisons, as in `Authentication.swift`); user tokens are not verified twice:
+/// their bucket is keyed by a hash of the token, and a token is known good once a request with it
+/// passed the route's verification. Requests without known-good credentials from an address whose
+/// `clientIP` bucket is empty get 429 before any verification; each one that fails (401) takes a token.
+struct RateLimitMiddleware: RouterMiddleware {
+    typealias Context = HubRequestContext
+
+    let api: HubAPI
+    let limiter: RateLimiter
+
+    init(api: HubAPI) {
+        self.api = api
+        self.limiter = RateLimiter()
+    }
+
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        guard let route = context.endpointPath, route.hasPrefix("/v1/") || route.hasPrefix("/beta/") else {
+            return try await next(request, context)
+        }
+        let configuration = api.configuration
+        let app = context.parameters.get("app").flatMap { try? api.hub.app($0.removingPercentEncoding ?? $0) }
+        let appID = app?.id ?? ""
+        let limits = configuration.appRateLimits[appID] ?? configuration.rateLimits
+        let token = Self.bearer(request)
+        var charges: [(RateLimitKind, String, RateLimit?)] = []
+        var deviceKey: RateLimiter.Key?
+        var known = false
+
+        if route.hasPrefix("/v1/apps/{app}/me/") {
+            if let token {
+                var hasher = Hasher()
+                hasher.combine(token)
+                let subject = String(hasher.finalize(), radix: 36)
+                deviceKey = RateLimiter.Key(kind: .deviceToken, app: appID, subject: subject)
+                known = limiter.isVerified(deviceKey!)
+                charges.append((.deviceToken, subject, limits.deviceToken))
+            }
+        } else if let token {
+            if let app, let publisher = app.publishers.first(where: { $0.key.constantTimeEquals(token) }) {
+                known = true
+                charges.append((.publisherKey, publisher.name, limits.publisherKey))
+                if request.method == .post, let user = context.parameters.get("userId") {
+                    charges.append((.userPublishes, user.removingPercentEncoding ?? user, limits.userPublishes))
+                }
+            } else if let admin = configuration.adminToken, !admin.isEmpty, admin.constantTimeEquals(token) {
+                known = true
+            }
+        }
+
+        let client = clientAddress(request, context: context)
+        let clientKey = client.map { RateLimiter.Key(kind: .clientIP, app: appID, subject: $0) }
+        if !known, let clientKey, let limit = limits.clientIP, let wait = limiter.hasToken(clientKey, limit: limit) {
+            throw Self.limited(.clientIP, app: appID, retryAfter: wait)
+        }
+        for (kind, subject, limit) in charges {
+            guard let limit else { continue }
+            if let wait = limiter.take(RateLimiter.Key(kind: kind, app: appID, subject: subject), limit: limit) {
+                throw Self.limited(kind, app: appID, retryAfter: wait)
+            }
+        }
+        do {
+            let response = try await next(request, context)
+            if let deviceKey, !known { limiter.markVerified(deviceKey) }
+            return response
+        } catch {
+            if Self.isUnauthorized(error) {
+                if let clientKey, let limit = limits.clientIP { _ = limiter.take(clientKey, limit: limit) }
+            } else if let deviceKey, !known {
+                limiter.markVerified(deviceKey)
+            }
+            throw error
+        }
+    }
+
+    /// The client's address: the peer, or, when the peer is a trusted proxy, the last address in
+    /// `X-Forwarded-For` that is not one. `nil` without a socket (in-process tests).
+    private func clientAddress(_ request: Request, context: Context) -> String? {
+        guard let peer = context.remoteAddress?.ipAddress else { return nil }
+        let proxies = api.configuration.trustedProxies
+        guard proxies.contains(peer) else { return peer }
+        let hops = request.headers[values: .xForwardedFor].flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        return hops.last { !proxies.contains($0) && !$0.isEmpty } ?? peer
+    }
+
+    private static func bearer(_ request: Request) -> String? {
+        guard let header = request.headers[.authorization] else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        return parts[1].trimmingCharacters(in: .whitespaces)
+    }
+
+    private static func isUnauthorized(_ error: any Error) -> Bool {
+        if let problem = error as? Problem { return problem.kind.status == .unauthorized }
+        return (error as? any HTTPResponseError)?.status == .unauthorized
+    }
+
+    private static func limited(_ kind: RateLimitKind, app: String, retryAfter: Duration) -> Problem {
+        Counter(label: "hub_rate_limited_total", dimensions: [("limit", kind.rawValue), ("app", app)]).increment()
+        let seconds = max(1, Int(retryAfter.seconds.rounded(.up)))
+        let what =
+            switch kind {
+            case .publisherKey: "this publisher key"
+            case .userPublishes: "publishes to this user"
+            case .deviceToken: "this user token"
+            case .clientIP: "requests without valid credentials from your address"
+            }
+        return Problem(
+            .rateLimited, "Too many requests for \(what); retry after \(seconds) s (Retry-After).",
+            headers: [.retryAfter: "\(seconds)"])
+    }
+}
+
+extension HTTPField.Name {
+    static let xForwardedFor = HTTPField.Name("X-Forwarded-For")!
+}
