@@ -84,6 +84,8 @@ public final class FeedSignals: Sendable {
         var reaperGeneration: UInt64 = 0
         /// Set by ``shutDown()``: every wait returns at once.
         var isShutDown = false
+        /// Counts ``forgetVersions()`` calls (wake-ups may have been missed each time).
+        var epoch: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -305,8 +307,13 @@ public final class FeedSignals: Sendable {
     public func forgetVersions() {
         state.withLock { state in
             for key in state.feeds.keys { state.feeds[key]?.latest = nil }
+            state.epoch += 1
         }
     }
+
+    /// Changes whenever ``forgetVersions()`` is called: a waiter that saw no wake-up but finds
+    /// a new epoch may have missed one (its relay was down), so it reads the store once.
+    public var epoch: UInt64 { state.withLock { $0.epoch } }
 
     /// Whether `version` is at or past the newest change this instance knows the feed has, so a
     /// read from `version` would find nothing that a wake-up would not announce. `false` when it

@@ -51,36 +51,59 @@ private struct EventStream: Sendable {
 
     /// Writes events until cancelled (client gone) or graceful shutdown, which ends the stream
     /// with ``shutdownEvent``.
+    ///
+    /// The store is read at the start and after each wake-up of the feed, never for a heartbeat:
+    /// a wait that times out writes `: keepalive` and waits again with the ticket taken before
+    /// the last read, so a wake-up in between is not lost. (A polling endpoint is not woken by its
+    /// own state changes; its stream shows them with the next change.) When the signals forgot
+    /// wake-ups (a relay to other instances was down: ``FeedSignals/epoch`` moved), it reads once.
     func run(from start: Int64, into writer: inout any ResponseBodyWriter) async throws {
         let signals = api.hub.signals
+        let key = FeedKey(appId: app.id, userId: user)
+        let wakeEndpoint: String? = if case .polling(let endpoint) = binding { endpoint } else { nil }
+        let heartbeat = api.configuration.sseHeartbeat
         try await withGracefulShutdownHandler {
             var version = start
             try await writer.write(ByteBuffer(string: "retry: 3000\n\n"))
+            var ticket = signals.ticket()
+            var epoch = signals.epoch
+            var read = true
             while !Task.isCancelled && !signals.isShutDown {
-                let page = try await api.sync(
-                    app: app, user: user, after: version, limit: 100, wait: api.configuration.sseHeartbeat,
-                    binding: binding)
+                if read {
+                    ticket = signals.ticket()
+                    epoch = signals.epoch
+                    let page = try await api.sync(
+                        app: app, user: user, after: version, limit: 100, wait: nil, binding: binding)
+                    if Task.isCancelled { return }
+                    if !page.changes.isEmpty {
+                        try await writer.write(events(page.changes))
+                        version = max(page.version, page.changes.last?.changeVersion ?? version)
+                        if page.hasMore { continue }
+                    }
+                }
+                let woken = await signals.wait(key, endpoint: wakeEndpoint, after: ticket, timeout: heartbeat)
                 if Task.isCancelled { return }
-                guard !page.changes.isEmpty else {
-                    if signals.isShutDown { break }
-                    try await writer.write(ByteBuffer(string: ": keepalive\n\n"))
-                    continue
-                }
-                var buffer = ByteBuffer()
-                for change in page.changes {
-                    let data = try JSON.data(NotificationResource(change))
-                    let cursor = api.tokens.cursor(version: change.changeVersion, app: app.id, user: user)
-                    buffer.writeString("id: \(cursor)\nevent: notification\ndata: ")
-                    buffer.writeBytes(data)
-                    buffer.writeString("\n\n")
-                }
-                version = max(page.version, page.changes.last?.changeVersion ?? version)
-                try await writer.write(buffer)
+                if signals.isShutDown { break }
+                read = woken || signals.epoch != epoch
+                if !read { try await writer.write(ByteBuffer(string: ": keepalive\n\n")) }
             }
             if !Task.isCancelled { try await writer.write(ByteBuffer(string: Self.shutdownEvent)) }
         } onGracefulShutdown: {
             // Ends this stream's wait (and every other one) at once rather than at the next heartbeat.
             signals.shutDown()
         }
+    }
+
+    /// One `notification` event per change, with the cursor after it as the event ID.
+    private func events(_ changes: [UserNotification]) throws -> ByteBuffer {
+        var buffer = ByteBuffer()
+        for change in changes {
+            let data = try JSON.data(NotificationResource(change))
+            let cursor = api.tokens.cursor(version: change.changeVersion, app: app.id, user: user)
+            buffer.writeString("id: \(cursor)\nevent: notification\ndata: ")
+            buffer.writeBytes(data)
+            buffer.writeString("\n\n")
+        }
+        return buffer
     }
 }

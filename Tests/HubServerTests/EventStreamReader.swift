@@ -16,11 +16,12 @@ final class EventStreamReader {
     private var pending = ""
     private(set) var sawKeepalive = false
 
-    init(port: Int, path: String, bearer: String, lastEventID: String? = nil) async throws {
+    init(port: Int, path: String, bearer: String, lastEventID: String? = nil, endpoint: String? = nil) async throws {
         var request = HTTPClientRequest(url: "http://localhost:\(port)\(path)")
         request.headers.add(name: "Accept", value: "text/event-stream")
         request.headers.add(name: "Authorization", value: "Bearer \(bearer)")
         if let lastEventID { request.headers.add(name: "Last-Event-ID", value: lastEventID) }
+        if let endpoint { request.headers.add(name: "X-Hub-Endpoint", value: endpoint) }
         do {
             let response = try await client.execute(request, timeout: .seconds(10))
             guard response.status == .ok,
@@ -67,6 +68,16 @@ final class EventStreamReader {
         while !sawKeepalive {
             guard let block = try await nextBlock() else { return false }
             if block.split(separator: "\n").contains(where: { $0.hasPrefix(": keepalive") }) { sawKeepalive = true }
+        }
+        return true
+    }
+
+    /// Reads until `count` more keepalive comments arrived; `false` if the stream ended first.
+    func readKeepalives(_ count: Int) async throws -> Bool {
+        var seen = 0
+        while seen < count {
+            guard let block = try await nextBlock() else { return false }
+            if block.split(separator: "\n").contains(where: { $0.hasPrefix(": keepalive") }) { seen += 1 }
         }
         return true
     }

@@ -159,6 +159,33 @@ struct FeedTests {
         }
     }
 
+    @Test("heartbeats read nothing from the store; a change is read once and sent", .timeLimit(.minutes(1)))
+    func heartbeatsReadNothing() async throws {
+        let plug = StorePlug()
+        let harness = try await Harness(plug: plug)
+        let alice = try await harness.token(user: "alice")
+        try await harness.run(.live) { client in
+            _ = try await client.publish(notification("n1"), user: "alice")
+            // A push endpoint: a sync of the feed by hand is recorded (a store write) when it reads.
+            let registered = try await client.send(
+                .put, "/v1/apps/\(Harness.notes)/me/endpoints/phone", bearer: alice,
+                json: #"{"platform":"android","appId":"com.contoso.notes","transport":"recording","token":"t1"}"#)
+            #expect(registered.status == .created, "\(registered.text)")
+            let stream = try await EventStreamReader(
+                port: try #require(client.port), path: Self.feed, bearer: alice, endpoint: "phone")
+            #expect(try await stream.nextEvent().data.contains("n1"))
+            let reads = plug.calls("feed")
+            let writes = plug.calls("touchEndpoint")
+            #expect(try await stream.readKeepalives(4))  // 4 heartbeats of 300 ms
+            #expect(plug.calls("feed") == reads)
+            #expect(plug.calls("touchEndpoint") == writes)
+            _ = try await client.publish(notification("n2"), user: "alice")
+            #expect(try await stream.nextEvent().data.contains("n2"))
+            #expect(plug.calls("feed") == reads + 1)
+            try await stream.close()
+        }
+    }
+
     @Test("a quiet stream sends keepalive comments")
     func keepalive() async throws {
         let harness = try await Harness()
