@@ -7,7 +7,9 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure the hub: durable publishes/s, publish-to-wake latency, transport throughput.",
-        subcommands: [PublishBench.self, APNSBench.self, FCMBench.self, RSSBench.self, PipelineBench.self]
+        subcommands: [
+            PublishBench.self, APNSBench.self, FCMBench.self, RSSBench.self, PipelineBench.self, PollingBench.self,
+        ]
     )
 
     /// The PostgreSQL URL a benchmark uses: `--database-url`, else $HUB_DATABASE_URL, else
