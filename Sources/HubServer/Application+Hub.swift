@@ -10,10 +10,13 @@ public struct HubRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The peer of the connection (for the `clientIP` rate limit).
     public let remoteAddress: SocketAddress?
+    /// The connection, for ``ConnectionCloseCallbacks``.
+    let connection: ObjectIdentifier
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = CoreRequestContextStorage(source: source)
         self.remoteAddress = source.channel.remoteAddress
+        self.connection = ObjectIdentifier(source.channel)
     }
 }
 

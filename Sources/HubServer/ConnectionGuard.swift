@@ -2,6 +2,7 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import NIOHTTPTypes
+import Synchronization
 
 /// The hub's HTTP/1.1 child channel: Hummingbird's ``HTTP1Channel`` behind a ``ConnectionGuard``
 /// that counts the connection in (or refuses it) and enforces the ``ConnectionLimits`` timeouts.
@@ -95,6 +96,7 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        ConnectionCloseCallbacks.shared.closed(ObjectIdentifier(context.channel))
         if counted {
             counted = false
             registry.close(client: client)
@@ -102,6 +104,14 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
         timer?.cancel()
         timer = nil
         context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // A client that leaves half-closes first (the server allows it): its waits end now.
+        if let event = event as? ChannelEvent, event == .inputClosed {
+            ConnectionCloseCallbacks.shared.closed(ObjectIdentifier(context.channel))
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -210,3 +220,39 @@ extension ConnectionGuard: Sendable {}
 
 @available(*, unavailable)
 extension RequestPhaseHandler: Sendable {}
+
+/// What to do when a connection closes, by connection: a request that waits (a long-poll)
+/// registers how to end its wait, so a client that goes away releases it at once. Costs one
+/// dictionary entry per waiting request, no task (Hummingbird's
+/// `consumeWithCancellationOnInboundClose` costs three tasks and the connection's keep-alive).
+final class ConnectionCloseCallbacks: Sendable {
+    static let shared = ConnectionCloseCallbacks()
+
+    private struct State {
+        var callbacks: [ObjectIdentifier: [UInt64: @Sendable () -> Void]] = [:]
+        var next: UInt64 = 0
+    }
+    private let state = Mutex(State())
+
+    /// Runs `callback` when the connection `connection` closes, unless removed before.
+    func register(_ connection: ObjectIdentifier, _ callback: @escaping @Sendable () -> Void) -> UInt64 {
+        state.withLock { state in
+            state.next += 1
+            state.callbacks[connection, default: [:]][state.next] = callback
+            return state.next
+        }
+    }
+
+    func remove(_ connection: ObjectIdentifier, _ id: UInt64) {
+        state.withLock { state in
+            state.callbacks[connection]?[id] = nil
+            if state.callbacks[connection]?.isEmpty == true { state.callbacks[connection] = nil }
+        }
+    }
+
+    /// Called by ``ConnectionGuard`` when its connection closed.
+    func closed(_ connection: ObjectIdentifier) {
+        let callbacks = state.withLock { $0.callbacks.removeValue(forKey: connection) }
+        for callback in callbacks?.values ?? [:].values { callback() }
+    }
+}

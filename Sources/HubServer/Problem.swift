@@ -38,9 +38,6 @@ struct Problem: Error, Sendable {
             slug: "unsupported-media-type", title: "Unsupported media type", status: .unsupportedMediaType)
         static let unavailable = Kind(slug: "unavailable", title: "Service unavailable", status: .serviceUnavailable)
         static let rateLimited = Kind(slug: "rate-limited", title: "Too many requests", status: .tooManyRequests)
-        /// nginx's 499: the client closed the connection before the answer (never seen by it; for metrics).
-        static let clientClosed = Kind(
-            slug: "client-closed-request", title: "Client closed request", status: .init(code: 499))
         static let internalError = Kind(
             slug: "internal-error", title: "Internal server error", status: .internalServerError)
     }
@@ -70,9 +67,6 @@ struct Problem: Error, Sendable {
     static let shuttingDown = Problem(
         .unavailable, "The hub is shutting down. Retry with the same cursor after Retry-After seconds.",
         headers: [.retryAfter: "1", .connection: "close"])
-
-    /// The client went away while its request waited; nobody reads this answer.
-    static let clientClosed = Problem(.clientClosed, "The client closed the connection.")
 
     /// The problem of a ``HubError``, by its stable code.
     init(_ error: HubError) {

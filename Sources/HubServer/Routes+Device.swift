@@ -46,7 +46,7 @@ extension HubAPI {
         }
         router.get(RouterPath(me + "/feed")) { request, context in
             let (app, user) = try await authenticateDevice(request, context: context)
-            return try await feed(request, app: app, user: user)
+            return try await feed(request, app: app, user: user, connection: context.connection)
         }
         router.get(RouterPath(me + "/notifications")) { request, context in
             let (app, user) = try await authenticateDevice(request, context: context)
@@ -92,7 +92,9 @@ extension HubAPI {
     // MARK: Feed
 
     /// `GET …/me/feed`: one page (poll or long-poll) or, with `Accept: text/event-stream`, a stream.
-    private func feed(_ request: Request, app: CrossDeviceApp, user: String) async throws -> Response {
+    private func feed(
+        _ request: Request, app: CrossDeviceApp, user: String, connection: ObjectIdentifier
+    ) async throws -> Response {
         let query = request.uri.queryParameters
         var errors: [HubError.FieldError] = []
         var limit = 100
@@ -122,7 +124,8 @@ extension HubAPI {
         let page: FeedPage
         if let wait, wait > .zero {
             page = try await longPoll(
-                request, app: app, user: user, after: version, limit: limit, wait: wait, binding: binding)
+                connection: connection, app: app, user: user, after: version, limit: limit, wait: wait, binding: binding
+            )
         } else {
             page = try await sync(app: app, user: user, after: version, limit: limit, wait: nil, binding: binding)
         }
@@ -133,26 +136,26 @@ extension HubAPI {
                 cursor: tokens.cursor(version: page.version, app: app.id, user: user), hasMore: page.hasMore))
     }
 
-    /// A sync that waits: ends at once when the client goes away (its waiter is released) and when
-    /// the server shuts down gracefully. Shut down with nothing to hand out, it answers 503
+    /// A sync that waits: ends at once when the client goes away (its waiter is released; the
+    /// connection's ``ConnectionGuard`` tells) and when the server shuts down gracefully. Shut down with nothing to hand out, it answers 503
     /// `unavailable` with `Retry-After: 1` and `Connection: close`: the client retries with the same
     /// cursor, on this instance once it is back or on another one, and misses nothing.
     private func longPoll(
-        _ request: Request, app: CrossDeviceApp, user: String, after version: Int64, limit: Int, wait: Duration,
-        binding: EndpointBinding
+        connection: ObjectIdentifier, app: CrossDeviceApp, user: String, after version: Int64, limit: Int,
+        wait: Duration, binding: EndpointBinding
     ) async throws -> FeedPage {
         let signals = hub.signals
-        let page: FeedPage
-        do {
-            page = try await withGracefulShutdownHandler {
-                try await request.body.consumeWithCancellationOnInboundClose { _ in
-                    try await sync(app: app, user: user, after: version, limit: limit, wait: wait, binding: binding)
-                }
-            } onGracefulShutdown: {
-                signals.shutDown()
-            }
-        } catch is CancellationError {
-            throw Problem.clientClosed
+        // A client that goes away wakes the waits of its feed (or of its polling endpoint): the
+        // others read and answer as for any wake-up, this one answers into a closed connection.
+        let key = FeedKey(appId: app.id, userId: user)
+        let endpoint: String? = if case .polling(let endpoint) = binding { endpoint } else { nil }
+        let closing = ConnectionCloseCallbacks.shared
+        let registration = closing.register(connection) { signals.wakeLocally(key, endpoint: endpoint) }
+        defer { closing.remove(connection, registration) }
+        let page = try await withGracefulShutdownHandler {
+            try await sync(app: app, user: user, after: version, limit: limit, wait: wait, binding: binding)
+        } onGracefulShutdown: {
+            signals.shutDown()
         }
         if page.changes.isEmpty && signals.isShutDown { throw Problem.shuttingDown }
         return page
