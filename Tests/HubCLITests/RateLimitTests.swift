@@ -60,7 +60,7 @@ struct RateLimitTests {
     func perUserDeviceAndClient() async throws {
         let workspace = try makeWorkspace()
         try Self.writeTwoApps(
-            in: workspace, extra: "rateLimits: { userPublishes: 5/m, deviceToken: 5/m, clientIP: 5/m }",
+            in: workspace, extra: "rateLimits: { userPublishes: 5/h, deviceToken: 5/h, clientIP: 5/h }",
             server: "trustedProxies: [127.0.0.1]")
         let hub = try RunningHub(directory: workspace)
         defer { hub.signal(SIGKILL) }
