@@ -18,8 +18,8 @@ struct PollingBench: AsyncParsableCommand {
             parks --connections long-polls (one user each) from this process, reads VmRSS from \
             /proc before and after, publishes to --wakes of those users at --rate per second and \
             times each publish to the first byte of its long-poll's answer, then sends SIGTERM and \
-            times the exit. Then the same hub fresh with as many event streams. Needs twice \
-            --connections file descriptors (the soft limit is raised to the hard one). Run a \
+            times the exit. Then the same hub fresh with as many event streams. Needs \
+            --connections file descriptors in each process (the soft limit is raised to the hard one). Run a \
             release build: swift build -c release --product hub && .build/release/hub bench polling.
             """)
 
@@ -29,9 +29,10 @@ struct PollingBench: AsyncParsableCommand {
 
     func run() async throws {
         let limit = BenchFiles.raiseOpenFileLimit()
-        guard limit > rlim_t(2 * connections + 200) else {
+        guard limit > rlim_t(connections + 200) else {
             throw ValidationError(
-                "the open-file limit is \(limit); --connections \(connections) needs \(2 * connections + 200)")
+                "the open-file limit is \(limit); --connections \(connections) needs \(connections + 200) (this process holds one end of each, the hub the other)"
+            )
         }
         let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         let directory = try BenchFiles.workspace()
