@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 @testable import HubCore
@@ -17,7 +16,9 @@ struct DeadlineTests {
         }
         let elapsed = ContinuousClock.now - started
         #expect(elapsed >= .milliseconds(200))
-        #expect(elapsed < .milliseconds(200) + DeadlineWatchdog.granularity + .milliseconds(400), "\(elapsed)")
+        // The body never returns: any bound proves the call was abandoned; a wide one survives a
+        // stalled machine.
+        #expect(elapsed < .seconds(5), "\(elapsed)")
     }
 
     @Test("a call that answers returns its value, and the watchdog forgets it")
@@ -34,24 +35,21 @@ struct DeadlineTests {
         #expect(DeadlineWatchdog.shared.count < 500)
     }
 
-    @Test("deadlines of different lengths each fire on time")
+    @Test("deadlines of different lengths each fire, none before its time")
     func mixedDeadlines() async throws {
-        final class Fired: Sendable { let order = Mutex<[Int]>([]) }
-        let fired = Fired()
         let started = ContinuousClock.now
         await withTaskGroup(of: Void.self) { group in
-            for milliseconds in [600, 100, 300] {
+            for milliseconds in [1500, 100, 700] {
                 group.addTask {
-                    _ = try? await withDeadline(.milliseconds(milliseconds), "hung \(milliseconds)") {
+                    let result = try? await withDeadline(.milliseconds(milliseconds), "hung \(milliseconds)") {
                         try await Task.sleep(for: .seconds(30))
                     }
                     let elapsed = ContinuousClock.now - started
-                    #expect(
-                        elapsed < .milliseconds(milliseconds) + .milliseconds(450), "\(milliseconds) ms: \(elapsed)")
-                    fired.order.withLock { $0.append(milliseconds) }
+                    #expect(result == nil)
+                    #expect(elapsed >= .milliseconds(milliseconds), "\(milliseconds) ms fired after \(elapsed)")
+                    #expect(elapsed < .milliseconds(milliseconds) + .seconds(5), "\(milliseconds) ms: \(elapsed)")
                 }
             }
         }
-        #expect(fired.order.withLock { $0 } == [100, 300, 600])
     }
 }
