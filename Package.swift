@@ -35,6 +35,7 @@ let package = Package(
         .library(name: "HubSQLite", targets: ["HubSQLite"]),
         .library(name: "HubServer", targets: ["HubServer"]),
         .library(name: "HubTesting", targets: ["HubTesting"]),
+        .library(name: "HubEmulators", targets: ["HubEmulators"]),
         .library(name: "HubPolling", targets: ["HubPolling"]),
         .library(name: "HubAPNS", targets: ["HubAPNS"]),
         .library(name: "HubHTTP2", targets: ["HubHTTP2"]),
@@ -178,6 +179,11 @@ let package = Package(
         ),
         .target(
             name: "HubTesting",
+            dependencies: ["HubCore"],
+            swiftSettings: strictness
+        ),
+        .target(
+            name: "HubEmulators",
             dependencies: [
                 "HubCore",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -187,15 +193,15 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictness
         ),
         .executableTarget(
             name: "hub",
             dependencies: [
-                "HubCore", "HubConfig", "HubSQLite", "HubServer", "HubPolling", "HubTesting",
+                "HubCore", "HubConfig", "HubSQLite", "HubServer", "HubPolling", "HubEmulators",
                 "HubAPNS", "HubFCM", "HubWNS", "HubPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -219,7 +225,7 @@ let package = Package(
             swiftSettings: strictness),
         .testTarget(
             name: "HubConfigTests",
-            dependencies: ["HubConfig", "HubTesting"],
+            dependencies: ["HubConfig", "HubEmulators"],
             exclude: ["Fixtures"],
             swiftSettings: strictness
         ),
@@ -259,14 +265,14 @@ let package = Package(
         .testTarget(
             name: "HubAPNSTests",
             dependencies: [
-                "HubAPNS", "HubTesting", "HubSQLite", .product(name: "Logging", package: "swift-log"),
+                "HubAPNS", "HubTesting", "HubEmulators", "HubSQLite", .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strictness),
         .testTarget(
             name: "HubHTTP2Tests",
             dependencies: [
-                "HubHTTP2", "HubTesting",
+                "HubHTTP2", "HubEmulators",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -275,12 +281,12 @@ let package = Package(
             swiftSettings: strictness
         ),
         .testTarget(
-            name: "HubFCMTests", dependencies: ["HubFCM", "HubTesting", "HubSQLite"], swiftSettings: strictness),
+            name: "HubFCMTests", dependencies: ["HubFCM", "HubTesting", "HubEmulators", "HubSQLite"], swiftSettings: strictness),
         .testTarget(
             name: "HubWNSTests",
             // AllTransportsTests publishes to polling, APNs, FCM and WNS endpoints of one user.
             dependencies: [
-                "HubWNS", "HubFCM", "HubAPNS", "HubPolling", "HubTesting", "HubSQLite",
+                "HubWNS", "HubFCM", "HubAPNS", "HubPolling", "HubTesting", "HubEmulators", "HubSQLite",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictness
@@ -298,7 +304,7 @@ let package = Package(
         .testTarget(
             name: "HubCLITests",
             dependencies: [
-                "hub", "HubTesting", "HubConfig", "HubCore", "HubAPNS", "HubFCM", "HubWNS",
+                "hub", "HubEmulators", "HubConfig", "HubCore", "HubAPNS", "HubFCM", "HubWNS",
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),  // DeploymentTests reads compose.yaml
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -1,5 +1,6 @@
 import Foundation
 import HubCore
+import HubEmulators
 import HubTesting
 import NIOPosix
 import Testing

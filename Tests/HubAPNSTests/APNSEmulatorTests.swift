@@ -3,7 +3,7 @@ import HubCore
 import Testing
 
 @testable import HubAPNS
-@testable import HubTesting
+@testable import HubEmulators
 
 private let bundle = "com.contoso.notes"
 

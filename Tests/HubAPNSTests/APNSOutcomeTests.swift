@@ -1,6 +1,6 @@
 import Foundation
 import HubCore
-import HubTesting
+import HubEmulators
 import Testing
 
 @testable import HubAPNS

@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 
 @testable import HubAPNS
-@testable import HubTesting
+@testable import HubEmulators
 
 @Suite("APNs provider tokens: ES256 shape, reuse, refresh window, ExpiredProviderToken")
 struct APNSTokenTests {

@@ -1,5 +1,5 @@
 import Foundation
-import HubTesting
+import HubEmulators
 import Testing
 
 /// An existing hub.yaml with comments and two apps, to check that map-app edits only what it must.

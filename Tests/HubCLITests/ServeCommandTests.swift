@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import Foundation
-import HubTesting
+import HubEmulators
 import Testing
 
 @Suite("hub serve")

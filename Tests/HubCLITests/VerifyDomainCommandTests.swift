@@ -1,5 +1,5 @@
 import Foundation
-import HubTesting
+import HubEmulators
 import Testing
 
 @Suite("hub map-app verify-domain")

@@ -1,5 +1,5 @@
 import Foundation
-import HubTesting
+import HubEmulators
 import Testing
 
 @testable import HubConfig

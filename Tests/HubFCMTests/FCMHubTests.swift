@@ -2,6 +2,7 @@ import Foundation
 import HubCore
 import HubFCM
 import HubSQLite
+import HubEmulators
 import HubTesting
 import Testing
 

@@ -3,7 +3,7 @@ import HubCore
 import HubFCM
 import Testing
 
-@testable import HubTesting
+@testable import HubEmulators
 
 @Suite("FCM: message JSON over the wire")
 struct FCMMessageTests {

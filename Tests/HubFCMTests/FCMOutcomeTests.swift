@@ -1,7 +1,7 @@
 import Foundation
 import HubCore
 import HubFCM
-import HubTesting
+import HubEmulators
 import Testing
 
 @Suite("FCM: every error code maps to the right outcome")

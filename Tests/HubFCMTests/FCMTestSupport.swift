@@ -1,7 +1,7 @@
 import Foundation
 import HubCore
 import HubFCM
-import HubTesting
+import HubEmulators
 import Logging
 import Synchronization
 

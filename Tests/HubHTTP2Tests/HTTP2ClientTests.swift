@@ -1,6 +1,6 @@
 import Foundation
 import HubHTTP2
-import HubTesting
+import HubEmulators
 import NIOCore
 import Testing
 

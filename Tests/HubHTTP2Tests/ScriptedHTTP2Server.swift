@@ -1,4 +1,4 @@
-import HubTesting
+import HubEmulators
 import NIOCore
 import NIOHPACK
 import NIOHTTP2

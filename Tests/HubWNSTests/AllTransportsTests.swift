@@ -4,6 +4,7 @@ import HubCore
 import HubFCM
 import HubPolling
 import HubSQLite
+import HubEmulators
 import HubTesting
 import HubWNS
 import Logging

@@ -1,5 +1,5 @@
 import HubCore
-import HubTesting
+import HubEmulators
 import HubWNS
 import Testing
 

@@ -1,6 +1,6 @@
 import HubCore
 import HubSQLite
-import HubTesting
+import HubEmulators
 import HubWNS
 import Testing
 

@@ -2,7 +2,7 @@ import HubCore
 import HubWNS
 import Testing
 
-@testable import HubTesting
+@testable import HubEmulators
 
 @Suite("WNS: status codes map to outcomes, with WNS's headers kept in the reason")
 struct WNSOutcomeTests {

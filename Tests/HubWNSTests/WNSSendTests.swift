@@ -1,6 +1,6 @@
 import Foundation
 import HubCore
-import HubTesting
+import HubEmulators
 import HubWNS
 import Testing
 

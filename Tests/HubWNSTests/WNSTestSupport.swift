@@ -1,6 +1,6 @@
 import Foundation
 import HubCore
-import HubTesting
+import HubEmulators
 import HubWNS
 
 /// A WNS emulator with one classic (package SID) app and one Entra ID app, and a transport that

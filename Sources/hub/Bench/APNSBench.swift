@@ -3,7 +3,7 @@ import Foundation
 import HubAPNS
 import HubConfig
 import HubCore
-import HubTesting
+import HubEmulators
 import Logging
 import NIOCore
 import NIOPosix

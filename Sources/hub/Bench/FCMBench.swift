@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import HubCore
 import HubFCM
-import HubTesting
+import HubEmulators
 
 /// `hub bench fcm`: the FCM transport's throughput and CPU cost against the FCM emulator over one
 /// h2 connection, next to h2load's rate against the same emulator with the same body and headers.

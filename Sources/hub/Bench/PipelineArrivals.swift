@@ -1,7 +1,7 @@
 import Foundation
 import HubAPNS
 import HubCore
-import HubTesting
+import HubEmulators
 import Logging
 import Synchronization
 

@@ -2,7 +2,7 @@ import Foundation
 import HubCore
 import HubPostgres
 import HubSQLite
-import HubTesting
+import HubEmulators
 import Logging
 import NIOSSL
 import PostgresNIO

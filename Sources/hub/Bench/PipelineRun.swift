@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import HubCore
-import HubTesting
+import HubEmulators
 import NIOCore
 import NIOPosix
 import Synchronization

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import HubConfig
 import HubCore
-import HubTesting
+import HubEmulators
 
 /// `hub emulate apns`: Apple's HTTP/2 provider API on 127.0.0.1, enforcing what APNs enforces
 /// (provider tokens, headers, topics, payloads), for developing against a hub without Apple.

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import HubTesting
+import HubEmulators
 
 /// `hub emulate fcm`: Google's OAuth token endpoint and FCM HTTP v1 `messages:send` on 127.0.0.1,
 /// enforcing what the real services enforce, with a ready service-account key file for the hub.

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import HubTesting
+import HubEmulators
 
 /// `hub emulate wns`: WNS's classic and Entra ID token endpoints and channel endpoints on 127.0.0.1,
 /// enforcing what WNS enforces, with channels ready for devices.
