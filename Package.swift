@@ -30,6 +30,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "hub", targets: ["hub"]),
+        .executable(name: "hub-bench", targets: ["hub-bench"]),
         .library(name: "HubCore", targets: ["HubCore"]),
         .library(name: "HubConfig", targets: ["HubConfig"]),
         .library(name: "HubSQLite", targets: ["HubSQLite"]),
@@ -206,16 +207,33 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                // `hub bench pipeline`: its publish load (HTTP/1.1) and a throw-away database.
-                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "JWTKit", package: "jwt-kit"),  // `hub token`
+            ],
+            swiftSettings: strictness,
+            linkerSettings: releaseLinking
+        ),
+        // The benchmarks, a separate executable so that the daemon does not ship them. Those that
+        // measure `hub serve` run the `hub` executable of the same build folder.
+        .executableTarget(
+            name: "hub-bench",
+            dependencies: [
+                "HubCore", "HubConfig", "HubSQLite", "HubPolling", "HubPostgres", "HubAPNS", "HubFCM",
+                "HubEmulators",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // `hub-bench pipeline`: a throw-away database for its `hub serve` instances.
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: strictness,
             linkerSettings: releaseLinking

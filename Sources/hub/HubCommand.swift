@@ -9,7 +9,7 @@ struct HubCommand: AsyncParsableCommand {
         version: HubVersion.current,
         subcommands: [
             ServeCommand.self, MapAppCommand.self, ConfigCommand.self, TokenCommand.self, PublishCommand.self,
-            HealthCommand.self, BenchCommand.self, EmulateCommand.self,
+            HealthCommand.self, EmulateCommand.self,
         ]
     )
 }

@@ -164,7 +164,8 @@ struct ThrowawayDatabase {
             do {
                 try await execute("DROP DATABASE IF EXISTS \(name)")  // servers before PostgreSQL 13
             } catch {
-                printError("hub bench pipeline: could not drop database \(name): \(String(reflecting: error))")
+                FileHandle.standardError.write(
+                    Data("hub-bench pipeline: could not drop database \(name): \(String(reflecting: error))\n".utf8))
             }
         }
     }

@@ -2,10 +2,11 @@ import ArgumentParser
 import Foundation
 import HubCore
 
-/// `hub bench …`: benchmarks that print their figures. Build with `-c release` for numbers that count.
+/// `hub-bench …`: benchmarks that print their figures. Build with `-c release` for numbers that count.
+@main
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bench",
+        commandName: "hub-bench",
         abstract: "Measure the hub: durable publishes/s, publish-to-wake latency, transport throughput.",
         subcommands: [
             PublishBench.self, APNSBench.self, FCMBench.self, RSSBench.self, PipelineBench.self, PollingBench.self,

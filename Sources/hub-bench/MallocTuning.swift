@@ -1,0 +1,1 @@
+../hub/MallocTuning.swift
