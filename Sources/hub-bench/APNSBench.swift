@@ -8,14 +8,14 @@ import Logging
 import NIOCore
 import NIOPosix
 
-/// `hub bench apns`: the APNs transport's throughput against the emulator, next to h2load's with
+/// `hub-bench apns`: the APNs transport's throughput against the emulator, next to h2load's with
 /// the same requests, so the figure says how much of the wire's capacity the transport reaches.
 struct APNSBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apns",
         abstract: "APNs transport notifications/s and CPU per 1,000 against the emulator, then h2load's rate.",
         discussion: """
-            Run a release build: swift run -c release hub bench apns. h2load comes with Debian's \
+            Run a release build: swift run -c release hub-bench apns. h2load comes with Debian's \
             nghttp2-client package (apt-get install nghttp2-client); without it the ratio is skipped. \
             Transport and h2load runs alternate for --rounds rounds and the medians are reported, so a \
             burst of load from elsewhere on the machine skews one round, not the result.
@@ -58,7 +58,7 @@ struct APNSBench: AsyncParsableCommand {
         let delivery = Self.delivery(credentials: key.credentials())
 
         print(
-            "hub bench apns — \(notifications) shoulder taps, \(connections) connections × \(streams) streams, "
+            "hub-bench apns — \(notifications) shoulder taps, \(connections) connections × \(streams) streams, "
                 + "\(rounds) rounds of transport then h2load")
         _ = try await Self.push(warmup, through: transport, delivery: delivery, concurrency: connections * streams)
         var rates: [Double] = []

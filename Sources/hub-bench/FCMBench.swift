@@ -4,14 +4,14 @@ import HubCore
 import HubFCM
 import HubEmulators
 
-/// `hub bench fcm`: the FCM transport's throughput and CPU cost against the FCM emulator over one
+/// `hub-bench fcm`: the FCM transport's throughput and CPU cost against the FCM emulator over one
 /// h2 connection, next to h2load's rate against the same emulator with the same body and headers.
 struct FCMBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fcm",
         abstract: "FCM transport notifications/s and CPU per 1,000, compared with h2load on the same emulator.",
         discussion: """
-            Run a release build: swift build -c release --product hub && .build/release/hub bench fcm. \
+            Run a release build: swift build -c release --product hub-bench && .build/release/hub-bench fcm. \
             h2load comes from the nghttp2-client package (apt-get install nghttp2-client).
             """)
 
@@ -38,7 +38,7 @@ struct FCMBench: AsyncParsableCommand {
         let cpu = CPUTime.now() - before
         let rate = Double(notifications) / elapsed
         var lines = [
-            "hub bench fcm — \(notifications) taps, \(concurrency) in flight, FCM emulator over h2 on 127.0.0.1",
+            "hub-bench fcm — \(notifications) taps, \(concurrency) in flight, FCM emulator over h2 on 127.0.0.1",
             String(
                 format: "FCM transport: %d sent (%d not accepted) in %.2f s = %.0f notifications/s",
                 notifications, failures, elapsed, rate),

@@ -5,7 +5,7 @@ import HubEmulators
 import Logging
 import Synchronization
 
-/// The device tokens of `hub bench pipeline`'s endpoints: 32 bytes of hex whose middle names the
+/// The device tokens of `hub-bench pipeline`'s endpoints: 32 bytes of hex whose middle names the
 /// user, so the emulator side can tell whose taps arrive without asking the hub.
 enum PipelineToken {
     private static let prefix = String(repeating: "b", count: 40)

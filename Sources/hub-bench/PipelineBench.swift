@@ -2,15 +2,15 @@ import ArgumentParser
 import Foundation
 import HubCore
 
-/// `hub bench pipeline`: the whole delivery path, HTTP publish → store → dispatcher → APNs
+/// `hub-bench pipeline`: the whole delivery path, HTTP publish → store → dispatcher → APNs
 /// transport → emulator, next to the transport alone, in one run.
 struct PipelineBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pipeline",
         abstract: "Whole-path delivery: HTTP publish → store → APNs transport → emulator, next to the transport alone.",
         discussion: """
-            Runs this executable's own `hub serve` (one or two instances) as child processes on a generated \
-            hub.yaml whose app has a generated APNs key; HUB_APNS_SERVER and HUB_APNS_TRUST_ROOTS point \
+            Runs `hub serve` (one or two instances of the `hub` beside this executable) as child \
+            processes on a generated hub.yaml whose app has a generated APNs key; HUB_APNS_SERVER and HUB_APNS_TRUST_ROOTS point \
             them at an APNs emulator in this process. Users and their APNs endpoints are stored through \
             the store's API first; each token names its user, so the emulator tells whose taps arrive. \
             Then, per configuration: the APNs transport alone against the emulator (hub serve's transport \
@@ -25,7 +25,7 @@ struct PipelineBench: AsyncParsableCommand {
             instances (1 endpoint per user); PostgreSQL needs HUB_DATABASE_URL (or HUB_TEST_DATABASE_URL, \
             or --database-url) of a user that may create databases: each run creates a database of its \
             own and drops it (scripts/with-postgres provides one). Run a release build on an idle machine: \
-            swift build -c release --product hub && scripts/with-postgres .build/release/hub bench pipeline --all
+            swift build -c release && scripts/with-postgres .build/release/hub-bench pipeline --all
             """)
 
     @Option(help: "The store: sqlite or postgres.") var store = "sqlite"
@@ -80,7 +80,7 @@ struct PipelineBench: AsyncParsableCommand {
             ? [("sqlite", 1, 1), ("sqlite", 1, 100), ("postgres", 1, 1), ("postgres", 2, 1)]
             : [(store, instances, endpointsPerUser)]
         emit(
-            "hub bench pipeline — \(matrix.count) configuration\(matrix.count == 1 ? "" : "s"), "
+            "hub-bench pipeline — \(matrix.count) configuration\(matrix.count == 1 ? "" : "s"), "
                 + "\(ProcessInfo.processInfo.activeProcessorCount) cores; targets are for a release build on 2 cores")
         var results: [PipelineFigures] = []
         for entry in matrix {
@@ -90,7 +90,7 @@ struct PipelineBench: AsyncParsableCommand {
                 users: users ?? max(1, (entry.store == "postgres" ? 30_000 : 100_000) / entry.endpoints),
                 rate: rate ?? max(1, min(1000, 10_000 / entry.endpoints)))
             if setup.store == "postgres" && options.url == nil {
-                emit("\nhub bench pipeline — \(setup.label): skipped, no PostgreSQL URL (set HUB_DATABASE_URL)")
+                emit("\nhub-bench pipeline — \(setup.label): skipped, no PostgreSQL URL (set HUB_DATABASE_URL)")
                 continue
             }
             results.append(try await PipelineRun(setup: setup, options: options).run())

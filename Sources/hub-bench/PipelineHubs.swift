@@ -7,7 +7,7 @@ import Logging
 import NIOSSL
 import PostgresNIO
 
-/// The files `hub serve` runs on in `hub bench pipeline`: a hub.yaml with one app whose APNs
+/// The files `hub serve` runs on in `hub-bench pipeline`: a hub.yaml with one app whose APNs
 /// credentials are a generated `.p8` the emulator trusts, a publisher key and an admin token.
 struct PipelineWorkspace {
     static let app = "bench.example.com"

@@ -2,7 +2,7 @@ import Foundation
 import HubCore
 import NIOPosix
 
-/// The measured phases of one `hub bench pipeline` configuration, against running hubs.
+/// The measured phases of one `hub-bench pipeline` configuration, against running hubs.
 struct PipelinePhases {
     let setup: PipelineSetup
     let options: PipelineOptions

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The figures of one `hub bench pipeline` configuration.
+/// The figures of one `hub-bench pipeline` configuration.
 struct PipelineFigures: Sendable {
     var setup: PipelineSetup
     var transportRate = Double.nan

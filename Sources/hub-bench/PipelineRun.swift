@@ -6,7 +6,7 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// One configuration of `hub bench pipeline`: emulator, store, `hub serve` instances, then the
+/// One configuration of `hub-bench pipeline`: emulator, store, `hub serve` instances, then the
 /// transport-alone, throughput and latency phases. Prints each figure as soon as it is known.
 struct PipelineRun {
     let setup: PipelineSetup
@@ -20,7 +20,7 @@ struct PipelineRun {
         var settings = APNSEmulator.Configuration()
         settings.recordsRequests = false
         settings.onRequest = { tracker.record($0) }
-        // Loops of its own, as Apple's servers are (see `hub bench apns`).
+        // Loops of its own, as Apple's servers are (see `hub-bench apns`).
         let emulatorLoops = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
         settings.eventLoopGroup = emulatorLoops
         let emulator = try await APNSEmulator.start(settings)
@@ -31,7 +31,7 @@ struct PipelineRun {
         var hubs: [ServeProcess] = []
         let outcome: Result<Void, any Error>
         do {
-            emit("\nhub bench pipeline — \(setup.label)")
+            emit("\nhub-bench pipeline — \(setup.label)")
             emit(
                 "  \(setup.users) users × \(setup.endpointsPerUser) APNs endpoint\(setup.endpointsPerUser == 1 ? "" : "s"); "
                     + "load: \(options.connections) HTTP/1.1 connections for \(options.seconds) s"

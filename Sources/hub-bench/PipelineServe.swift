@@ -1,6 +1,6 @@
 import Foundation
 
-/// One `hub serve` child process of `hub bench pipeline`: this same executable, on port 0, whose
+/// One `hub serve` child process of `hub-bench pipeline`: the `hub` beside hub-bench, on port 0, whose
 /// CPU time is read from /proc so that the bench's own load and emulator do not count.
 final class ServeProcess: @unchecked Sendable {
     let process = Process()
@@ -11,7 +11,7 @@ final class ServeProcess: @unchecked Sendable {
 
     /// Starts `hub serve --config <config>` and waits for its "hub listening on" line.
     init(config: String, directory: URL, environment: [String: String]) async throws {
-        let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let executable = try HubExecutable.path()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["serve", "--config", config]
         process.currentDirectoryURL = directory

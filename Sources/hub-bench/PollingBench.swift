@@ -6,7 +6,7 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// `hub bench polling`: what waiting costs — resident memory per idle long-poll and per event
+/// `hub-bench polling`: what waiting costs — resident memory per idle long-poll and per event
 /// stream at many connections, publish-to-wake latency with all of them parked, and how fast
 /// SIGTERM lets the hub go with them all waiting.
 struct PollingBench: AsyncParsableCommand {
@@ -14,13 +14,13 @@ struct PollingBench: AsyncParsableCommand {
         commandName: "polling",
         abstract: "RSS per idle long-poll and event stream, publish → wake p50/p99, shutdown time.",
         discussion: """
-            Starts this executable's `serve` on a generated hub.yaml (SQLite in a temporary folder), \
-            parks --connections long-polls (one user each) from this process, reads VmRSS from \
+            Starts `hub serve` (the `hub` beside this executable) on a generated hub.yaml (SQLite in a \
+            temporary folder), parks --connections long-polls (one user each) from this process, reads VmRSS from \
             /proc before and after, publishes to --wakes of those users at --rate per second and \
             times each publish to the first byte of its long-poll's answer, then sends SIGTERM and \
             times the exit. Then the same hub fresh with as many event streams. Needs \
             --connections file descriptors in each process (the soft limit is raised to the hard one). Run a \
-            release build: swift build -c release --product hub && .build/release/hub bench polling.
+            release build: swift build -c release && .build/release/hub-bench polling.
             """)
 
     @Option(help: "Waiting connections of each kind.") var connections = 10_000
@@ -34,12 +34,12 @@ struct PollingBench: AsyncParsableCommand {
                 "the open-file limit is \(limit); --connections \(connections) needs \(connections + 200) (this process holds one end of each, the hub the other)"
             )
         }
-        let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let executable = try HubExecutable.path()
         let directory = try BenchFiles.workspace()
         defer { try? FileManager.default.removeItem(at: directory) }
         let users = (0..<connections).map { "user\($0)" }
         let tokens = try await BenchFiles.tokens(for: users)
-        print("hub bench polling — \(connections) connections, \(wakes) wake-ups at \(rate)/s")
+        print("hub-bench polling — \(connections) connections, \(wakes) wake-ups at \(rate)/s")
 
         // Long-polls.
         var hub = try await ServedHub.start(executable: executable, directory: directory)

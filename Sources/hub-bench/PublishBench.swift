@@ -13,7 +13,7 @@ struct PublishBench: AsyncParsableCommand {
         commandName: "publish",
         abstract: "Durable publishes/s, then publish-to-wake latency p50/p99 with polling endpoints.",
         discussion: """
-            Run a release build: swift run -c release hub bench publish. PostgreSQL: pass --store postgres \
+            Run a release build: swift run -c release hub-bench publish. PostgreSQL: pass --store postgres \
             (or --compare) and the URL in HUB_DATABASE_URL (or --database-url); each run uses a schema of its \
             own and drops it. scripts/with-postgres starts a throw-away server and exports HUB_TEST_DATABASE_URL, \
             which is used too.
@@ -137,7 +137,7 @@ struct PublishBenchmark {
                     EndpointRegistration(platform: .web, appId: "https://bench.example.com", transport: .polling))
             }
         }
-        var lines = ["hub bench publish — \(label), \(users) users × \(endpointsPerUser) polling endpoints"]
+        var lines = ["hub-bench publish — \(label), \(users) users × \(endpointsPerUser) polling endpoints"]
         let hubTasks = hubs.map { hub in Task { try await hub.run() } }
         defer { for task in hubTasks { task.cancel() } }
         let publisher: @Sendable (_ user: Int) -> Hub = { hubs[$0 % hubs.count] }

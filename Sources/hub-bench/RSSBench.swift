@@ -1,16 +1,16 @@
 import ArgumentParser
 import Foundation
 
-/// `hub bench rss`: the resident memory of an idle `hub serve`, as the kernel reports it.
+/// `hub-bench rss`: the resident memory of an idle `hub serve`, as the kernel reports it.
 struct RSSBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rss",
         abstract: "Idle resident memory of `hub serve`: starts it, lets it idle, reads /proc/PID/status.",
         discussion: """
-            Runs this executable's own `serve` with --config, waits for its "hub listening" log line \
-            (the log level must be notice or lower), lets it idle, prints VmRSS with its anonymous \
+            Runs `hub serve` (the `hub` beside this executable) with --config, waits for its "hub \
+            listening" log line (the log level must be notice or lower), lets it idle, prints VmRSS with its anonymous \
             and file-backed parts, then stops it with SIGTERM. Run a release build: \
-            swift build -c release --product hub && .build/release/hub bench rss. Code pages count \
+            swift build -c release && .build/release/hub-bench rss. Code pages count \
             only when the kernel maps them, so a binary just written (all of it in the page cache) \
             reads a few MB higher on its first runs.
             """)
@@ -20,8 +20,8 @@ struct RSSBench: AsyncParsableCommand {
     @Option(help: "How many times to start, read and stop the hub.") var runs = 3
 
     func run() async throws {
-        let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        print("hub bench rss — \(executable) serve --config \(config), \(idle) s idle, \(runs) runs")
+        let executable = try HubExecutable.path()
+        print("hub-bench rss — \(executable) serve --config \(config), \(idle) s idle, \(runs) runs")
         var totals: [Double] = []
         for run in 1...max(1, runs) {
             let reading = try await Self.measure(executable: executable, config: config, idle: idle)

@@ -1,13 +1,14 @@
 import Foundation
 import Testing
 
-@Suite("hub bench")
+@Suite("hub-bench")
 struct BenchCommandTests {
     @Test("bench rss starts `hub serve`, reads its resident memory from /proc and needs a clean SIGTERM exit")
     func rss() throws {
         let workspace = try makeWorkspace()
         try writeServeConfig(in: workspace)
-        let output = try HubProcess.run(["bench", "rss", "--runs", "1", "--idle", "1"], in: workspace)
+        let output = try HubProcess.run(
+            ["rss", "--runs", "1", "--idle", "1"], in: workspace, executable: HubProcess.benchExecutable)
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
         let reading = output.stdout.split(separator: "\n").first { $0.hasPrefix("run 1: VmRSS ") }
         let megabytes = reading.flatMap { Double($0.dropFirst("run 1: VmRSS ".count).prefix { $0 != " " }) }
@@ -17,23 +18,53 @@ struct BenchCommandTests {
 
         // A configuration that cannot start is reported, not measured.
         try "apps: [".write(to: workspace.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
-        let broken = try HubProcess.run(["bench", "rss", "--runs", "1", "--idle", "1"], in: workspace)
+        let broken = try HubProcess.run(
+            ["rss", "--runs", "1", "--idle", "1"], in: workspace, executable: HubProcess.benchExecutable)
         #expect(broken.status != 0)
         #expect(broken.stderr.contains("did not report listening"), "\(broken.stderr)")
     }
+
+    @Test("the daemon ships no benchmarks: `hub --help` lists no bench command and `hub bench` is unknown")
+    func notInHub() throws {
+        let help = try HubProcess.run(["--help"], in: FileManager.default.temporaryDirectory)
+        #expect(help.status == 0, "\(help.stderr)")
+        #expect(help.stdout.contains("serve"), "\(help.stdout)")
+        let subcommands = help.stdout.components(separatedBy: "SUBCOMMANDS:").last ?? ""
+        #expect(!subcommands.contains("bench"), "\(help.stdout)")
+        let bench = try HubProcess.run(["bench", "rss"], in: FileManager.default.temporaryDirectory)
+        #expect(bench.status != 0)
+    }
+
+    @Test("hub-bench without a hub beside it says where it looked and how to build it")
+    func hubMissing() throws {
+        // A hub-bench alone in a folder (a hard link when the file system allows, else a copy).
+        let folder = try makeWorkspace()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let alone = folder.appendingPathComponent("hub-bench")
+        do {
+            try FileManager.default.linkItem(at: HubProcess.benchExecutable, to: alone)
+        } catch {
+            try FileManager.default.copyItem(at: HubProcess.benchExecutable, to: alone)
+        }
+        let output = try HubProcess.run(["rss", "--runs", "1", "--idle", "1"], in: folder, executable: alone)
+        #expect(output.status != 0)
+        #expect(output.stderr.contains("no hub executable at \(folder.path)/hub"), "\(output.stderr)")
+        #expect(output.stderr.contains("swift build -c release"), "\(output.stderr)")
+    }
 }
 
-@Suite("hub bench pipeline")
+@Suite("hub-bench pipeline")
 struct PipelineBenchTests {
     /// A few seconds of every phase with small numbers: what a debug build can do in ~15 s.
     static let tiny = [
-        "bench", "pipeline", "--seconds", "2", "--users", "200", "--rate", "100", "--latency-seconds", "1",
+        "pipeline", "--seconds", "2", "--users", "200", "--rate", "100", "--latency-seconds", "1",
         "--transport-seconds", "0.5", "--transport-concurrency", "16", "--connections", "8",
     ]
 
     @Test("bench pipeline publishes through `hub serve` to the APNs emulator and prints every figure")
     func sqlite() throws {
-        let output = try HubProcess.run(Self.tiny, in: FileManager.default.temporaryDirectory)
+        let output = try HubProcess.run(
+            Self.tiny, in: FileManager.default.temporaryDirectory, executable: HubProcess.benchExecutable)
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
         try Self.checkFigures(output.stdout, instances: 1)
     }
@@ -43,7 +74,8 @@ struct PipelineBenchTests {
         .enabled(if: ProcessInfo.processInfo.environment["HUB_TEST_DATABASE_URL"] != nil))
     func postgresTwoInstances() throws {
         let output = try HubProcess.run(
-            Self.tiny + ["--store", "postgres", "--instances", "2"], in: FileManager.default.temporaryDirectory)
+            Self.tiny + ["--store", "postgres", "--instances", "2"], in: FileManager.default.temporaryDirectory,
+            executable: HubProcess.benchExecutable)
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
         try Self.checkFigures(output.stdout, instances: 2)
         #expect(output.stdout.contains("on instance A, both instances dispatching"), "\(output.stdout)")
@@ -52,7 +84,8 @@ struct PipelineBenchTests {
     @Test("bench pipeline refuses two instances on SQLite")
     func twoSQLiteInstances() throws {
         let output = try HubProcess.run(
-            ["bench", "pipeline", "--instances", "2"], in: FileManager.default.temporaryDirectory)
+            ["pipeline", "--instances", "2"], in: FileManager.default.temporaryDirectory,
+            executable: HubProcess.benchExecutable)
         #expect(output.status != 0)
         #expect(output.stderr.contains("several instances need --store postgres"), "\(output.stderr)")
     }

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Runs the built `hub` executable as a separate process, the way operators run it.
+/// Runs the built `hub` (or `hub-bench`) executable as a separate process, the way operators run it.
 struct HubProcess {
     struct Output {
         var status: Int32
@@ -10,20 +10,28 @@ struct HubProcess {
     }
 
     /// The `hub` binary beside the test bundle.
-    static let executable: URL = {
+    static let executable = built("hub")
+
+    /// The `hub-bench` binary beside the test bundle (and beside `hub`, which it runs).
+    static let benchExecutable = built("hub-bench")
+
+    /// The executable `name` of this build: beside the test bundle, else in the package's .build/debug.
+    static func built(_ name: String) -> URL {
         let bundleDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        var candidates = [bundleDirectory.appendingPathComponent("hub")]
+        var candidates = [bundleDirectory.appendingPathComponent(name)]
         for bundle in Bundle.allBundles {
-            candidates.append(bundle.bundleURL.deletingLastPathComponent().appendingPathComponent("hub"))
+            candidates.append(bundle.bundleURL.deletingLastPathComponent().appendingPathComponent(name))
         }
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        candidates.append(root.appendingPathComponent(".build/debug/hub"))
+        candidates.append(root.appendingPathComponent(".build/debug/\(name)"))
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
-    }()
+    }
 
+    /// Runs `executable` (`hub` unless told) with `arguments` in `directory` and waits for its exit.
     static func run(
-        _ arguments: [String], in directory: URL, input: String? = nil, environment: [String: String] = [:]
+        _ arguments: [String], in directory: URL, input: String? = nil, environment: [String: String] = [:],
+        executable: URL = executable
     ) throws -> Output {
         let process = Process()
         process.executableURL = executable
