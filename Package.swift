@@ -322,7 +322,7 @@ let package = Package(
         .testTarget(
             name: "HubCLITests",
             dependencies: [
-                "hub", "HubEmulators", "HubConfig", "HubCore", "HubAPNS", "HubFCM", "HubWNS",
+                "hub", "device-simulator", "HubEmulators", "HubConfig", "HubCore", "HubAPNS", "HubFCM", "HubWNS",
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),  // DeploymentTests reads compose.yaml
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
