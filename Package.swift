@@ -259,7 +259,11 @@ let package = Package(
         ),
         .executableTarget(
             name: "device-simulator",
-            dependencies: ["HubClient", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "HubClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),  // HMAC-SHA256 of development tokens
+            ],
             path: "examples/device-simulator",
             swiftSettings: strictness
         ),

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// A development user token: an HS256 JWT signed with the shared secret of an identity
@@ -37,7 +38,8 @@ struct DevelopmentToken {
         let signingInput =
             try Self.base64URL(JSONSerialization.data(withJSONObject: header, options: .sortedKeys)) + "."
             + Self.base64URL(JSONSerialization.data(withJSONObject: claims, options: .sortedKeys))
-        let signature = hmacSHA256(key: secret, message: Array(signingInput.utf8))
+        let signature = HMAC<SHA256>.authenticationCode(
+            for: Array(signingInput.utf8), using: SymmetricKey(data: secret))
         return signingInput + "." + Self.base64URL(Data(signature))
     }
 
