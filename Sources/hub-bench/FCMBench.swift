@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import HubCore
-import HubFCM
 import HubEmulators
+import HubFCM
 
 /// `hub-bench fcm`: the FCM transport's throughput and CPU cost against the FCM emulator over one
 /// h2 connection, next to h2load's rate against the same emulator with the same body and headers.

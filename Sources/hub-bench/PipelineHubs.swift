@@ -1,8 +1,8 @@
 import Foundation
 import HubCore
+import HubEmulators
 import HubPostgres
 import HubSQLite
-import HubEmulators
 import Logging
 import NIOSSL
 import PostgresNIO

@@ -1,8 +1,8 @@
 import Foundation
 import HubCore
+import HubEmulators
 import HubFCM
 import HubSQLite
-import HubEmulators
 import HubTesting
 import Testing
 

@@ -1,7 +1,7 @@
 import Foundation
 import HubCore
-import HubFCM
 import HubEmulators
+import HubFCM
 import Testing
 
 @Suite("FCM: every error code maps to the right outcome")

@@ -1,6 +1,6 @@
 import Foundation
-import HubHTTP2
 import HubEmulators
+import HubHTTP2
 import NIOCore
 import Testing
 

@@ -1,10 +1,10 @@
 import Foundation
 import HubAPNS
 import HubCore
+import HubEmulators
 import HubFCM
 import HubPolling
 import HubSQLite
-import HubEmulators
 import HubTesting
 import HubWNS
 import Logging

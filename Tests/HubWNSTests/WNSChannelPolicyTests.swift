@@ -1,6 +1,6 @@
 import HubCore
-import HubSQLite
 import HubEmulators
+import HubSQLite
 import HubWNS
 import Testing
 
