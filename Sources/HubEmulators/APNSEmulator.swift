@@ -70,10 +70,10 @@ public final class APNSEmulator: Sendable {
         /// Called for every answered request (after recording), for logs of `hub emulate apns`.
         public var onRequest: (@Sendable (Request) -> Void)?
         /// Called for every request answered with another status than 200 (after recording); cheaper
-        /// than ``onRequest`` for callers that only want the refusals, such as `hub bench apns`.
+        /// than ``onRequest`` for callers that only want the refusals, such as `hub-bench apns`.
         public var onRefusal: (@Sendable (Request) -> Void)?
         /// The event loops that serve connections; `nil` means NIO's shared singleton group.
-        /// `hub bench apns` gives the emulator loops of its own, as APNs is a server of its own:
+        /// `hub-bench apns` gives the emulator loops of its own, as APNs is a server of its own:
         /// sharing the round-robin of the client's group piles connections onto one thread.
         public var eventLoopGroup: (any EventLoopGroup)?
         public init() {}

@@ -43,7 +43,7 @@ public struct APNSTestKey: Sendable, Hashable {
     }
 
     /// A provider token (ES256 JWT with `kid`, `iss` and a whole-second `iat`) signed with this key,
-    /// for clients other than the transport, such as h2load in `hub bench apns`.
+    /// for clients other than the transport, such as h2load in `hub-bench apns`.
     public func providerToken(issuedAt: Date = Date()) async throws -> String {
         struct Claims: JWTPayload {
             var iss: String

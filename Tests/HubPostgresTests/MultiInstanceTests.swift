@@ -52,7 +52,7 @@ struct MultiInstanceTests {
             let latency = ContinuousClock.now - start
             #expect(woken.changes.map(\.id) == [published.id])
             // Woken by the change, long before the 30 s timeout. Typically a few milliseconds (see
-            // `hub bench publish --instances 2`); the bound leaves room for a loaded CI machine.
+            // `hub-bench publish --instances 2`); the bound leaves room for a loaded CI machine.
             #expect(latency < Self.wakeBound, "publish-to-wake across instances took \(latency)")
         }
     }
