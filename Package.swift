@@ -6,8 +6,9 @@ let strictness: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
-/// How release builds of the `hub` executable are linked on Linux, for a smaller footprint (the
-/// idle-RSS target of `hub serve`, README "Benchmarks"):
+/// How release builds of the `hub` executable (and of `hub-bench`, whose in-process benchmarks then
+/// run as `hub serve` does) are linked on Linux, for a smaller footprint (the idle-RSS target of
+/// `hub serve`, README "Benchmarks"):
 /// - `-static-stdlib`: the Swift runtime and Foundation are linked in, so only the code the hub
 ///   uses is loaded, instead of every shared library's relocations and neighbouring pages;
 /// - lld with `-z pack-relative-relocs` (DT_RELR, glibc 2.36 or newer): the executable stays
