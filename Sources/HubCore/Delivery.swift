@@ -82,11 +82,34 @@ public struct DeliveryResult: RawRepresentable, Hashable, Sendable, Codable, Cus
 
 /// Counts of the outbox, for `/metrics` and the admin statistics.
 public struct DeliveryStatistics: Sendable, Hashable, Codable {
+    /// Pending deliveries, suspended ones included.
     public var pending: Int
     /// Finished deliveries by transport, then by result.
     public var finished: [String: [String: Int]]
-    public init(pending: Int, finished: [String: [String: Int]]) {
+    /// Parked deliveries (a configuration fault), per app and transport, ordered by app then transport.
+    public var suspended: [SuspendedDeliveries]
+    public init(pending: Int, finished: [String: [String: Int]], suspended: [SuspendedDeliveries] = []) {
         self.pending = pending
         self.finished = finished
+        self.suspended = suspended
+    }
+}
+
+/// The deliveries of one app and transport parked by ``DeliveryOutcome/suspended(reason:)``.
+public struct SuspendedDeliveries: Sendable, Hashable, Codable {
+    public var appId: String
+    public var transport: TransportID
+    public var count: Int
+    /// The reason of the latest suspension: what the operator should fix.
+    public var lastReason: String?
+    /// When the latest suspension happened.
+    public var lastSuspendedAt: Date?
+
+    public init(appId: String, transport: TransportID, count: Int, lastReason: String?, lastSuspendedAt: Date?) {
+        self.appId = appId
+        self.transport = transport
+        self.count = count
+        self.lastReason = lastReason
+        self.lastSuspendedAt = lastSuspendedAt
     }
 }

@@ -12,8 +12,9 @@ import Synchronization
 ///   deliveries of transports this hub does not run and rejects them.
 /// - **Leases.** Claims are short leases that the dispatcher renews while a send is in flight or
 ///   its outcome is not yet written, so a crashed instance's deliveries are taken over quickly.
-/// - **Outcomes** (delivered, retried with back-off, endpoint gone, rejected, given up) are
-///   written in batches by one recorder.
+/// - **Outcomes** (delivered, retried with back-off, endpoint gone, rejected, given up, suspended)
+///   are written in batches by one recorder. A suspended delivery (a configuration fault) is
+///   parked in the store, not finished; the hub un-parks them when it starts again.
 /// - **Store faults** never stop it: claims, renewals and writes that fail are tried again with a
 ///   capped back-off (the hub's ``DeadlineStore`` bounds each call), logged once per episode;
 ///   outcomes not yet written are kept and written once the store answers again.
@@ -35,6 +36,8 @@ final class Dispatcher: Sendable {
     let leased = Mutex<Set<Int64>>([])
     let recorder: OutcomeRecorder
     let faults: StoreFaults
+    /// The (app, transport, reason) suspensions already logged at error level.
+    let suspensionsReported = Mutex<Set<String>>([])
 
     init(
         store: any Store, router: Router, configuration: DispatcherConfiguration, instanceID: String,
@@ -141,6 +144,27 @@ final class Dispatcher: Sendable {
             return .finish(.endpointGone, detail: reason, goneSince: since)
         case .retry(let after, let reason):
             return retry(delivery, after: after, reason: reason)
+        case .suspended(let reason):
+            reportSuspension(app: app.id, transport: endpoint.transport, reason: reason)
+            return .suspend(reason: reason)
+        }
+    }
+
+    /// Logs the first suspension of each app and transport (per reason) at error level, with what
+    /// to fix; later ones of the same kind at debug level. The lane goes on with other deliveries:
+    /// a fault in one app's credentials must not hold back the other apps of the transport.
+    private func reportSuspension(app: String, transport: TransportID, reason: String) {
+        let first = suspensionsReported.withLock { $0.insert("\(app)|\(transport)|\(reason)").inserted }
+        let metadata: Logger.Metadata = ["app": "\(app)", "transport": "\(transport)", "reason": "\(reason)"]
+        if first {
+            logger.error(
+                """
+                deliveries suspended: the provider refuses this app's configuration (see reason); they stay \
+                queued and go out when the hub is restarted with the configuration fixed
+                """,
+                metadata: metadata)
+        } else {
+            logger.debug("delivery suspended", metadata: metadata)
         }
     }
 

@@ -3,6 +3,11 @@ import ServiceLifecycle
 
 extension Hub {
     /// Runs the dispatcher and the expiry sweeper until graceful shutdown, then drains in-flight sends.
+    ///
+    /// On start, with the dispatcher enabled, it takes back this instance's old leases and
+    /// un-parks the deliveries suspended for a configuration fault (``DeliveryOutcome/suspended(reason:)``):
+    /// a hub restarted with fixed configuration sends them; with the fault still there they are
+    /// suspended again after one attempt.
     public func run() async throws {
         if configuration.dispatcher.enabled {
             do {
@@ -10,6 +15,7 @@ extension Hub {
             } catch {
                 logger.warning("releasing this instance's old leases failed", metadata: ["error": "\(error)"])
             }
+            await resumeSuspended()
         }
         await withTaskGroup(of: Void.self) { group in
             if self.configuration.dispatcher.enabled {
@@ -17,6 +23,19 @@ extension Hub {
             }
             group.addTask { await self.runSweeper() }
             await group.waitForAll()
+        }
+    }
+
+    /// Un-parks the suspended deliveries (see ``run()``).
+    private func resumeSuspended() async {
+        do {
+            let resumed = try await store.resumeSuspended(at: now())
+            if resumed > 0 {
+                logger.notice(
+                    "resumed deliveries suspended for a configuration fault", metadata: ["count": "\(resumed)"])
+            }
+        } catch {
+            logger.warning("resuming suspended deliveries failed", metadata: ["error": "\(error)"])
         }
     }
 

@@ -97,6 +97,11 @@ public struct InterceptedStore<Interceptor: StoreInterceptor>: Store {
         try await call("recordOutcomes") { try await $0.recordOutcomes(outcomes) }
     }
 
+    @discardableResult
+    public func resumeSuspended(at now: Date) async throws -> Int {
+        try await call("resumeSuspended") { try await $0.resumeSuspended(at: now) }
+    }
+
     public func releaseLeases(owner: String) async throws {
         try await call("releaseLeases") { try await $0.releaseLeases(owner: owner) }
     }

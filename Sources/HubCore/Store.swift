@@ -109,7 +109,18 @@ public protocol OutboxStore: Sendable {
     /// - A retry puts the delivery back, due at `dueAt`, lease cleared. A tap put back while a
     ///   newer unleased tap to its endpoint waits is finished as `superseded` instead, passing on
     ///   its priority.
+    /// - A suspension parks the delivery: it stays pending (lease cleared, `lastError` = the
+    ///   reason) but no claim takes it until ``resumeSuspended(at:)``; it is counted in
+    ///   ``DeliveryStatistics/suspended`` and ``nextDueDate()`` ignores it. A suspended tap put
+    ///   back while a newer unleased tap waits is superseded like a retried one. A new tap that
+    ///   coalesces into a parked tap un-parks it: the lane tries the endpoint again.
     func recordOutcomes(_ outcomes: [OutboxOutcome]) async throws
+    /// Un-parks every suspended delivery (see ``DeliveryOutcome/suspended(reason:)``), due at
+    /// `now` at the latest, so that a hub started with fixed configuration sends them. The hub
+    /// calls it when it starts.
+    /// - Returns: how many deliveries were un-parked.
+    @discardableResult
+    func resumeSuspended(at now: Date) async throws -> Int
     /// Puts back the deliveries `owner` claimed and never finished (it crashed), so that an instance
     /// restarted under the same name sends them at once. Stores without this wait for the leases.
     func releaseLeases(owner: String) async throws
@@ -160,6 +171,8 @@ public struct OutboxOutcome: Sendable, Hashable {
         case finish(DeliveryResult, detail: String?, goneSince: Date?)
         /// Another attempt at `dueAt`.
         case retry(dueAt: Date, error: String)
+        /// Parked for a configuration fault: kept, not claimed, until the hub starts again.
+        case suspend(reason: String)
     }
 
     public var id: Int64

@@ -54,8 +54,15 @@ public enum DeliveryOutcome: Sendable, Hashable {
     case retry(after: Duration?, reason: String)
     /// The token is dead since `since` (the provider's timestamp, when given): deactivate the endpoint.
     case endpointGone(since: Date?, reason: String)
-    /// The request is wrong and will fail again unchanged (configuration, payload): do not retry.
+    /// The request is wrong and will fail again unchanged (a payload the provider refuses, a bug):
+    /// do not retry.
     case rejected(reason: String)
+    /// The hub's configuration is wrong for the provider (a revoked or invalid key or certificate,
+    /// a provider 401/403 for the credentials, a topic wrong for the whole app): every delivery of
+    /// this app and transport would fail the same way until an operator fixes it. The delivery is
+    /// parked, not dropped: it stays queued but is not sent again until the hub starts again
+    /// (``OutboxStore/resumeSuspended(at:)``). `reason` should say what to fix.
+    case suspended(reason: String)
 
     /// A stable label for metrics.
     public var label: String {
@@ -64,6 +71,7 @@ public enum DeliveryOutcome: Sendable, Hashable {
         case .retry: "retry"
         case .endpointGone: "endpointGone"
         case .rejected: "rejected"
+        case .suspended: "suspended"
         }
     }
 }

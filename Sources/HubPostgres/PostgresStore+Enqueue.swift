@@ -84,7 +84,8 @@ extension PostgresStore {
     /// Rows that coalesce merge into their endpoint's pending, unleased tap through the partial
     /// unique index `hub_delivery_pending_tap` (`ON CONFLICT … DO UPDATE`): the tap then announces
     /// the newest version and notification, keeps the higher priority and the earlier due time,
-    /// and goes by the endpoint's current transport. Coalescing rows to one endpoint are merged
+    /// and goes by the endpoint's current transport; a parked (suspended) tap is un-parked, so the
+    /// lane tries it again. Coalescing rows to one endpoint are merged
     /// here first, because one `INSERT … ON CONFLICT DO UPDATE` cannot update a row twice (a sweep
     /// expires several notifications of one feed at once). The other rows (visible, fallback)
     /// are plain inserts, in the same statement.
@@ -169,7 +170,8 @@ extension PostgresStore {
                 change_version = GREATEST(d.change_version, EXCLUDED.change_version),
                 priority = CASE WHEN EXCLUDED.urgency > d.urgency THEN EXCLUDED.priority ELSE d.priority END,
                 urgency = GREATEST(d.urgency, EXCLUDED.urgency),
-                due_at = LEAST(d.due_at, EXCLUDED.due_at)
+                due_at = LEAST(d.due_at, EXCLUDED.due_at),
+                suspended_at = NULL, suspended_reason = NULL
             RETURNING d.id, d.due_at
         ), others AS (
             INSERT INTO hub_delivery (app_id, user_id, endpoint_id, transport, kind, notification_id, change_version,

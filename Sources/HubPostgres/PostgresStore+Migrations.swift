@@ -15,6 +15,7 @@ extension PostgresStore {
     static let migrations: [Migration] = [
         Migration(version: 1, name: "initial schema", statements: schemaV1),
         Migration(version: 2, name: "outbox lanes", statements: schemaV2),
+        Migration(version: 3, name: "suspended deliveries", statements: schemaV3),
     ]
 
     /// Creates or upgrades the schema; safe to call on every start, from every instance at once.
@@ -233,5 +234,22 @@ extension PostgresStore {
         CREATE INDEX hub_delivery_lane ON hub_delivery (transport, urgency DESC, due_at, id)
             WHERE state = 'pending'
         """
+    ]
+
+    /// Version 3: deliveries parked for a configuration fault (`suspended_at`, `suspended_reason`)
+    /// stay pending but are not claimed. `hub_delivery_lane` is rebuilt without them, so a lane's
+    /// claim still reads only claimable rows in order; `hub_delivery_suspended` serves the
+    /// statistics and the un-parking on start.
+    static let schemaV3 = [
+        "ALTER TABLE hub_delivery ADD COLUMN suspended_at timestamptz, ADD COLUMN suspended_reason text",
+        "DROP INDEX hub_delivery_lane",
+        """
+        CREATE INDEX hub_delivery_lane ON hub_delivery (transport, urgency DESC, due_at, id)
+            WHERE state = 'pending' AND suspended_at IS NULL
+        """,
+        """
+        CREATE INDEX hub_delivery_suspended ON hub_delivery (app_id, transport)
+            WHERE state = 'pending' AND suspended_at IS NOT NULL
+        """,
     ]
 }

@@ -9,7 +9,7 @@ extension PostgresStore {
     /// Leases up to `limit` due deliveries of `lane` to `owner` until `leaseUntil`, each with its
     /// endpoint and notification, in one statement (one round trip).
     ///
-    /// Due: pending, `due_at <= now`, and not leased or with a lease that ended before `now` (a
+    /// Due: pending, not suspended, `due_at <= now`, and not leased or with a lease that ended before `now` (a
     /// crashed or stuck instance's deliveries are taken over). Lanes: `.transport(id)` takes the
     /// rows of that transport (served by the index `hub_delivery_lane`), `.otherThan(ids)` those
     /// of every other transport, `.all` everything. Order: priority (high first), then due time,
@@ -60,7 +60,7 @@ extension PostgresStore {
             SELECT d.id, coalesce(e.state = 'active', false) AS deliverable
             FROM hub_delivery d
             LEFT JOIN hub_endpoint e ON e.app_id = d.app_id AND e.user_id = d.user_id AND e.id = d.endpoint_id
-            WHERE d.state = 'pending' AND d.due_at <= $1 AND (d.lease_owner IS NULL OR d.lease_until < $1)\(laneFilter)
+            WHERE d.state = 'pending' AND d.suspended_at IS NULL AND d.due_at <= $1 AND (d.lease_owner IS NULL OR d.lease_until < $1)\(laneFilter)
             ORDER BY d.urgency DESC, d.due_at, d.id
             LIMIT $2
             FOR UPDATE OF d SKIP LOCKED
@@ -109,6 +109,8 @@ extension PostgresStore {
     ///   `last_error` recorded (the claim counted the attempt). A shoulder tap whose endpoint got a
     ///   newer pending tap meanwhile is finished as `superseded` instead, passing on its priority
     ///   (and its version, if newer) to that tap.
+    /// - A suspension parks the delivery like a retry that keeps its due time (`suspended_at`,
+    ///   `suspended_reason` and `last_error` set) and that no claim takes until ``resumeSuspended(at:)``.
     ///
     /// Gone endpoints and retried taps change which taps the feed's next changes coalesce into,
     /// so their feeds are locked first (in the sweep's order).
@@ -164,6 +166,9 @@ extension PostgresStore {
                     try await Self.endpointGone(delivery.id, detail: detail, goneSince: goneSince, at: outcome.at, db)
                 case .retry(let dueAt, let error):
                     try await Self.retry(delivery, dueAt: dueAt, error: error, at: outcome.at, db)
+                case .suspend(let reason):
+                    try await Self.retry(
+                        delivery, dueAt: delivery.dueAt, error: reason, at: outcome.at, db, suspending: true)
                 }
             }
         }
@@ -225,8 +230,11 @@ extension PostgresStore {
     /// Puts a claimed delivery back for another attempt, or — a tap whose endpoint has a newer
     /// unleased tap waiting — finishes it as superseded. Call with its feed locked: unleasing
     /// makes the row the endpoint's coalescing tap, so no publish may insert another meanwhile.
+    ///
+    /// With `suspending`, the delivery is parked instead (see ``recordOutcomes(_:)``). A parked tap
+    /// that a put-back tap merges into is un-parked: the lane tries it again.
     private static func retry(
-        _ delivery: Delivery, dueAt: Date, error: String?, at now: Date, _ db: Session
+        _ delivery: Delivery, dueAt: Date, error: String?, at now: Date, _ db: Session, suspending: Bool = false
     ) async throws {
         let id = delivery.id
         if delivery.kind == .shoulderTap {
@@ -238,7 +246,8 @@ extension PostgresStore {
                     urgency = GREATEST(urgency, \(urgency)),
                     notification_id = CASE WHEN \(delivery.changeVersion) > change_version
                         THEN \(delivery.notificationId) ELSE notification_id END,
-                    change_version = GREATEST(change_version, \(delivery.changeVersion))
+                    change_version = GREATEST(change_version, \(delivery.changeVersion)),
+                    suspended_at = NULL, suspended_reason = NULL
                 WHERE app_id = \(delivery.appId) AND user_id = \(delivery.userId)
                     AND endpoint_id = \(delivery.endpointId) AND state = 'pending' AND kind = 'shoulderTap'
                     AND lease_owner IS NULL AND id <> \(id)
@@ -255,20 +264,36 @@ extension PostgresStore {
                 return
             }
         }
+        let suspendedAt: Date? = suspending ? now : nil
         try await db.rows(
             """
-            UPDATE hub_delivery SET lease_owner = NULL, lease_until = NULL, due_at = \(dueAt), last_error = \(error)
+            UPDATE hub_delivery SET lease_owner = NULL, lease_until = NULL, due_at = \(dueAt), last_error = \(error),
+                suspended_at = \(suspendedAt), suspended_reason = CASE WHEN \(suspending) THEN \(error) END
             WHERE id = \(id) AND state = 'pending'
             """)
     }
 
+    /// Un-parks every suspended delivery, due at once at the latest (see
+    /// ``OutboxStore/resumeSuspended(at:)``).
+    @discardableResult
+    public func resumeSuspended(at now: Date) async throws -> Int {
+        try await rows(
+            """
+            UPDATE hub_delivery SET suspended_at = NULL, suspended_reason = NULL, due_at = LEAST(due_at, \(now))
+            WHERE state = 'pending' AND suspended_at IS NOT NULL
+            RETURNING id
+            """
+        ).count
+    }
+
     /// The earliest time a pending delivery becomes claimable: its due time, or for a leased one
-    /// the later of due time and lease end. `nil` when nothing is pending.
+    /// the later of due time and lease end. `nil` when nothing is pending. Suspended deliveries
+    /// never become claimable by time.
     public func nextDueDate() async throws -> Date? {
         try await rows(
             """
             SELECT min(CASE WHEN lease_owner IS NULL THEN due_at ELSE greatest(due_at, lease_until) END)
-            FROM hub_delivery WHERE state = 'pending'
+            FROM hub_delivery WHERE state = 'pending' AND suspended_at IS NULL
             """
         ).first?.decode(Date?.self)
     }
@@ -288,6 +313,20 @@ extension PostgresStore {
             } else {
                 statistics.finished[transport, default: [:]][result, default: 0] += count
             }
+        }
+        for row in try await rows(
+            """
+            SELECT DISTINCT ON (app_id, transport) app_id, transport,
+                count(*) OVER (PARTITION BY app_id, transport) AS count, suspended_reason, suspended_at
+            FROM hub_delivery WHERE state = 'pending' AND suspended_at IS NOT NULL
+            ORDER BY app_id, transport, suspended_at DESC, id DESC
+            """)
+        {
+            let (app, transport, count, reason, at) = try row.decode((String, String, Int, String?, Date).self)
+            statistics.suspended.append(
+                SuspendedDeliveries(
+                    appId: app, transport: TransportID(rawValue: transport), count: count, lastReason: reason,
+                    lastSuspendedAt: at))
         }
         return statistics
     }

@@ -286,6 +286,9 @@ struct DeliveryRecord: FetchableRecord, MutablePersistableRecord {
     var result: DeliveryResult?
     var detail: String?
     var finishedAt: Date?
+    /// Set while the delivery is parked for a configuration fault: pending, but not claimed.
+    var suspendedAt: Date?
+    var suspendedReason: String?
 
     /// A new pending delivery to `endpoint`.
     init(
@@ -325,6 +328,8 @@ struct DeliveryRecord: FetchableRecord, MutablePersistableRecord {
         result = (row["result"] as String?).map(DeliveryResult.init(rawValue:))
         detail = row["detail"]
         finishedAt = row.optionalDate("finishedAt")
+        suspendedAt = row.optionalDate("suspendedAt")
+        suspendedReason = row["suspendedReason"]
     }
 
     func encode(to container: inout PersistenceContainer) {
@@ -349,6 +354,8 @@ struct DeliveryRecord: FetchableRecord, MutablePersistableRecord {
         container["result"] = result?.rawValue
         container["detail"] = detail
         container["finishedAt"] = finishedAt?.storedSeconds
+        container["suspendedAt"] = suspendedAt?.storedSeconds
+        container["suspendedReason"] = suspendedReason
     }
 
     mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }

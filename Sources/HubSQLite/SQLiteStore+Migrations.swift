@@ -8,6 +8,7 @@ extension SQLiteStore {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1", migrate: createSchemaV1)
         migrator.registerMigration("v2", migrate: addOutboxLanes)
+        migrator.registerMigration("v3", migrate: addSuspendedDeliveries)
         return migrator
     }()
 
@@ -120,6 +121,23 @@ extension SQLiteStore {
             sql: """
                 CREATE INDEX delivery_lane ON delivery (transport, urgency DESC, dueAt, id)
                     WHERE state = 'pending';
+                """)
+    }
+
+    /// `v3`: deliveries parked for a configuration fault (`suspendedAt`, `suspendedReason`) stay
+    /// pending but are not claimed. `delivery_lane` is rebuilt without them, so a lane's claim
+    /// still walks only claimable rows in order; `delivery_suspended` serves the statistics and
+    /// the un-parking on start.
+    private static func addSuspendedDeliveries(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                ALTER TABLE delivery ADD COLUMN suspendedAt REAL;
+                ALTER TABLE delivery ADD COLUMN suspendedReason TEXT;
+                DROP INDEX delivery_lane;
+                CREATE INDEX delivery_lane ON delivery (transport, urgency DESC, dueAt, id)
+                    WHERE state = 'pending' AND suspendedAt IS NULL;
+                CREATE INDEX delivery_suspended ON delivery (appId, transport)
+                    WHERE state = 'pending' AND suspendedAt IS NOT NULL;
                 """)
     }
 }

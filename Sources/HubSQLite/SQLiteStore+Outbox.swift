@@ -9,7 +9,7 @@ extension SQLiteStore {
     /// endpoints and notifications: one `UPDATE … RETURNING` takes the leases, one join reads
     /// what the sends need.
     ///
-    /// Due: pending, `dueAt <= now`, and not leased or with a lease that ended before `now` (a
+    /// Due: pending, not suspended, `dueAt <= now`, and not leased or with a lease that ended before `now` (a
     /// crashed or slow owner's deliveries are taken over). Order: priority (high first), then
     /// `dueAt`, then ID. Each claimed row gets `attempts + 1`. A row whose endpoint was removed or
     /// is inactive is finished as `superseded` and not returned, so fewer than `limit` may come back
@@ -26,7 +26,7 @@ extension SQLiteStore {
                 db.cachedStatement(
                     sql: """
                         SELECT EXISTS (SELECT 1 FROM delivery \(index)
-                            WHERE state = 'pending' \(filter) AND dueAt <= ? AND (leaseOwner IS NULL OR leaseUntil < ?))
+                            WHERE state = 'pending' AND suspendedAt IS NULL \(filter) AND dueAt <= ? AND (leaseOwner IS NULL OR leaseUntil < ?))
                         """),
                 arguments: laneArguments + [now.canonical.storedSeconds, now.canonical.storedSeconds]) ?? false
         }
@@ -39,7 +39,7 @@ extension SQLiteStore {
                         UPDATE delivery SET leaseOwner = ?, leaseUntil = ?, claimedAt = ?, attempts = attempts + 1
                         WHERE id IN (
                             SELECT id FROM delivery \(index)
-                            WHERE state = 'pending' \(filter) AND dueAt <= ? AND (leaseOwner IS NULL OR leaseUntil < ?)
+                            WHERE state = 'pending' AND suspendedAt IS NULL \(filter) AND dueAt <= ? AND (leaseOwner IS NULL OR leaseUntil < ?)
                             ORDER BY urgency DESC, dueAt, id
                             LIMIT ?)
                         RETURNING id
@@ -100,11 +100,11 @@ extension SQLiteStore {
         WHERE d.id IN (SELECT value FROM json_each(?))
         """
 
-    /// Splits a ``claimedSQL`` row into its delivery (21 columns), endpoint (14) and notification.
+    /// Splits a ``claimedSQL`` row into its delivery (23 columns), endpoint (14) and notification.
     static let claimedAdapter = ScopeAdapter([
-        "delivery": RangeRowAdapter(0..<21),
-        "endpoint": RangeRowAdapter(21..<35),
-        "notification": SuffixRowAdapter(fromIndex: 35),
+        "delivery": RangeRowAdapter(0..<23),
+        "endpoint": RangeRowAdapter(23..<37),
+        "notification": SuffixRowAdapter(fromIndex: 37),
     ])
 
     /// Extends `owner`'s leases of the pending deliveries `ids` to `until`.
@@ -133,6 +133,9 @@ extension SQLiteStore {
     /// A retry returns the delivery to the queue: lease cleared, due again at `dueAt`, `lastError`
     /// recorded (the attempt was counted by the claim). A shoulder tap whose endpoint got a newer
     /// pending tap meanwhile is finished as `superseded` instead, passing on its priority.
+    ///
+    /// A suspension parks the delivery like a retry that no claim takes (`suspendedAt`,
+    /// `suspendedReason` set) until ``resumeSuspended(at:)``.
     public func recordOutcomes(_ outcomes: [OutboxOutcome]) async throws {
         guard !outcomes.isEmpty else { return }
         try await write { db in
@@ -148,6 +151,9 @@ extension SQLiteStore {
                         db, id: outcome.id, detail: detail, goneSince: goneSince, at: outcome.at.canonical)
                 case .retry(let dueAt, let error):
                     try Self.retry(db, id: outcome.id, dueAt: dueAt, error: error, at: outcome.at.canonical)
+                case .suspend(let reason):
+                    try Self.retry(
+                        db, id: outcome.id, dueAt: nil, error: reason, at: outcome.at.canonical, suspending: true)
                 }
             }
             try Self.finishPlain(db, plain, at: plainAt.canonical)
@@ -200,8 +206,11 @@ extension SQLiteStore {
             db, of: endpoint, result: .superseded, detail: "The endpoint became inactive.", at: now)
     }
 
-    /// Puts a delivery back for another attempt (see ``recordOutcomes(_:)``).
-    static func retry(_ db: Database, id: Int64, dueAt: Date, error: String, at now: Date) throws {
+    /// Puts a delivery back for another attempt at `dueAt`, or parks it when `suspending` (see
+    /// ``recordOutcomes(_:)``). A tap whose endpoint has a newer unleased tap merges into it instead.
+    static func retry(
+        _ db: Database, id: Int64, dueAt: Date?, error: String, at now: Date, suspending: Bool = false
+    ) throws {
         guard
             var record = try DeliveryRecord.fetchOne(
                 db.cachedStatement(sql: "SELECT * FROM delivery WHERE id = ?"), arguments: [id]),
@@ -209,6 +218,7 @@ extension SQLiteStore {
         else { return }
         if record.kind == .shoulderTap, var newer = try pendingTap(db, endpointOf: record), newer.id != id {
             newer.priority = newer.priority.higher(record.priority)
+            newer.resume()
             try newer.update(db)
             record.lastError = error
             record.finish(.superseded, detail: "A newer tap to the endpoint replaced it.", at: now)
@@ -217,9 +227,27 @@ extension SQLiteStore {
         }
         record.leaseOwner = nil
         record.leaseUntil = nil
-        record.dueAt = dueAt.canonical
+        if let dueAt { record.dueAt = dueAt.canonical }
         record.lastError = error
+        if suspending {
+            record.suspendedAt = now
+            record.suspendedReason = error
+        }
         try record.update(db)
+    }
+
+    /// Un-parks every suspended delivery, due at once (see ``OutboxStore/resumeSuspended(at:)``).
+    @discardableResult
+    public func resumeSuspended(at now: Date) async throws -> Int {
+        try await write { db in
+            try db.cachedStatement(
+                sql: """
+                    UPDATE delivery SET suspendedAt = NULL, suspendedReason = NULL, dueAt = MIN(dueAt, ?)
+                    WHERE state = 'pending' AND suspendedAt IS NOT NULL
+                    """
+            ).execute(arguments: [now.canonical.storedSeconds])
+            return db.changesCount
+        }
     }
 
     /// Puts back the deliveries `owner` had claimed when it stopped without finishing them (a
@@ -234,6 +262,7 @@ extension SQLiteStore {
                     newer.id != record.id
                 {
                     newer.priority = newer.priority.higher(record.priority)
+                    newer.resume()
                     try newer.update(db)
                     record.finish(.superseded, detail: "A newer tap to the endpoint replaced it.", at: Date().canonical)
                 } else {
@@ -246,14 +275,15 @@ extension SQLiteStore {
     }
 
     /// The earliest time a pending delivery becomes claimable: its `dueAt`, or for a leased one
-    /// the later of `dueAt` and `leaseUntil`. `nil` when nothing is pending.
+    /// the later of `dueAt` and `leaseUntil`. `nil` when nothing is pending. Suspended deliveries
+    /// never become claimable by time.
     public func nextDueDate() async throws -> Date? {
         try await read { db in
             try Double.fetchOne(
                 db.cachedStatement(
                     sql: """
                         SELECT MIN(CASE WHEN leaseOwner IS NULL THEN dueAt ELSE MAX(dueAt, IFNULL(leaseUntil, dueAt)) END)
-                        FROM delivery WHERE state = 'pending'
+                        FROM delivery WHERE state = 'pending' AND suspendedAt IS NULL
                         """)
             ).map(Date.init(storedSeconds:))
         }
@@ -274,7 +304,21 @@ extension SQLiteStore {
             for row in rows {
                 finished[row["transport"], default: [:]][row["result"]] = row["count"]
             }
-            return DeliveryStatistics(pending: pending, finished: finished)
+            // SQLite takes the bare column `suspendedReason` from the row of MAX(suspendedAt).
+            let suspended = try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT appId, transport, COUNT(*) AS count, MAX(suspendedAt) AS lastAt, suspendedReason
+                        FROM delivery INDEXED BY delivery_suspended
+                        WHERE state = 'pending' AND suspendedAt IS NOT NULL
+                        GROUP BY appId, transport ORDER BY appId, transport
+                        """)
+            ).map { row in
+                SuspendedDeliveries(
+                    appId: row["appId"], transport: TransportID(rawValue: row["transport"]), count: row["count"],
+                    lastReason: row["suspendedReason"], lastSuspendedAt: row.optionalDate("lastAt"))
+            }
+            return DeliveryStatistics(pending: pending, finished: finished, suspended: suspended)
         }
     }
 }
@@ -303,7 +347,8 @@ extension SQLiteStore {
 
     /// Plans `change` of `notification` for the user's active endpoints with `planner` and
     /// persists the plan in one statement per due time: taps merge into their endpoint's pending,
-    /// unleased tap (newest version and notification, the higher priority, the earlier due time);
+    /// unleased tap (newest version and notification, the higher priority, the earlier due time;
+    /// a parked tap is un-parked, so the lane tries it again);
     /// visible and fallback deliveries are new rows. With a `handOff`, the rows due at once whose
     /// transport it names are then leased to its owner, as a claim would (one more statement).
     @discardableResult
@@ -336,6 +381,7 @@ extension SQLiteStore {
                         ON CONFLICT (appId, userId, endpointId)
                             WHERE state = 'pending' AND kind = 'shoulderTap' AND leaseOwner IS NULL
                         DO UPDATE SET changeVersion = excluded.changeVersion, notificationId = excluded.notificationId,
+                            suspendedAt = NULL, suspendedReason = NULL,
                             priority = CASE WHEN excluded.urgency > urgency THEN excluded.priority ELSE priority END,
                             urgency = MAX(urgency, excluded.urgency), dueAt = MIN(dueAt, excluded.dueAt)
                         RETURNING id
@@ -393,6 +439,12 @@ extension SQLiteStore {
 }
 
 extension DeliveryRecord {
+    /// Un-parks a suspended row: a newer tap merged into it, so the lane tries it again.
+    mutating func resume() {
+        suspendedAt = nil
+        suspendedReason = nil
+    }
+
     /// Marks the row finished with `result`; the lease ends.
     mutating func finish(_ result: DeliveryResult, detail: String?, at now: Date) {
         state = .finished

@@ -121,3 +121,71 @@ extension StoreConformance {
             ["e1:shoulderTap:\(raw.id)"], "without visual content a visible publish taps")
     }
 }
+
+extension StoreConformance {
+    /// A suspension parks a delivery: pending, counted per app and transport with the latest
+    /// reason, never claimed (by any lane) nor due by time, until ``HubCore/OutboxStore/resumeSuspended(at:)``
+    /// makes it claimable again. A new tap coalescing into a parked tap un-parks it; a suspended tap
+    /// whose endpoint got a newer unleased tap meanwhile is superseded by it, as on a retry.
+    public static func suspendParksUntilResumed(_ store: any Store) async throws {
+        let expect = Expect()
+        try await store.migrate()
+        _ = try await store.upsertEndpoint(Fixture.endpoint("a1"))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("a2"))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("f1", platform: .android, transport: .fcm))
+        try await Fixture.publish(store, Fixture.draft("s-1"))
+        let claimed = try await Fixture.claim(store, at: Fixture.t0)
+        try expect.equal(claimed.map(\.delivery.endpointId), ["a1", "a2", "f1"], "claimed")
+        try await store.recordOutcomes([
+            OutboxOutcome(id: claimed[0].delivery.id, .suspend(reason: "403 InvalidProviderToken"), at: Fixture.at(1)),
+            OutboxOutcome(id: claimed[1].delivery.id, .suspend(reason: "403 Forbidden"), at: Fixture.at(2)),
+            OutboxOutcome(
+                id: claimed[2].delivery.id, .finish(.delivered, detail: nil, goneSince: nil), at: Fixture.at(1)),
+        ])
+        try expect.equal(try await Fixture.claim(store, at: Fixture.at(100)), [], "parked deliveries are not claimed")
+        try expect.equal(
+            try await store.claimDeliveries(
+                .transport(.apns), limit: 10, now: Fixture.at(100), owner: "worker-b", leaseUntil: Fixture.at(130)),
+            [], "nor by their transport's lane")
+        try expect.that(try await store.nextDueDate() == nil, "parked deliveries never come due by time")
+        try expect.equal(
+            try await store.deliveryStatistics(),
+            DeliveryStatistics(
+                pending: 2, finished: ["fcm": ["delivered": 1]],
+                suspended: [
+                    SuspendedDeliveries(
+                        appId: Fixture.app, transport: .apns, count: 2, lastReason: "403 Forbidden",
+                        lastSuspendedAt: Fixture.at(2))
+                ]), "statistics with parked deliveries")
+
+        try expect.equal(try await store.resumeSuspended(at: Fixture.at(20)), 2, "un-parked")
+        try expect.equal(try await store.deliveryStatistics().suspended, [], "nothing parked after resuming")
+        let resumed = try await store.claimDeliveries(
+            .transport(.apns), limit: 10, now: Fixture.at(20), owner: "worker-a", leaseUntil: Fixture.at(50))
+        try expect.equal(
+            resumed.map(\.delivery.endpointId).sorted(), ["a1", "a2"], "resumed deliveries are claimed at once")
+        try expect.equal(resumed.map(\.delivery.attempts), [2, 2], "each claim counts an attempt")
+        try expect.equal(try await store.resumeSuspended(at: Fixture.at(21)), 0, "nothing left to un-park")
+
+        // a1 is parked again; a2's tap is leased while a newer tap to a2 is published, then suspended.
+        let a1 = try expect.unwrap(resumed.first { $0.delivery.endpointId == "a1" }, "a1's tap")
+        let a2 = try expect.unwrap(resumed.first { $0.delivery.endpointId == "a2" }, "a2's tap")
+        try await store.recordOutcomes([
+            OutboxOutcome(id: a1.delivery.id, .suspend(reason: "again"), at: Fixture.at(22))
+        ])
+        let (newer, _) = try await Fixture.publish(store, Fixture.draft("s-2"), at: Fixture.at(30))
+        try await store.recordOutcomes([
+            OutboxOutcome(id: a2.delivery.id, .suspend(reason: "again"), at: Fixture.at(31))
+        ])
+        try expect.equal(
+            try await store.deliveryStatistics().suspended, [], "new taps un-park; a stale tap is superseded")
+        let taps = try await Fixture.claim(store, at: Fixture.at(40))
+        try expect.equal(
+            Fixture.summary(taps),
+            ["a1:shoulderTap:\(newer.id)", "a2:shoulderTap:\(newer.id)", "f1:shoulderTap:\(newer.id)"],
+            "one tap per endpoint, announcing the newest notification")
+        try expect.equal(
+            try await store.deliveryStatistics().finished["apns"], ["superseded": 1], "a2's suspended tap is superseded"
+        )
+    }
+}

@@ -59,6 +59,7 @@ public enum StoreConformance {
         Check(name: "retryAfterNewerTap", run: retryAfterNewerTap),
         Check(name: "endpointGoneDeactivatesUnlessReRegistered", run: endpointGoneDeactivatesUnlessReRegistered),
         Check(name: "statistics", run: statistics),
+        Check(name: "suspendParksUntilResumed", run: suspendParksUntilResumed),
         Check(name: "fallbackScheduled", run: fallbackScheduled),
         Check(name: "visibleNotCoalesced", run: visibleNotCoalesced),
         Check(name: "refusedIdentifiersNeverReachTheStore", run: refusedIdentifiersNeverReachTheStore),

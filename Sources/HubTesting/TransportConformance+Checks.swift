@@ -43,7 +43,7 @@ extension TransportConformance {
 
     /// ``TransportConformanceHarness/concurrentSends`` sends at once (the dispatcher sends
     /// concurrently) each return within the time limit, and none to a working endpoint is
-    /// `endpointGone` or `rejected`.
+    /// `endpointGone`, `rejected` or `suspended`.
     public static func concurrentSends(
         _ transport: any Transport, _ harness: TransportConformanceHarness
     ) async throws {
@@ -62,7 +62,7 @@ extension TransportConformance {
         try expect.equal(outcomes.count, count, "sends that returned")
         let bad = outcomes.filter {
             switch $0 {
-            case .endpointGone, .rejected: true
+            case .endpointGone, .rejected, .suspended: true
             case .accepted, .retry: false
             }
         }
@@ -72,7 +72,9 @@ extension TransportConformance {
     }
 
     /// A send whose task is cancelled still returns within the time limit, and never reports a
-    /// working endpoint `endpointGone` (that would deactivate a healthy device).
+    /// working endpoint `endpointGone` (that would deactivate a healthy device), `rejected` (that
+    /// would drop the delivery) or `suspended` (that would park it until the hub restarts): the
+    /// dispatcher cancels sends only when it stops, and such a send must be tried again.
     public static func cancelledSendReturns(
         _ transport: any Transport, _ harness: TransportConformanceHarness
     ) async throws {
@@ -84,8 +86,10 @@ extension TransportConformance {
         let task = Task { await transport.send(outbound) }
         task.cancel()
         let outcome = try await withinLimit(harness.sendTimeLimit, expect, "a cancelled send") { await task.value }
-        if case .endpointGone = outcome {
-            throw expect.fail("a cancelled send reported a working endpoint gone: \(outcome)")
+        switch outcome {
+        case .endpointGone: throw expect.fail("a cancelled send reported a working endpoint gone: \(outcome)")
+        case .rejected, .suspended: throw expect.fail("a cancelled send must be retried or accepted, got \(outcome)")
+        case .accepted, .retry: break
         }
         try expect.that(clock.now - started <= harness.sendTimeLimit, "a cancelled send took \(clock.now - started)")
     }

@@ -170,7 +170,13 @@ extension DeliveryOutcome {
     var reasonText: String {
         switch self {
         case .accepted: "accepted"
-        case .retry(_, let reason), .rejected(let reason), .endpointGone(_, let reason): reason
+        case .retry(_, let reason), .rejected(let reason), .endpointGone(_, let reason), .suspended(let reason):
+            reason
         }
+    }
+
+    var isSuspended: Bool {
+        if case .suspended = self { return true }
+        return false
     }
 }

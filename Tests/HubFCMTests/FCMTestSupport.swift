@@ -125,7 +125,13 @@ extension DeliveryOutcome {
     var reason: String {
         switch self {
         case .accepted: ""
-        case .retry(_, let reason), .endpointGone(_, let reason), .rejected(let reason): reason
+        case .retry(_, let reason), .endpointGone(_, let reason), .rejected(let reason), .suspended(let reason):
+            reason
         }
+    }
+
+    var isSuspended: Bool {
+        if case .suspended = self { return true }
+        return false
     }
 }

@@ -102,7 +102,8 @@ extension DeliveryOutcome {
     var reason: String {
         switch self {
         case .accepted: ""
-        case .retry(_, let reason), .endpointGone(_, let reason), .rejected(let reason): reason
+        case .retry(_, let reason), .endpointGone(_, let reason), .rejected(let reason), .suspended(let reason):
+            reason
         }
     }
 
@@ -113,6 +114,11 @@ extension DeliveryOutcome {
 
     var isGone: Bool {
         if case .endpointGone = self { return true }
+        return false
+    }
+
+    var isSuspended: Bool {
+        if case .suspended = self { return true }
         return false
     }
 }

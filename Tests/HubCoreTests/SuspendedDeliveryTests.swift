@@ -1,0 +1,82 @@
+import Foundation
+import HubTesting
+import Synchronization
+import Testing
+
+@testable import HubCore
+
+@Suite("suspended deliveries: parked for a configuration fault, resumed when the hub starts again")
+struct SuspendedDeliveryTests {
+    static let reason = "403 InvalidProviderToken: check keyId, teamId and privateKey"
+
+    @Test("suspended deliveries are parked (not finished, not retried), counted, and sent by the next hub on the store")
+    func parkedThenResumed() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("suspended-\(UUID()).sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let broken = RecordingTransport(id: .apns) { _ in .suspended(reason: Self.reason) }
+        let first = try TestHub(apns: broken, storePath: path)
+        try await first.running {
+            try await first.register("phone", platform: .ios, transport: .apns, token: "aa01")
+            try await first.register("tablet", platform: .ios, transport: .apns, token: "aa02")
+            try await first.register("android", platform: .android, transport: .fcm, token: "t")
+            try await first.publish("n1")
+            #expect(
+                try await eventually {
+                    try await first.hub.deliveryStatistics().suspended.first?.count == 2
+                })
+            // The lane goes on: the other transport's delivery is sent and finished.
+            #expect(await eventually { first.fcm.deliveries.count == 1 })
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(broken.deliveries.count == 2, "a parked delivery is not claimed again")
+            let statistics = try await first.hub.deliveryStatistics()
+            #expect(
+                statistics.suspended == [
+                    SuspendedDeliveries(
+                        appId: TestHub.app.id, transport: .apns, count: 2, lastReason: Self.reason,
+                        lastSuspendedAt: statistics.suspended.first?.lastSuspendedAt)
+                ])
+            #expect(statistics.suspended.first?.lastSuspendedAt != nil)
+            #expect(statistics.finished["apns"] == nil, "nothing of the suspended transport is finished (dropped)")
+            #expect(statistics.pending == 2)
+            #expect(try await first.hub.store.nextDueDate() == nil, "parked deliveries never come due by time")
+        }
+
+        // The operator fixes the credentials and restarts: a new hub on the same store sends them.
+        let fixed = RecordingTransport(id: .apns)
+        let second = try TestHub(apns: fixed, storePath: path)
+        try await second.running {
+            #expect(await eventually { fixed.deliveries.count == 2 })
+            #expect(Set(fixed.deliveries.map(\.endpoint.id)) == ["phone", "tablet"])
+            let settled = try await eventually {
+                let statistics = try await second.hub.deliveryStatistics()
+                let delivered = statistics.finished["apns"]?["delivered"] == 2
+                return delivered && statistics.suspended.isEmpty && statistics.pending == 0
+            }
+            #expect(settled, "delivered, nothing parked or pending")
+        }
+    }
+
+    @Test("a new tap to an endpoint whose tap is parked un-parks it: the lane tries the endpoint again")
+    func newTapRetriesParkedEndpoint() async throws {
+        let failing = Mutex(true)
+        let apns = RecordingTransport(id: .apns) { _ in
+            failing.withLock { $0 } ? .suspended(reason: Self.reason) : .accepted
+        }
+        let test = try TestHub(apns: apns)
+        try await test.running {
+            try await test.register("phone", platform: .ios, transport: .apns, token: "aa01")
+            try await test.publish("n1")
+            #expect(try await eventually { try await test.hub.deliveryStatistics().suspended.first?.count == 1 })
+            failing.withLock { $0 = false }
+            let second = try await test.publish("n2")
+            #expect(await eventually { apns.deliveries.count == 2 })
+            #expect(apns.deliveries.last?.delivery.changeVersion == second.changeVersion)
+            let settled = try await eventually {
+                let statistics = try await test.hub.deliveryStatistics()
+                let delivered = statistics.finished["apns"]?["delivered"] == 1
+                return delivered && statistics.suspended.isEmpty
+            }
+            #expect(settled, "delivered, nothing parked")
+        }
+    }
+}
