@@ -246,9 +246,10 @@ final class APNSConnectionPool: APNSConnectionDelegate, Sendable {
         perform(effects)
     }
 
-    /// Counts `BadDeviceToken` answers in a row; `true` once the streak reaches the warning threshold.
-    func recordBadDeviceToken() -> Bool {
-        badDeviceTokenStreak.wrappingAdd(1, ordering: .relaxed).newValue == configuration.badDeviceTokenWarningThreshold
+    /// Counts `BadDeviceToken` answers in a row.
+    /// - Returns: the streak, this answer included.
+    func recordBadDeviceToken() -> Int {
+        badDeviceTokenStreak.wrappingAdd(1, ordering: .relaxed).newValue
     }
 
     /// Ends a `BadDeviceToken` streak.

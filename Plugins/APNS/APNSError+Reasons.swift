@@ -10,7 +10,9 @@ enum APNSResponseAction: Sendable, Hashable {
     case retry
     /// The provider token changed too often: stop re-signing, leave the connection, retry later.
     case backOffTokenUpdates
-    /// The credentials or hub configuration are wrong: reject, log once per credentials with what to fix.
+    /// The credentials or hub configuration are wrong for every delivery of these credentials:
+    /// suspend (park the delivery until the hub restarts with the configuration fixed), log once
+    /// per credentials with what to fix.
     case fixConfiguration
     /// The request the transport built is wrong (a bug or an unusual notification): reject.
     case fixRequest
@@ -34,7 +36,8 @@ extension APNSError.Reason {
         default:
             if status == 410 { return .dropToken }
             if status == 429 || status >= 500 { return .retry }
-            return .fixConfiguration
+            // An unknown 403 refuses the credentials; an unknown 400 the request.
+            return status == 403 ? .fixConfiguration : .fixRequest
         }
     }
 
@@ -61,7 +64,7 @@ extension APNSError.Reason {
         case .forbidden:
             return "APNs forbids this action for these credentials; Apple says not to retry"
         case .expiredProviderToken:
-            return "APNs says the provider token is older than an hour: check this host's clock"
+            return "APNs says even a newly signed provider token is older than an hour: check this host's clock (NTP)"
         case .tooManyProviderTokenUpdates:
             return "the provider token changed more often than every 20 minutes on one connection"
         case .badDeviceToken:

@@ -42,7 +42,9 @@ extension APNSTransport {
         /// instead of rejecting it.
         public var trimsAlertBody: Bool = true
         /// After this many `BadDeviceToken` answers in a row on one environment, one warning says
-        /// the endpoints may have registered with the wrong environment.
+        /// the endpoints may have registered with the wrong environment, and further
+        /// `BadDeviceToken` answers suspend their deliveries (instead of deactivating the
+        /// endpoints) until APNs accepts a push again.
         public var badDeviceTokenWarningThreshold: Int = 10
         /// The wall clock for provider tokens' `iat`, `Retry-After` dates and expirations.
         public var now: @Sendable () -> Date = { Date() }

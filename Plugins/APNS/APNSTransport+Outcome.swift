@@ -26,6 +26,15 @@ struct APNSResponseBody {
 extension APNSTransport {
     /// Maps how a send ended to a delivery outcome (PROVIDERS.md §1.5, §6), logging configuration
     /// problems once per credentials and reason.
+    ///
+    /// Configuration faults — credentials APNs refuses (`InvalidProviderToken`,
+    /// `MissingProviderToken`, `BadCertificate`, `BadCertificateEnvironment`,
+    /// `BadEnvironmentKeyIdInToken`, `Forbidden`), a topic wrong for the app (`BadTopic`,
+    /// `TopicDisallowed`, `MissingTopic`), `ExpiredProviderToken` again after a newly signed token
+    /// (the host's clock), a key that does not sign, and `BadDeviceToken` for every token once
+    /// ``APNSTransport/Configuration/badDeviceTokenWarningThreshold`` came in a row (the
+    /// environment is wrong, not the tokens) — are ``HubCore/DeliveryOutcome/suspended(reason:)``:
+    /// parked, not dropped, until the hub restarts with the configuration fixed.
     func outcome(
         of exchange: Exchange, request: APNSRequest, group: APNSCredentialGroup, pool: APNSConnectionPool
     ) -> DeliveryOutcome {
@@ -33,7 +42,7 @@ extension APNSTransport {
         case .failed(let error):
             if error.code == .invalidCredentials {
                 logOnce(group, error.code.rawValue, "APNs credentials cannot be used: \(error)")
-                return .rejected(reason: error.description)
+                return .suspended(reason: error.description)
             }
             return .retry(after: error.retryAfter, reason: error.description)
         case .tokenTooYoungToRenew(let response, let age):
@@ -63,16 +72,29 @@ extension APNSTransport {
             guard reason == .badDeviceToken else {
                 return .endpointGone(since: body.timestamp, reason: label)
             }
-            if pool.recordBadDeviceToken() {
-                let message =
-                    "\(configuration.badDeviceTokenWarningThreshold) APNs tokens in a row were BadDeviceToken on "
-                    + "\(request.environment): the endpoints may have registered with the wrong environment "
-                    + "(development builds need environment: development)"
-                logger.warning("\(message)", metadata: ["pool": "\(pool.label)"])
+            let streak = pool.recordBadDeviceToken()
+            let threshold = configuration.badDeviceTokenWarningThreshold
+            if streak >= threshold {
+                // Every token failing at once: suspect the environment, not the tokens (PROVIDERS.md §1.5).
+                if streak == threshold {
+                    let message =
+                        "\(threshold) APNs tokens in a row were BadDeviceToken on \(request.environment): the "
+                        + "endpoints may have registered with the wrong environment (development builds need "
+                        + "environment: development), or the credentials are for the other environment; "
+                        + "suspending such deliveries until one is accepted again"
+                    logger.warning("\(message)", metadata: ["pool": "\(pool.label)"])
+                }
+                return .suspended(
+                    reason: "\(label) (\(request.environment)) for \(streak) tokens in a row: "
+                        + "check the environment of the endpoints and of the credentials")
             }
             return .endpointGone(
                 since: nil, reason: "\(label) (\(request.environment)): \(reason.advice)")
-        case .retry, .reconnect, .renewToken:
+        case .renewToken:
+            // Still expired with a newly signed token (the exchange renewed it once), or no token to renew.
+            logOnce(group, reason.rawValue, "\(label) after signing a new provider token: \(reason.advice)")
+            return .suspended(reason: "\(label): \(reason.advice)")
+        case .retry, .reconnect:
             return .retry(after: retryAfter(response), reason: label)
         case .backOffTokenUpdates:
             logOnce(group, reason.rawValue, "\(label): \(reason.advice); backing off")
@@ -81,8 +103,8 @@ extension APNSTransport {
             logOnce(
                 group, reason.rawValue,
                 "APNs refuses these credentials (\(label)) for topic \(request.topic) on \(request.environment): "
-                    + reason.advice)
-            return .rejected(reason: "\(label): \(reason.advice)")
+                    + reason.advice + "; deliveries are suspended until the hub restarts with this fixed")
+            return .suspended(reason: "\(label): \(reason.advice)")
         case .fixRequest:
             if reason != .payloadTooLarge && reason != .payloadEmpty {
                 logOnce(group, reason.rawValue, "APNs refused a request (\(label)): \(reason.advice)")

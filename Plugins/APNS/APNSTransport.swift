@@ -39,7 +39,7 @@ public final class APNSTransport: Transport {
     /// Sends one hub delivery to its endpoint.
     public func send(_ outbound: OutboundDelivery) async -> DeliveryOutcome {
         guard let credentials = outbound.app.credentials.apns else {
-            return .rejected(reason: "the app '\(outbound.app.id)' has no credentials.apns; add them to hub.yaml")
+            return .suspended(reason: "the app '\(outbound.app.id)' has no credentials.apns; add them to hub.yaml")
         }
         let request: APNSRequest
         do {

@@ -18,8 +18,10 @@ import Synchronization
 /// How answers map to outcomes: `UNREGISTERED`, `SENDER_ID_MISMATCH` → endpoint gone;
 /// `INVALID_ARGUMENT`, oversize → rejected; `QUOTA_EXCEEDED` → retry after `Retry-After`, at least
 /// ``FCMConfiguration/minimumQuotaRetry``; `UNAVAILABLE`, `INTERNAL`, network failures → retry
-/// honouring `Retry-After`; `THIRD_PARTY_AUTH_ERROR` → rejected, logged once per app; 401 → a new
-/// access token and one more try within the same send.
+/// honouring `Retry-After`; 401 → a new access token and one more try within the same send;
+/// configuration faults (`THIRD_PARTY_AUTH_ERROR`, 401 again with a new access token, 403 without
+/// `SENDER_ID_MISMATCH`, a service account the token endpoint refuses, no FCM credentials) →
+/// suspended, logged once per app.
 public final class FCMTransport: Transport {
     public let id = TransportID.fcm
     /// The client that talks to FCM; usable on its own, e.g. to ``FCMClient/validate(credentials:)``.
@@ -43,7 +45,8 @@ public final class FCMTransport: Transport {
 
     public func send(_ outbound: OutboundDelivery) async -> DeliveryOutcome {
         guard let credentials = outbound.app.credentials.fcm else {
-            return .rejected(reason: "the app \(outbound.app.id) has no FCM credentials on this hub")
+            return .suspended(
+                reason: "the app \(outbound.app.id) has no FCM credentials on this hub: add credentials.fcm")
         }
         guard let token = outbound.endpoint.token, !token.isEmpty else {
             return .rejected(reason: "the endpoint has no FCM registration token")

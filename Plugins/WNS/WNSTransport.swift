@@ -1,6 +1,7 @@
 import Foundation
 public import HubCore
 public import Logging
+import Synchronization
 
 /// The `wns` transport: Windows endpoints through WNS, with each app's package SID or Entra ID app.
 ///
@@ -20,14 +21,18 @@ public import Logging
 /// - `X-WNS-PRIORITY: 1` for high-priority notifications and fallbacks.
 ///
 /// How answers map to outcomes: 200 → accepted (`channelthrottled` → retry); 404, 410 → endpoint
-/// gone; 406 → retry after `Retry-After`; 401 → a new access token and one resend; 400, 403, 405,
-/// 413 → rejected; 5xx → retry. The reason keeps `X-WNS-Status`, `X-WNS-Error-Description` and
+/// gone; 406 → retry after `Retry-After`; 401 → a new access token and one resend; 400, 405,
+/// 413 → rejected; 5xx → retry; configuration faults (401 again with a new access token, 403 —
+/// the credentials are not those of the app that owns the channel —, credentials the token
+/// endpoint refuses, no WNS credentials) → suspended, logged once per app. The reason keeps `X-WNS-Status`, `X-WNS-Error-Description` and
 /// `X-WNS-Msg-ID`, so they are stored with the delivery.
 public final class WNSTransport: Transport {
     public let id = TransportID.wns
     /// The client that talks to WNS; usable on its own for tiles and badges.
     public let client: WNSClient
     let logger: Logger
+    /// The (app, code) configuration faults already logged.
+    let reported = Mutex<Set<String>>([])
 
     /// - Throws: when a PEM in ``WNSConfiguration/trustRootsPEM`` is not a certificate.
     public convenience init(
@@ -45,7 +50,8 @@ public final class WNSTransport: Transport {
 
     public func send(_ outbound: OutboundDelivery) async -> DeliveryOutcome {
         guard let credentials = outbound.app.credentials.wns else {
-            return .rejected(reason: "the app \(outbound.app.id) has no WNS credentials on this hub")
+            return .suspended(
+                reason: "the app \(outbound.app.id) has no WNS credentials on this hub: add credentials.wns")
         }
         guard let channelURI = outbound.endpoint.token, !channelURI.isEmpty else {
             return .rejected(reason: "the endpoint has no WNS channel URI")
@@ -132,15 +138,21 @@ extension WNSTransport {
             return .endpointGone(since: nil, reason: reason)
         case .throttled, .internalServerError, .serviceUnavailable, .networkFailure, .authenticationUnavailable:
             return .retry(after: error.retryAfter, reason: reason)
-        case .unauthorized:
-            // Refused twice within one send, the second time with a new token: try later.
-            return .retry(after: error.retryAfter, reason: reason)
-        case .badRequest, .forbidden, .methodNotAllowed, .payloadTooLarge:
+        case .unauthorized, .forbidden, .authenticationFailed:
+            // 401 twice within one send (the second time with a new token), 403 (authenticated,
+            // but not for this channel's app) or no token at all: the credentials are wrong.
+            reportOnce(
+                endpoint.appId, error.code,
+                "WNS refuses this app's credentials (\(reason)): check credentials.wns (package SID and secret, "
+                    + "or tenant, client ID and secret) are those of the app that owns the channels; deliveries "
+                    + "are suspended until the hub restarts with this fixed")
+            return .suspended(reason: reason)
+        case .badRequest, .methodNotAllowed, .payloadTooLarge:
             logger.warning(
                 "WNS refused a notification; fix before it is sent again",
                 metadata: ["endpoint": "\(endpoint.id)", "app": "\(endpoint.appId)", "reason": "\(reason)"])
             return .rejected(reason: reason)
-        case .channelNotAllowed, .bodyTooLarge, .authenticationFailed:
+        case .channelNotAllowed, .bodyTooLarge:
             return .rejected(reason: reason)
         default:
             if let status = error.response?.status, (500...599).contains(status) {
@@ -148,5 +160,11 @@ extension WNSTransport {
             }
             return .rejected(reason: reason)
         }
+    }
+
+    /// Logs a configuration fault once per app and code, at error level.
+    private func reportOnce(_ appId: String, _ code: WNSErrorCode, _ message: String) {
+        guard reported.withLock({ $0.insert("\(appId)|\(code.rawValue)").inserted }) else { return }
+        logger.error("\(message)", metadata: ["app": "\(appId)"])
     }
 }

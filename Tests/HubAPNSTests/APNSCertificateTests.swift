@@ -38,7 +38,7 @@ struct APNSCertificateTests {
                 deviceToken: APNSHarness.token(1), environment: .production, bundleID: "com.other.app",
                 payload: .background())
             let outcome = await harness.transport.send(request, credentials: Self.credentials)
-            #expect(outcome.isRejected && outcome.reasonText.contains("TopicDisallowed"))
+            #expect(outcome.isSuspended && outcome.reasonText.contains("TopicDisallowed"))
         }
     }
 
@@ -47,7 +47,7 @@ struct APNSCertificateTests {
         try await APNSHarness.with { harness in
             let outcome = await harness.transport.send(
                 harness.request(APNSHarness.token(1)), credentials: Self.credentials)
-            #expect(outcome.isRejected && outcome.reasonText.contains("MissingProviderToken"))
+            #expect(outcome.isSuspended && outcome.reasonText.contains("MissingProviderToken"))
         }
     }
 

@@ -8,12 +8,13 @@ import Testing
 @Suite("APNs answers: every reason maps to the right outcome")
 struct APNSOutcomeTests {
     enum Expected: Sendable, CustomStringConvertible {
-        case gone, retry, rejected, acceptedAfterReconnect
+        case gone, retry, rejected, suspended, acceptedAfterReconnect
         var description: String {
             switch self {
             case .gone: "endpointGone"
             case .retry: "retry"
             case .rejected: "rejected"
+            case .suspended: "suspended"
             case .acceptedAfterReconnect: "accepted after one retry on a new connection"
             }
         }
@@ -25,11 +26,12 @@ struct APNSOutcomeTests {
         (429, "TooManyRequests", .retry), (500, "InternalServerError", .retry), (503, "ServiceUnavailable", .retry),
         (503, "Shutdown", .acceptedAfterReconnect), (400, "IdleTimeout", .acceptedAfterReconnect),
         (403, "UnrelatedKeyIdInToken", .acceptedAfterReconnect),
-        (400, "BadTopic", .rejected), (400, "TopicDisallowed", .rejected), (400, "MissingTopic", .rejected),
-        (403, "InvalidProviderToken", .rejected), (403, "MissingProviderToken", .rejected),
-        (403, "BadCertificate", .rejected), (403, "BadCertificateEnvironment", .rejected),
-        (403, "BadEnvironmentKeyIdInToken", .rejected), (403, "BadEnvironmentKeyInToken", .rejected),
-        (403, "Forbidden", .rejected), (400, "BadCollapseId", .rejected), (400, "BadExpirationDate", .rejected),
+        (400, "BadTopic", .suspended), (400, "TopicDisallowed", .suspended), (400, "MissingTopic", .suspended),
+        (403, "InvalidProviderToken", .suspended), (403, "MissingProviderToken", .suspended),
+        (403, "BadCertificate", .suspended), (403, "BadCertificateEnvironment", .suspended),
+        (403, "BadEnvironmentKeyIdInToken", .suspended), (403, "BadEnvironmentKeyInToken", .suspended),
+        (403, "Forbidden", .suspended), (403, "SomethingNewFromApple", .suspended), (400, "BadCollapseId", .rejected),
+        (400, "BadExpirationDate", .rejected),
         (400, "BadMessageId", .rejected), (400, "BadPriority", .rejected), (400, "DuplicateHeaders", .rejected),
         (400, "InvalidPushType", .rejected), (400, "MissingDeviceToken", .rejected), (400, "PayloadEmpty", .rejected),
         (413, "PayloadTooLarge", .rejected), (404, "BadPath", .rejected), (405, "MethodNotAllowed", .rejected),
@@ -48,6 +50,8 @@ struct APNSOutcomeTests {
                 #expect(outcome.isRetry, "\(reason) gave \(outcome)")
             case .rejected:
                 #expect(outcome.isRejected, "\(reason) gave \(outcome)")
+            case .suspended:
+                #expect(outcome.isSuspended, "\(reason) gave \(outcome)")
             case .acceptedAfterReconnect:
                 #expect(outcome == .accepted, "\(reason) gave \(outcome)")
                 #expect(harness.emulator.statistics.connectionsAccepted == 2)
@@ -96,31 +100,51 @@ struct APNSOutcomeTests {
     func logOnce() async throws {
         try await APNSHarness.with { harness in
             harness.emulator.fail(next: 5, status: 400, reason: "TopicDisallowed")
-            for index in 1...5 { #expect(await harness.send(APNSHarness.token(index)).isRejected) }
+            for index in 1...5 { #expect(await harness.send(APNSHarness.token(index)).isSuspended) }
             harness.emulator.fail(next: 2, status: 403, reason: "InvalidProviderToken")
-            for index in 6...7 { #expect(await harness.send(APNSHarness.token(index)).isRejected) }
+            for index in 6...7 { #expect(await harness.send(APNSHarness.token(index)).isSuspended) }
             #expect(harness.logs.count("TopicDisallowed", atLeast: .error) == 1)
             #expect(harness.logs.count("InvalidProviderToken", atLeast: .error) == 1)
             #expect(harness.logs.count("team \(harness.key.teamID)", atLeast: .error) == 0, "the label is metadata")
         }
     }
 
-    @Test("the emulator's own checks: an unknown bundle is TopicDisallowed, an unknown key InvalidProviderToken")
+    @Test(
+        "the emulator's own checks: an unknown bundle is TopicDisallowed, an unknown key InvalidProviderToken; both suspend"
+    )
     func realConfigurationErrors() async throws {
         try await APNSHarness.with { harness in
             let other = APNSRequest(
                 deviceToken: APNSHarness.token(1), environment: .production, bundleID: "com.other.app",
                 payload: .background())
             let disallowed = await harness.transport.send(other, credentials: harness.credentials)
-            #expect(disallowed.isRejected && disallowed.reasonText.contains("TopicDisallowed"))
+            #expect(disallowed.isSuspended && disallowed.reasonText.contains("TopicDisallowed"))
             let stranger = APNSTestKey(keyID: "STRANGER01", teamID: harness.key.teamID)
             let invalid = await harness.transport.send(
                 harness.request(APNSHarness.token(2)), credentials: stranger.credentials())
-            #expect(invalid.isRejected && invalid.reasonText.contains("InvalidProviderToken"))
+            #expect(invalid.isSuspended && invalid.reasonText.contains("InvalidProviderToken"))
         }
     }
 
-    @Test("BadDeviceToken names the environment, and a streak warns about a sandbox/production mix-up once")
+    @Test("a key replaced in Apple's portal (same key ID, another private key) is InvalidProviderToken: suspended")
+    func replacedKeySuspends() async throws {
+        try await APNSHarness.with { harness in
+            let revoked = APNSTestKey(keyID: harness.key.keyID, teamID: harness.key.teamID)
+            for index in 1...3 {
+                let outcome = await harness.transport.send(
+                    harness.request(APNSHarness.token(index)), credentials: revoked.credentials())
+                #expect(outcome.isSuspended, "got \(outcome)")
+                #expect(outcome.reasonText.contains("InvalidProviderToken") && outcome.reasonText.contains("keyId"))
+            }
+            #expect(
+                harness.emulator.requests.map(\.reason) == Array(repeating: "InvalidProviderToken", count: 3),
+                "APNs itself refused each push signed with the old key")
+            #expect(harness.logs.count("InvalidProviderToken", atLeast: .error) == 1, "\(harness.logs.all)")
+            #expect(await harness.send(APNSHarness.token(4)) == .accepted, "the current key still works")
+        }
+    }
+
+    @Test("BadDeviceToken names the environment; a streak warns about a sandbox/production mix-up once and suspends")
     func environmentMixUp() async throws {
         try await APNSHarness.with(transport: { $0.badDeviceTokenWarningThreshold = 3 }) { harness in
             for index in 1...5 {
@@ -129,13 +153,27 @@ struct APNSOutcomeTests {
             }
             for index in 1...5 {
                 let outcome = await harness.send(APNSHarness.token(index))
-                guard case .endpointGone(_, let reason) = outcome else {
-                    Issue.record("got \(outcome)")
-                    continue
+                if index < 3 {
+                    // Below the threshold each token is taken as dead.
+                    guard case .endpointGone(_, let reason) = outcome else {
+                        Issue.record("got \(outcome)")
+                        continue
+                    }
+                    #expect(reason.contains("BadDeviceToken") && reason.contains("production"))
+                } else {
+                    // Every token failing: the environment is suspect, not the tokens (PROVIDERS.md §1.5).
+                    #expect(outcome.isSuspended && outcome.reasonText.contains("BadDeviceToken"), "got \(outcome)")
                 }
-                #expect(reason.contains("BadDeviceToken") && reason.contains("production"))
             }
             #expect(harness.logs.count("wrong environment") == 1)
+            harness.emulator.registerDevice(
+                token: APNSHarness.token(6), bundleID: APNSHarness.bundleID, environment: .production)
+            #expect(await harness.send(APNSHarness.token(6)) == .accepted)
+            let after = await harness.send(APNSHarness.token(1))
+            guard case .endpointGone = after else {
+                Issue.record("an accepted push ends the streak: got \(after)")
+                return
+            }
         }
     }
 

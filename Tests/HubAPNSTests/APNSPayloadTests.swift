@@ -146,6 +146,7 @@ struct APNSPayloadTests {
         #expect(APNSError.Reason(rawValue: "Unregistered").isKnown)
         let unknown = APNSError.Reason(rawValue: "BrandNewReason")
         #expect(!unknown.isKnown && unknown == .unknown("BrandNewReason"))
-        #expect(unknown.action(status: 503) == .retry && unknown.action(status: 400) == .fixConfiguration)
+        #expect(unknown.action(status: 503) == .retry && unknown.action(status: 400) == .fixRequest)
+        #expect(unknown.action(status: 403) == .fixConfiguration, "an unknown 403 refuses the credentials")
     }
 }

@@ -111,7 +111,7 @@ struct APNSTokenTests {
         }
     }
 
-    @Test("ExpiredProviderToken again after the new token: one re-sign only, then retry later")
+    @Test("ExpiredProviderToken again after the new token: one re-sign only, then suspended (the host's clock)")
     func expiredTwice() async throws {
         let clock = ManualClock()
         try await APNSHarness.with(emulator: { $0.now = { clock.now } }, transport: { $0.now = { clock.now } }) {
@@ -120,7 +120,7 @@ struct APNSTokenTests {
             clock.advance(minutes: 25)
             harness.emulator.fail(next: 5, status: 403, reason: "ExpiredProviderToken")
             let outcome = await harness.send(APNSHarness.token(2))
-            #expect(outcome.isRetry)
+            #expect(outcome.isSuspended && outcome.reasonText.contains("clock"), "got \(outcome)")
             #expect(harness.emulator.requests(to: APNSHarness.token(2)).count == 2)
         }
     }

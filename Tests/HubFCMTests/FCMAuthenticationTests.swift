@@ -59,7 +59,7 @@ struct FCMAuthenticationTests {
         }
     }
 
-    @Test("an assertion signed with another key is refused; the delivery is rejected with what to check")
+    @Test("an assertion signed with another key is refused; the delivery is suspended with what to check")
     func wrongKey() async throws {
         try await FCMFixture.with { fixture in
             var app = fixture.app
@@ -69,8 +69,8 @@ struct FCMAuthenticationTests {
             var outbound = fixture.outbound()
             outbound.app = app
             let outcome = await fixture.transport.send(outbound)
-            guard case .rejected(let reason) = outcome else {
-                Issue.record("expected a rejection, got \(outcome)")
+            guard case .suspended(let reason) = outcome else {
+                Issue.record("expected a suspension, got \(outcome)")
                 return
             }
             #expect(reason.contains("invalid_grant") && reason.contains("Invalid JWT Signature"))

@@ -62,7 +62,7 @@ struct FCMOutcomeTests {
         }
     }
 
-    @Test("THIRD_PARTY_AUTH_ERROR is rejected and logged once per app, not once per delivery")
+    @Test("THIRD_PARTY_AUTH_ERROR is suspended and logged once per app, not once per delivery")
     func thirdPartyAuth() async throws {
         let logs = LogCapture()
         try await FCMFixture.with(logs: logs) { fixture in
@@ -70,8 +70,8 @@ struct FCMOutcomeTests {
                 fixture.emulator.setFailure(.thirdPartyAuthError, forToken: "ios-via-fcm-\(index)")
                 let outcome = await fixture.transport.send(fixture.outbound(token: "ios-via-fcm-\(index)"))
                 #expect(outcome.reason.contains("THIRD_PARTY_AUTH_ERROR"))
-                guard case .rejected = outcome else {
-                    Issue.record("expected a rejection, got \(outcome)")
+                guard case .suspended = outcome else {
+                    Issue.record("expected a suspension, got \(outcome)")
                     return
                 }
             }
@@ -80,6 +80,28 @@ struct FCMOutcomeTests {
             #expect(errors.count == 1)
             #expect(errors.first?.contains("Firebase console") == true)
             #expect(errors.allSatisfy { !$0.contains("ya29.") && !$0.contains("PRIVATE KEY") }, "no secrets in logs")
+        }
+    }
+
+    @Test("403 PERMISSION_DENIED without SENDER_ID_MISMATCH (service account of another project) is suspended")
+    func permissionDenied() async throws {
+        let logs = LogCapture()
+        try await FCMFixture.with(logs: logs) { fixture in
+            var app = fixture.app
+            var credentials = fixture.credentials
+            credentials.projectID = "someone-elses-project"
+            app.credentials.fcm = credentials
+            for index in 0..<2 {
+                var outbound = fixture.outbound(token: "device-\(index)")
+                outbound.app = app
+                let outcome = await fixture.transport.send(outbound)
+                #expect(outcome.isSuspended, "got \(outcome)")
+                #expect(outcome.reason.contains("403") && outcome.reason.contains("PERMISSION_DENIED"))
+            }
+            #expect(fixture.emulator.messages.isEmpty)
+            let errors = logs.messages(at: .error)
+            #expect(errors.count == 1 && errors.first?.contains("Cloud Messaging API Admin") == true, "\(errors)")
+            #expect(await fixture.transport.send(fixture.outbound()) == .accepted, "the right project still works")
         }
     }
 

@@ -38,7 +38,7 @@ struct WNSOutcomeTests {
         }
     }
 
-    @Test("400, 403 and 413 are rejected; 403 is a channel of another app")
+    @Test("400 and 413 are rejected; 403 (a channel of another app: the credentials are not its app's) is suspended")
     func rejections() async throws {
         try await WNSFixture.with { fixture in
             let channel = fixture.channel()
@@ -49,8 +49,21 @@ struct WNSOutcomeTests {
             }
             let foreign = fixture.emulator.makeChannel(forApp: "ms-app://s-1-15-2-999")
             let outcome = await fixture.transport.send(fixture.outbound(channelURI: foreign))
-            #expect(outcome.isRejected && outcome.reason.hasPrefix("403"))
+            #expect(outcome.isSuspended && outcome.reason.hasPrefix("403"), "got \(outcome)")
             #expect(outcome.reason.contains("do not own this channel"))
+        }
+    }
+
+    @Test("401 again with a newly issued access token is suspended, and logged once per app")
+    func unauthorizedTwice() async throws {
+        try await WNSFixture.with { fixture in
+            let channel = fixture.channel()
+            fixture.emulator.failNextSends(2, status: 401)
+            let outcome = await fixture.transport.send(fixture.outbound(channelURI: channel))
+            #expect(outcome.isSuspended && outcome.reason.hasPrefix("401"), "got \(outcome)")
+            #expect(fixture.emulator.tokenRequests == 2, "one new access token before giving up")
+            #expect(fixture.emulator.received.isEmpty)
+            #expect(await fixture.transport.send(fixture.outbound(channelURI: channel)) == .accepted)
         }
     }
 
