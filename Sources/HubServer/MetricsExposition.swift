@@ -20,6 +20,8 @@ public enum MetricsExposition {
         "hub_deliveries_total": "Delivery attempts with an outcome, by transport and outcome.",
         "hub_delivery_duration_seconds": "Time of a transport's send, by transport.",
         "hub_outbox_pending": "Deliveries queued in the store's outbox, read at scrape time.",
+        "hub_deliveries_suspended":
+            "Deliveries parked for a configuration fault until the hub restarts, by app and transport, read at scrape time.",
         "hub_feed_waiters": "Long-polls and event streams waiting on this instance.",
         "hub_polling_wakes_total": "Waiting long-polls and event streams woken by a feed change.",
         "hub_store_errors_total": "Store operations of the dispatcher that failed, by operation.",
@@ -50,6 +52,25 @@ public enum MetricsExposition {
         return Array(out.utf8)
     }
 
+    /// `hub_deliveries_suspended{app,transport}` for every configured app and transport of the
+    /// hub (0 when nothing is parked, so a series drops back after a restart resumes them), and
+    /// for parked deliveries of apps or transports no longer configured. Written to the registry
+    /// that is rendered.
+    static func recordSuspended(
+        _ suspended: [SuspendedDeliveries], hub: Hub, registry: PrometheusCollectorRegistry
+    ) {
+        var counts: [[String]: Int] = [:]
+        for app in hub.configuration.apps {
+            for transport in hub.router.transportIDs { counts[[app.id, transport.rawValue]] = 0 }
+        }
+        for entry in suspended { counts[[entry.appId, entry.transport.rawValue], default: 0] += entry.count }
+        for (labels, count) in counts {
+            registry.makeGauge(
+                name: "hub_deliveries_suspended", labels: [("app", labels[0]), ("transport", labels[1])]
+            ).set(to: Double(count))
+        }
+    }
+
     /// The `/metrics` response: refreshes the gauges read at scrape time, then renders.
     static func response(hub: Hub, registry: PrometheusCollectorRegistry, logger: Logger) async -> Response {
         // Queue depth is read from the store at scrape time, so every instance reports the shared outbox.
@@ -57,6 +78,7 @@ public enum MetricsExposition {
             let statistics = try await hub.deliveryStatistics()
             Gauge(label: "hub_outbox_pending").record(statistics.pending)
             Gauge(label: "hub_feed_waiters").record(hub.signals.waiterCount)
+            recordSuspended(statistics.suspended, hub: hub, registry: registry)
         } catch {
             logger.warning("reading the outbox depth failed", metadata: ["error": "\(error)"])
         }

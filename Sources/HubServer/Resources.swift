@@ -172,6 +172,23 @@ struct StatisticsResource: Encodable, Sendable {
     var scope: String
     var pending: Int
     var finished: [String: [String: Int]]
+    /// This app's parked deliveries (always per app), by transport.
+    var suspended: [SuspendedResource]
+}
+
+/// Deliveries of one app and transport parked for a configuration fault until the hub restarts.
+struct SuspendedResource: Encodable, Sendable {
+    var transport: String
+    var count: Int
+    var lastReason: String?
+    var lastSuspendedDateTime: Date?
+
+    init(_ suspended: SuspendedDeliveries) {
+        transport = suspended.transport.rawValue
+        count = suspended.count
+        lastReason = suspended.lastReason
+        lastSuspendedDateTime = suspended.lastSuspendedAt
+    }
 }
 
 struct StatusResource: Encodable, Sendable {

@@ -9,7 +9,8 @@ extension HubAPI {
     /// - `GET /v1/apps/{app}/endpoints?state=active|inactive`: the app's endpoints; `inactive` is
     ///   the feedback list of endpoints a provider reported dead.
     /// - `GET /v1/apps/{app}/users/{userId}/endpoints`: one user's endpoints.
-    /// - `GET /v1/apps/{app}/statistics`: outbox counts.
+    /// - `GET /v1/apps/{app}/statistics`: outbox counts, and the app's deliveries suspended for a
+    ///   configuration fault per transport with the latest reason.
     ///
     /// Endpoints are listed with their user but without their push token.
     func addAdminRoutes(to router: HubRouter) {
@@ -42,7 +43,8 @@ extension HubAPI {
             let statistics = try await hub.deliveryStatistics()
             return try JSON.response(
                 StatisticsResource(
-                    appId: app.id, scope: "hub", pending: statistics.pending, finished: statistics.finished))
+                    appId: app.id, scope: "hub", pending: statistics.pending, finished: statistics.finished,
+                    suspended: statistics.suspended.filter { $0.appId == app.id }.map(SuspendedResource.init)))
         }
     }
 }

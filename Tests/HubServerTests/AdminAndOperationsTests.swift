@@ -87,6 +87,53 @@ struct AdminAndOperationsTests {
         }
     }
 
+    @Test("suspended deliveries show in the app's statistics and in hub_deliveries_suspended, over HTTP")
+    func suspendedStatistics() async throws {
+        let registry = PrometheusCollectorRegistry()
+        let harness = try await Harness(metrics: registry)
+        let alice = try await harness.token(user: "alice")
+        try await harness.run(.live) { client in
+            for (id, token) in [("phone", "misconfigured-1"), ("tablet", "misconfigured-2"), ("good", "tok-live")] {
+                let response = try await client.send(
+                    .put, "/v1/apps/\(Harness.notes)/me/endpoints/\(id)", bearer: alice,
+                    json:
+                        #"{"platform":"android","appId":"com.contoso.notes","transport":"recording","token":"\#(token)"}"#
+                )
+                #expect(response.status == .created)
+            }
+            _ = try await client.publish(notification("n1"), user: "alice")
+            #expect(
+                await eventually {
+                    (try? await harness.hub.deliveryStatistics().suspended.first?.count) == 2
+                        && harness.custom.deliveries(to: "good").count == 1
+                })
+            let statistics = try await client.send(
+                .get, "/v1/apps/\(Harness.notes)/statistics", bearer: Harness.adminToken)
+            #expect(statistics.status == .ok)
+            let suspended = statistics.object.objects("suspended")
+            #expect(suspended.count == 1, "\(statistics.text)")
+            #expect(suspended.first?.string("transport") == "recording")
+            #expect(suspended.first?["count"] as? Int == 2)
+            #expect(suspended.first?.string("lastReason") == Harness.suspendedReason)
+            #expect(suspended.first?.string("lastSuspendedDateTime") != nil)
+            #expect(statistics.object["pending"] as? Int == 2, "parked deliveries stay pending")
+            let finished = statistics.object["finished"] as? [String: Any]
+            #expect((finished?["recording"] as? [String: Any])?["rejected"] == nil, "nothing was dropped")
+
+            let other = try await client.send(.get, "/v1/apps/\(Harness.tasks)/statistics", bearer: Harness.adminToken)
+            #expect(other.object.objects("suspended").isEmpty, "another app's statistics show none of them")
+
+            let metrics = try await client.send(.get, "/metrics")
+            #expect(
+                metrics.text.contains(
+                    "# HELP hub_deliveries_suspended Deliveries parked for a configuration fault"))
+            #expect(
+                metrics.text.contains(#"hub_deliveries_suspended{app="notes.contoso.com",transport="recording"} 2"#))
+            #expect(
+                metrics.text.contains(#"hub_deliveries_suspended{app="tasks.fabrikam.com",transport="recording"} 0"#))
+        }
+    }
+
     @Test("healthz, readyz, metrics and the OpenAPI document")
     func operations() async throws {
         let registry = PrometheusCollectorRegistry()

@@ -20,13 +20,15 @@ import Prometheus
 ///   publisher key ``Harness/tasksKey``.
 ///
 /// Polling deliveries go through a ``RecordingTransport`` (so tests see every tap) that forwards
-/// to the real ``PollingTransport``; the `recording` transport declares tokens `dead` gone.
+/// to the real ``PollingTransport``; the `recording` transport declares tokens `dead` gone and
+/// suspends deliveries to `misconfigured…` ones (a configuration fault).
 struct Harness: Sendable {
     static let notes = "notes.contoso.com"
     static let tasks = "tasks.fabrikam.com"
     static let notesKey = "pk-notes-7b0e4c1d9a"
     static let tasksKey = "pk-tasks-52f1a8e3c6"
     static let adminToken = "admin-9c2d7e4f1b"
+    static let suspendedReason = "403 InvalidProviderToken: check keyId, teamId and privateKey"
     static let notesIssuer = "https://login.contoso.com"
     static let notesAudience = "notes-ios-client"
     static let tasksIssuer = "https://auth.fabrikam.com"
@@ -82,7 +84,9 @@ struct Harness: Sendable {
         let forward = PollingTransport(signals: signals)
         polling = RecordingTransport(id: .polling) { await forward.send($0) }
         custom = RecordingTransport(id: TransportID("recording")) { delivery in
-            delivery.endpoint.token == "dead" ? .endpointGone(since: nil, reason: "Unregistered") : .accepted
+            let token = delivery.endpoint.token ?? ""
+            if token == "dead" { return .endpointGone(since: nil, reason: "Unregistered") }
+            return token.hasPrefix("misconfigured") ? .suspended(reason: Harness.suspendedReason) : .accepted
         }
         var hubConfiguration = HubConfiguration(
             apps: apps, maxPayloadBytes: maxPayloadBytes, storeTimeout: storeTimeout)
