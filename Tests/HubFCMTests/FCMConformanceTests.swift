@@ -1,0 +1,34 @@
+import Foundation
+import HubCore
+import HubEmulators
+import HubTesting
+import Testing
+
+@testable import HubFCM
+
+@Suite("FCM transport: TransportConformance against the FCM emulator", .serialized)
+struct FCMConformanceTests {
+    @Test("passes the transport conformance suite", arguments: TransportConformance.all)
+    func conformance(_ check: TransportConformance.Check) async throws {
+        try await FCMFixture.with { fixture in
+            let emulator = fixture.emulator
+            let app = fixture.app
+            let conformance = TransportConformanceHarness(
+                app: app,
+                workingEndpoint: {
+                    TransportConformance.endpoint(
+                        platform: .android, platformAppId: FCMFixture.package, transport: .fcm,
+                        token: "device-\(UUID().uuidString)", appId: app.id)
+                },
+                deadEndpoint: {
+                    let token = "gone-\(UUID().uuidString)"
+                    emulator.setFailure(.unregistered, forToken: token)
+                    return TransportConformance.endpoint(
+                        platform: .android, platformAppId: FCMFixture.package, transport: .fcm, token: token,
+                        appId: app.id)
+                },
+                sendTimeLimit: .seconds(20))
+            try await check.run(fixture.transport, conformance)
+        }
+    }
+}
