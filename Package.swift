@@ -316,7 +316,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HubPostgresTests",
-            dependencies: ["HubPostgres", "HubTesting", "HubSQLite", "HubPolling"],
+            dependencies: [
+                "HubPostgres", "HubTesting", "HubSQLite", "HubPolling",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: strictness
         ),
         .testTarget(
