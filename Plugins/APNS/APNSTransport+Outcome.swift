@@ -85,7 +85,7 @@ extension APNSTransport {
                     logger.warning("\(message)", metadata: ["pool": "\(pool.label)"])
                 }
                 return .suspended(
-                    reason: "\(label) (\(request.environment)) for \(streak) tokens in a row: "
+                    reason: "\(label) (\(request.environment)) for \(threshold) or more tokens in a row: "
                         + "check the environment of the endpoints and of the credentials")
             }
             return .endpointGone(

@@ -36,7 +36,7 @@ final class Dispatcher: Sendable {
     let leased = Mutex<Set<Int64>>([])
     let recorder: OutcomeRecorder
     let faults: StoreFaults
-    /// The (app, transport, reason) suspensions already logged at error level.
+    /// The (app, transport) suspensions already logged at error level.
     let suspensionsReported = Mutex<Set<String>>([])
 
     init(
@@ -150,11 +150,12 @@ final class Dispatcher: Sendable {
         }
     }
 
-    /// Logs the first suspension of each app and transport (per reason) at error level, with what
-    /// to fix; later ones of the same kind at debug level. The lane goes on with other deliveries:
+    /// Logs the first suspension of each app and transport at error level, with the reason (what
+    /// to fix); later ones at debug level (reasons may carry per-request details such as message
+    /// IDs, so they are not part of the key). A restart logs again. The lane goes on with other deliveries:
     /// a fault in one app's credentials must not hold back the other apps of the transport.
     private func reportSuspension(app: String, transport: TransportID, reason: String) {
-        let first = suspensionsReported.withLock { $0.insert("\(app)|\(transport)|\(reason)").inserted }
+        let first = suspensionsReported.withLock { $0.insert("\(app)|\(transport)").inserted }
         let metadata: Logger.Metadata = ["app": "\(app)", "transport": "\(transport)", "reason": "\(reason)"]
         if first {
             logger.error(

@@ -1,5 +1,6 @@
 import Foundation
 import HubTesting
+import Logging
 import Synchronization
 import Testing
 
@@ -56,6 +57,25 @@ struct SuspendedDeliveryTests {
         }
     }
 
+    @Test("the first suspension of an app and transport is logged at error level with its reason, later ones not")
+    func loggedOncePerAppAndTransport() async throws {
+        let errors = ErrorLog()
+        let logger = Logger(label: "hub") { _ in ErrorCollector(errors: errors) }
+        var count = 0
+        let apns = RecordingTransport(id: .apns) { _ in .suspended(reason: "\(Self.reason) (apns-id \(UUID()))") }
+        let test = try TestHub(apns: apns, logger: logger)
+        try await test.running {
+            for device in ["a", "b", "c"] {
+                try await test.register(device, platform: .ios, transport: .apns, token: "aa0\(device)")
+            }
+            try await test.publish("n1")
+            #expect(try await eventually { try await test.hub.deliveryStatistics().suspended.first?.count == 3 })
+            count = errors.records.filter { $0.contains("deliveries suspended") }.count
+        }
+        #expect(count == 1, "\(errors.records)")
+        #expect(errors.records.first { $0.contains("deliveries suspended") }?.contains("InvalidProviderToken") == true)
+    }
+
     @Test("a new tap to an endpoint whose tap is parked un-parks it: the lane tries the endpoint again")
     func newTapRetriesParkedEndpoint() async throws {
         let failing = Mutex(true)
@@ -78,5 +98,29 @@ struct SuspendedDeliveryTests {
             }
             #expect(settled, "delivered, nothing parked")
         }
+    }
+}
+
+/// Error-level records (message and metadata) for ``SuspendedDeliveryTests``.
+final class ErrorLog: Sendable {
+    private let entries = Mutex<[String]>([])
+    var records: [String] { entries.withLock { $0 } }
+    func append(_ record: String) { entries.withLock { $0.append(record) } }
+}
+
+struct ErrorCollector: LogHandler {
+    let errors: ErrorLog
+    var logLevel: Logger.Level = .trace
+    var metadata: Logger.Metadata = [:]
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        guard event.level >= .error else { return }
+        let metadata = (event.metadata ?? [:]).map { "\($0)=\($1)" }.sorted().joined(separator: " ")
+        errors.append("\(event.message) \(metadata)")
     }
 }

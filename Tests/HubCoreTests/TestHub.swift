@@ -2,6 +2,7 @@ import Foundation
 import HubPolling
 import HubSQLite
 import HubTesting
+import Logging
 import Synchronization
 import Testing
 
@@ -36,7 +37,8 @@ struct TestHub {
         storePath: String? = nil,
         plug: StorePlug? = nil,
         storeTimeout: Duration = .seconds(5),
-        instanceID: String = "hub-test"
+        instanceID: String = "hub-test",
+        logger: Logger = Logger(label: "hub")
     ) throws {
         let store = try storePath.map(SQLiteStore.init(path:)) ?? SQLiteStore.inMemory()
         let signals = FeedSignals()
@@ -50,7 +52,7 @@ struct TestHub {
         }
         self.hub = try Hub(
             configuration: configuration, store: plug.map { InterceptedStore(store, $0) } ?? store,
-            transports: [apns, fcm, PollingTransport(signals: signals)], signals: signals, now: now)
+            transports: [apns, fcm, PollingTransport(signals: signals)], signals: signals, logger: logger, now: now)
         self.apns = apns
         self.fcm = fcm
         self.store = store
