@@ -9,7 +9,8 @@ import Synchronization
 /// - **Lanes.** Each transport has a lane with its own concurrency: the lane claims due
 ///   deliveries of that transport as its send slots free up (never waiting for a batch to finish),
 ///   so a provider that stalls holds back only its own deliveries. One more lane takes the
-///   deliveries of transports this hub does not run and rejects them.
+///   deliveries of transports this hub does not run and suspends them (a configuration fault:
+///   they go out once a hub that runs the transport starts).
 /// - **Leases.** Claims are short leases that the dispatcher renews while a send is in flight or
 ///   its outcome is not yet written, so a crashed instance's deliveries are taken over quickly.
 /// - **Outcomes** (delivered, retried with back-off, endpoint gone, rejected, given up, suspended)
@@ -116,8 +117,12 @@ final class Dispatcher: Sendable {
             return .finish(.superseded, detail: reason, goneSince: nil)
         }
         guard let transport = router.transport(endpoint.transport) else {
-            return .finish(
-                .rejected, detail: "the \(endpoint.transport) transport is not enabled on this hub", goneSince: nil)
+            // A configuration fault (credentials missing or refused at start): park, never drop.
+            let reason =
+                "the \(endpoint.transport) transport is not enabled on this hub: give the app its credentials "
+                + "for it and restart"
+            reportSuspension(app: app.id, transport: endpoint.transport, reason: reason)
+            return .suspend(reason: reason)
         }
         let started = ContinuousClock.now
         let outbound = OutboundDelivery(

@@ -76,6 +76,35 @@ struct SuspendedDeliveryTests {
         #expect(errors.records.first { $0.contains("deliveries suspended") }?.contains("InvalidProviderToken") == true)
     }
 
+    @Test("deliveries of a transport the hub does not run are parked, and sent by a hub that runs it")
+    func transportNotEnabled() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stray-\(UUID()).sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let first = try TestHub(storePath: path)
+        try await first.running {
+            // Registered while the hub ran the WNS transport; this one started without it.
+            _ = try await first.store.upsertEndpoint(
+                Endpoint(
+                    id: "pc", appId: TestHub.app.id, userId: "alice", platform: .windows,
+                    platformAppId: "Contoso.Notes_8wekyb3d8bbwe", transport: .wns,
+                    token: "https://x.notify.windows.com/",
+                    registeredAt: Date()))
+            try await first.publish("n1")
+            let parked = try await eventually(timeout: .seconds(15)) {
+                try await first.hub.deliveryStatistics().suspended.first?.transport == .wns
+            }
+            #expect(parked)
+            let statistics = try await first.hub.deliveryStatistics()
+            #expect(statistics.suspended.first?.lastReason?.contains("not enabled") == true)
+            #expect(statistics.finished["wns"] == nil, "not dropped as rejected")
+        }
+        let wns = RecordingTransport(id: .wns)
+        let second = try TestHub(fcm: wns, storePath: path)
+        try await second.running {
+            #expect(await eventually { wns.deliveries.map(\.endpoint.id) == ["pc"] })
+        }
+    }
+
     @Test("a new tap to an endpoint whose tap is parked un-parks it: the lane tries the endpoint again")
     func newTapRetriesParkedEndpoint() async throws {
         let failing = Mutex(true)
