@@ -124,9 +124,14 @@ struct ServedHub {
     let port: Int
 
     static func start(executable: String, directory: URL) async throws -> ServedHub {
+        try await start(executable: executable, config: directory.appendingPathComponent("hub.yaml").path)
+    }
+
+    /// Runs `hub serve --config config` and returns once it logged the port it listens on.
+    static func start(executable: String, config: String) async throws -> ServedHub {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["serve", "--config", directory.appendingPathComponent("hub.yaml").path]
+        process.arguments = ["serve", "--config", config]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
@@ -139,15 +144,19 @@ struct ServedHub {
         let started = ContinuousClock.now
         while ContinuousClock.now - started < .seconds(60) {
             let text = log.withLock { $0 }
-            if let range = text.range(of: "hub listening on http://127.0.0.1:") {
-                let digits = text[range.upperBound...].prefix { $0.isNumber }
-                if let port = Int(digits) { return ServedHub(process: process, port: port) }
+            if let range = text.range(of: "hub listening on http://") {
+                let address = text[range.upperBound...].prefix { !$0.isWhitespace }
+                if let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]) {
+                    return ServedHub(process: process, port: port)
+                }
             }
             guard process.isRunning else { break }
             try await Task.sleep(for: .milliseconds(50))
         }
+        let exit = process.isRunning ? "running" : "\(process.terminationStatus)"
         process.terminate()
-        throw ValidationError("hub serve did not start:\n\(log.withLock { $0 })")
+        throw ValidationError(
+            "hub serve did not report listening within 60 s (exit: \(exit)):\n\(log.withLock { $0 })")
     }
 
     /// VmRSS in KiB once it stopped moving (two readings 1 s apart within 1%).

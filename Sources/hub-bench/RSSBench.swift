@@ -45,31 +45,9 @@ struct RSSBench: AsyncParsableCommand {
     }
 
     static func measure(executable: String, config: String, idle: Int) async throws -> Reading {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["serve", "--config", config]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        let log = Shared("")
-        output.fileHandleForReading.readabilityHandler = { handle in
-            let text = String(decoding: handle.availableData, as: UTF8.self)
-            log.withLock { $0 += text }
-        }
-        try process.run()
-        defer {
-            output.fileHandleForReading.readabilityHandler = nil
-            if process.isRunning { process.terminate() }
-        }
-        let started = ContinuousClock.now
-        while !log.withLock({ $0.contains("hub listening") }) {
-            guard process.isRunning, ContinuousClock.now - started < .seconds(60) else {
-                throw ValidationError(
-                    "hub serve did not report listening within 60 s (exit: \(process.isRunning ? "running" : "\(process.terminationStatus)")):\n\(log.withLock { $0 })"
-                )
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        let hub = try await ServedHub.start(executable: executable, config: config)
+        let process = hub.process
+        defer { if process.isRunning { process.terminate() } }
         try await Task.sleep(for: .seconds(idle))
         let status = try String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
         func megabytes(_ field: String) -> Double {
