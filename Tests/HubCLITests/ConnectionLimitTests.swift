@@ -18,7 +18,9 @@ struct ConnectionLimitTests {
         let opened = ContinuousClock.now
         let silent = try await RawConnection.open(port: hub.port)
         let trickle = try await RawConnection.open(port: hub.port)
-        try await trickle.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        // On a stalled machine the server may have cut it already (after its 2 s): that is the
+        // outcome checked below, so a failed write is not an error here.
+        try? await trickle.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         // One header byte every 200 ms: each byte arrives well within the timeout, the head never does.
         let trickling = Task {
             for _ in 0..<40 {
