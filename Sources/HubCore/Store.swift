@@ -210,6 +210,24 @@ public struct HandOff: Sendable, Hashable {
     }
 }
 
+extension HandOff {
+    /// The rows a store leased for a hand-off, each with what a send needs: its endpoint (one of
+    /// `endpoints`, those the plan was made for) and `notification` when the row announces it. A
+    /// row whose endpoint is not among them is left out (its lease ends and a claim takes it).
+    public static func claimed(
+        _ leased: [Delivery], endpoints: [Endpoint], notification: UserNotification
+    ) -> [ClaimedDelivery] {
+        let byId = Dictionary(endpoints.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        return leased.compactMap { delivery in
+            byId[delivery.endpointId].map {
+                ClaimedDelivery(
+                    delivery: delivery, endpoint: $0,
+                    notification: delivery.notificationId == notification.id ? notification : nil)
+            }
+        }
+    }
+}
+
 /// What a publish stored.
 public struct PublishResult: Sendable {
     public var notification: UserNotification

@@ -66,16 +66,8 @@ extension PostgresStore {
                 AND transport = ANY(\(handOff.transports.map(\.rawValue)))
             RETURNING \(unescaped: DeliveryColumns.list)
             """)
-        let byId = Dictionary(endpoints.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        var handedOff: [ClaimedDelivery] = []
-        for row in leased {
-            let delivery = try Delivery(row: row)
-            guard let endpoint = byId[delivery.endpointId] else { continue }
-            handedOff.append(
-                ClaimedDelivery(
-                    delivery: delivery, endpoint: endpoint,
-                    notification: delivery.notificationId == notification.id ? notification : nil))
-        }
+        let handedOff = HandOff.claimed(
+            try leased.map { try Delivery(row: $0) }, endpoints: endpoints, notification: notification)
         return Enqueued(handedOff: handedOff, leftForClaim: dueNow.count - handedOff.count)
     }
 

@@ -86,14 +86,8 @@ extension SQLiteStore {
                 JSONText.array(dueNow.map(JSONText.number)),
                 JSONText.array(handOff.transports.map { JSONText.string($0.rawValue) }),
             ])
-        let byId = Dictionary(endpoints.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        let canonical = Self.canonical(notification)
-        let handedOff = leased.compactMap { record -> ClaimedDelivery? in
-            guard let endpoint = byId[record.endpointId] else { return nil }
-            return ClaimedDelivery(
-                delivery: record.delivery, endpoint: endpoint,
-                notification: record.notificationId == notification.id ? canonical : nil)
-        }
+        let handedOff = HandOff.claimed(
+            leased.map(\.delivery), endpoints: endpoints, notification: Self.canonical(notification))
         return Enqueued(handedOff: handedOff, leftForClaim: dueNow.count - handedOff.count)
     }
 
