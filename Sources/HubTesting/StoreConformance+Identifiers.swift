@@ -17,7 +17,7 @@ extension StoreConformance {
     public static func refusedIdentifiersNeverReachTheStore(_ store: any Store) async throws {
         let expect = Expect()
         try await store.migrate()
-        try await store.upsertEndpoint(Fixture.endpoint("e1", of: Fixture.bob))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("e1", of: Fixture.bob))
         let (stored, _) = try await Fixture.publish(store, Fixture.draft("n1"), for: Fixture.bob)
 
         func refuses(
