@@ -98,7 +98,7 @@ public final class Hub: Service, Sendable {
         }
         if !errors.isEmpty { throw HubError.invalid(errors) }
         let request = PublishRequest(
-            key: FeedKey(appId: app.id, userId: userID), draft: draft, newId: UUID().uuidString.lowercased(),
+            key: FeedKey(appId: app.id, userId: userID), draft: draft, newId: RandomID.make(),
             expirationDateTime: draft.expirationDateTime
                 ?? now.addingTimeInterval(configuration.defaultLifetime.seconds),
             deliveryMode: draft.deliveryMode ?? app.delivery.mode, now: now, planner: planner,

@@ -65,6 +65,11 @@ public final class SQLiteStore: Store {
         configuration.label = "HubSQLite"
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(busyTimeout)
+        // Each grouped write runs in a savepoint (``GroupCommit``), and SQLite keeps the original of
+        // every page a savepoint changes in a sub-journal. With the default `temp_store` a
+        // sub-journal over 64 KiB spills to a temporary file: measured at 20,000 pwrite calls
+        // per second under load, more than the WAL itself. In memory it is a copy.
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA temp_store = MEMORY") }
         return configuration
     }
 

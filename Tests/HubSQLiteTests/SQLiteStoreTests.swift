@@ -89,7 +89,7 @@ struct SQLiteStoreTests {
         try reopened.close()
     }
 
-    @Test("A file store runs in WAL mode with synchronous FULL, foreign keys and a busy timeout")
+    @Test("A file store runs in WAL mode with synchronous FULL, foreign keys, a busy timeout, temp store in memory")
     func pragmas() async throws {
         let directory = try TemporaryDirectory()
         let store = try SQLiteStore(path: directory.databasePath)
@@ -97,6 +97,8 @@ struct SQLiteStoreTests {
         #expect(try await store.pragma("synchronous") == "2")  // FULL
         #expect(try await store.pragma("foreign_keys") == "1")
         #expect(try await store.pragma("busy_timeout") != "0")
+        // MEMORY: the savepoints of grouped writes never spill their sub-journals to temporary files.
+        #expect(try await store.pragma("temp_store") == "2")
         #expect(FileManager.default.fileExists(atPath: directory.databasePath))
         try store.close()
     }
