@@ -82,6 +82,12 @@ public enum Identifier {
     /// - Throws: ``Violation`` for a malformed escape, invalid UTF-8, or a decoded value that is
     ///   not an identifier.
     public static func decodingPercentEscapes(_ encoded: some StringProtocol) throws(Violation) -> String {
+        guard encoded.utf8.contains(UInt8(ascii: "%")) else {
+            // Nothing to decode (most segments): a String's bytes are valid UTF-8 already.
+            let decoded = String(encoded)
+            if let violation = violation(in: decoded) { throw violation }
+            return decoded
+        }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(encoded.utf8.count)
         var iterator = encoded.utf8.makeIterator()

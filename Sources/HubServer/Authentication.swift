@@ -14,11 +14,10 @@ extension HubAPI {
         guard let header = request.headers[.authorization] else {
             throw Problem.unauthorized("Send 'Authorization: Bearer <\(what)>'.")
         }
-        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+        guard let token = HTTPText.bearerToken(header) else {
             throw Problem.unauthorized("Use the Bearer scheme: 'Authorization: Bearer <\(what)>'.")
         }
-        return parts[1].trimmingCharacters(in: .whitespaces)
+        return token
     }
 
     /// Checks that the request carries a publisher key of `app`. Every key is compared, in
@@ -71,7 +70,7 @@ extension HubAPI {
 
     /// The endpoint a device names in `X-Hub-Endpoint`, if any.
     func callerEndpoint(_ request: Request) throws -> String? {
-        guard let value = request.headers[.hubEndpoint]?.trimmingCharacters(in: .whitespaces), !value.isEmpty
+        guard let value = request.headers[.hubEndpoint].map { String(HTTPText.trimmed($0[...])) }, !value.isEmpty
         else { return nil }
         guard value.utf8.count <= 128,
             value.unicodeScalars.allSatisfy({ Self.endpointCharacters.contains($0) })

@@ -188,7 +188,7 @@ extension Request {
 
     /// `application/json` or any `+json` type, parameters ignored.
     static func isJSON(_ contentType: String) -> Bool {
-        let type = contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        let type = contentType.split(separator: ";").first.map { HTTPText.trimmed($0).lowercased() }
         guard let type else { return false }
         return type == "application/json" || (type.hasPrefix("application/") && type.hasSuffix("+json"))
     }

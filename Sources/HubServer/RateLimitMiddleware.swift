@@ -28,7 +28,7 @@ struct RateLimitMiddleware: RouterMiddleware {
             return try await next(request, context)
         }
         let configuration = api.configuration
-        let app = context.parameters.get("app").flatMap { try? api.hub.app($0.removingPercentEncoding ?? $0) }
+        let app = context.parameters.get("app").flatMap { try? api.hub.app(Identifier.decodingPercentEscapes($0)) }
         let appID = app?.id ?? ""
         let limits = configuration.appRateLimits[appID] ?? configuration.rateLimits
         let token = Self.bearer(request)
@@ -50,7 +50,8 @@ struct RateLimitMiddleware: RouterMiddleware {
                 known = true
                 charges.append((.publisherKey, publisher.name, limits.publisherKey))
                 if request.method == .post, let user = context.parameters.get("userId") {
-                    charges.append((.userPublishes, user.removingPercentEncoding ?? user, limits.userPublishes))
+                    charges.append(
+                        (.userPublishes, (try? Identifier.decodingPercentEscapes(user)) ?? user, limits.userPublishes))
                 }
             } else if let admin = configuration.adminToken, !admin.isEmpty, admin.constantTimeEquals(token) {
                 known = true
@@ -89,15 +90,13 @@ struct RateLimitMiddleware: RouterMiddleware {
         let proxies = api.configuration.trustedProxies
         guard proxies.contains(peer) else { return peer }
         let hops = request.headers[values: .xForwardedFor].flatMap { $0.split(separator: ",") }
-            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .map { String(HTTPText.trimmed($0)) }
         return hops.last { !proxies.contains($0) && !$0.isEmpty } ?? peer
     }
 
     private static func bearer(_ request: Request) -> String? {
         guard let header = request.headers[.authorization] else { return nil }
-        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        return parts[1].trimmingCharacters(in: .whitespaces)
+        return HTTPText.bearerToken(header)
     }
 
     private static func isUnauthorized(_ error: any Error) -> Bool {

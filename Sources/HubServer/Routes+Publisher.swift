@@ -86,7 +86,7 @@ extension HubAPI {
 
     /// The subscription an `X-UNS-ID` header names.
     private func graphSubscription(_ request: Request) throws -> TokenCodec.Subscription {
-        guard let id = request.headers[.unsID]?.trimmingCharacters(in: .whitespaces), !id.isEmpty else {
+        guard let id = request.headers[.unsID].map { String(HTTPText.trimmed($0[...])) }, !id.isEmpty else {
             throw Problem(
                 .invalidRequest,
                 "Send the user's subscription ID in X-UNS-ID (the device gets it from POST /v1/apps/{app}/me/subscription).",
@@ -149,8 +149,6 @@ extension HubAPI {
 
     /// A value percent-encoded for one path segment.
     static func segment(_ value: String) -> String {
-        var allowed = CharacterSet.urlPathAllowed
-        allowed.remove(charactersIn: "/;")
-        return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
+        HTTPText.pathSegment(value)
     }
 }

@@ -65,6 +65,9 @@ struct IdentifierTests {
             ("bob%0D%0A", "forbidden-character"), ("%E2%80%AE", "forbidden-character"),
             ("%C2%85", "forbidden-character"), ("", "empty"),
             (String(repeating: "%41", count: 257), "too-long"),
+            // Without a `%` the value is taken as it is (a fast path), and still checked.
+            ("bob\u{0}evil", "forbidden-character"), ("tab\there", "forbidden-character"),
+            (String(repeating: "a", count: 257), "too-long"),
         ]
         for (encoded, code) in cases {
             #expect(throws: Identifier.Violation.self, "\(encoded)") {
