@@ -126,6 +126,11 @@ extension Hub {
         try await store.deliveryStatistics()
     }
 
+    /// Pending and suspended deliveries, without the finished counts (see ``OutboxStore/outboxDepth()``).
+    public func outboxDepth() async throws -> DeliveryStatistics {
+        try await store.outboxDepth()
+    }
+
     /// Endpoint IDs are ``Identifier``s of a narrower shape, so that they can be named in a header
     /// (`X-Hub-Endpoint`) and logged as they are.
     static func isValidEndpointID(_ id: String) -> Bool {

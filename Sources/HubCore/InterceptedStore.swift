@@ -113,4 +113,8 @@ public struct InterceptedStore<Interceptor: StoreInterceptor>: Store {
     public func deliveryStatistics() async throws -> DeliveryStatistics {
         try await call("deliveryStatistics") { try await $0.deliveryStatistics() }
     }
+
+    public func outboxDepth() async throws -> DeliveryStatistics {
+        try await call("outboxDepth") { try await $0.outboxDepth() }
+    }
 }

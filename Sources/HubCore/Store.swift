@@ -127,10 +127,20 @@ public protocol OutboxStore: Sendable {
     /// The earliest due time of a pending delivery, to sleep until.
     func nextDueDate() async throws -> Date?
     func deliveryStatistics() async throws -> DeliveryStatistics
+    /// What `/metrics` reads at every scrape: ``deliveryStatistics()`` without the finished counts
+    /// (`finished` is empty), so that a scrape costs the size of the outbox, not of the delivery
+    /// history. The default reads ``deliveryStatistics()``; stores with history should do better.
+    func outboxDepth() async throws -> DeliveryStatistics
 }
 
 extension OutboxStore {
     public func releaseLeases(owner: String) async throws {}
+
+    public func outboxDepth() async throws -> DeliveryStatistics {
+        var statistics = try await deliveryStatistics()
+        statistics.finished = [:]
+        return statistics
+    }
 
     /// Claims from every lane at once.
     public func claimDeliveries(

@@ -300,20 +300,25 @@ extension PostgresStore {
 
     /// Pending deliveries, and finished ones by transport, then result.
     public func deliveryStatistics() async throws -> DeliveryStatistics {
-        var statistics = DeliveryStatistics(pending: 0, finished: [:])
+        var statistics = try await outboxDepth()
         for row in try await rows(
             """
-            SELECT state, transport, coalesce(result, '') AS result, count(*) AS count
-            FROM hub_delivery GROUP BY state, transport, result
+            SELECT transport, coalesce(result, '') AS result, count(*) AS count
+            FROM hub_delivery WHERE state = 'finished' GROUP BY transport, result
             """)
         {
-            let (state, transport, result, count) = try row.decode((String, String, String, Int).self)
-            if state == "pending" {
-                statistics.pending += count
-            } else {
-                statistics.finished[transport, default: [:]][result, default: 0] += count
-            }
+            let (transport, result, count) = try row.decode((String, String, Int).self)
+            statistics.finished[transport, default: [:]][result, default: 0] += count
         }
+        return statistics
+    }
+
+    /// Pending and suspended deliveries: reads the pending rows only (the partial indexes
+    /// `hub_delivery_due` and `hub_delivery_suspended`), never the finished history.
+    public func outboxDepth() async throws -> DeliveryStatistics {
+        let pending =
+            try await rows("SELECT count(*) FROM hub_delivery WHERE state = 'pending'").first?.decode(Int.self) ?? 0
+        var statistics = DeliveryStatistics(pending: pending, finished: [:])
         for row in try await rows(
             """
             SELECT DISTINCT ON (app_id, transport) app_id, transport,

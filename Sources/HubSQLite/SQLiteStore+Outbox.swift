@@ -291,10 +291,19 @@ extension SQLiteStore {
 
     /// Pending deliveries, and finished ones by transport, then result.
     public func deliveryStatistics() async throws -> DeliveryStatistics {
-        try await read { db in
-            let pending =
-                try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM delivery WHERE state = 'pending'")) ?? 0
-            var finished: [String: [String: Int]] = [:]
+        try await read { db in try Self.statistics(db, countingFinished: true) }
+    }
+
+    /// Pending and suspended deliveries: reads the pending rows only (`delivery_due`, `delivery_suspended`).
+    public func outboxDepth() async throws -> DeliveryStatistics {
+        try await read { db in try Self.statistics(db, countingFinished: false) }
+    }
+
+    private static func statistics(_ db: Database, countingFinished: Bool) throws -> DeliveryStatistics {
+        let pending =
+            try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM delivery WHERE state = 'pending'")) ?? 0
+        var finished: [String: [String: Int]] = [:]
+        if countingFinished {
             let rows = try Row.fetchAll(
                 db.cachedStatement(
                     sql: """
@@ -304,21 +313,21 @@ extension SQLiteStore {
             for row in rows {
                 finished[row["transport"], default: [:]][row["result"]] = row["count"]
             }
-            // SQLite takes the bare column `suspendedReason` from the row of MAX(suspendedAt).
-            let suspended = try Row.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT appId, transport, COUNT(*) AS count, MAX(suspendedAt) AS lastAt, suspendedReason
-                        FROM delivery INDEXED BY delivery_suspended
-                        WHERE state = 'pending' AND suspendedAt IS NOT NULL
-                        GROUP BY appId, transport ORDER BY appId, transport
-                        """)
-            ).map { row in
-                SuspendedDeliveries(
-                    appId: row["appId"], transport: TransportID(rawValue: row["transport"]), count: row["count"],
-                    lastReason: row["suspendedReason"], lastSuspendedAt: row.optionalDate("lastAt"))
-            }
-            return DeliveryStatistics(pending: pending, finished: finished, suspended: suspended)
         }
+        // SQLite takes the bare column `suspendedReason` from the row of MAX(suspendedAt).
+        let suspended = try Row.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT appId, transport, COUNT(*) AS count, MAX(suspendedAt) AS lastAt, suspendedReason
+                    FROM delivery INDEXED BY delivery_suspended
+                    WHERE state = 'pending' AND suspendedAt IS NOT NULL
+                    GROUP BY appId, transport ORDER BY appId, transport
+                    """)
+        ).map { row in
+            SuspendedDeliveries(
+                appId: row["appId"], transport: TransportID(rawValue: row["transport"]), count: row["count"],
+                lastReason: row["suspendedReason"], lastSuspendedAt: row.optionalDate("lastAt"))
+        }
+        return DeliveryStatistics(pending: pending, finished: finished, suspended: suspended)
     }
 }

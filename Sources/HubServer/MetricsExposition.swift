@@ -75,7 +75,7 @@ public enum MetricsExposition {
     static func response(hub: Hub, registry: PrometheusCollectorRegistry, logger: Logger) async -> Response {
         // Queue depth is read from the store at scrape time, so every instance reports the shared outbox.
         do {
-            let statistics = try await hub.deliveryStatistics()
+            let statistics = try await hub.outboxDepth()
             Gauge(label: "hub_outbox_pending").record(statistics.pending)
             Gauge(label: "hub_feed_waiters").record(hub.signals.waiterCount)
             recordSuspended(statistics.suspended, hub: hub, registry: registry)

@@ -157,6 +157,9 @@ extension StoreConformance {
                         appId: Fixture.app, transport: .apns, count: 2, lastReason: "403 Forbidden",
                         lastSuspendedAt: Fixture.at(2))
                 ]), "statistics with parked deliveries")
+        var depth = try await store.deliveryStatistics()
+        depth.finished = [:]
+        try expect.equal(try await store.outboxDepth(), depth, "the outbox depth is the statistics without history")
 
         try expect.equal(try await store.resumeSuspended(at: Fixture.at(20)), 2, "un-parked")
         try expect.equal(try await store.deliveryStatistics().suspended, [], "nothing parked after resuming")

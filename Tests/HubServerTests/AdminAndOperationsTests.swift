@@ -134,6 +134,20 @@ struct AdminAndOperationsTests {
         }
     }
 
+    @Test("a /metrics scrape reads the outbox depth, never the whole delivery history")
+    func metricsReadOutboxDepthOnly() async throws {
+        let plug = StorePlug()
+        let harness = try await Harness(metrics: PrometheusCollectorRegistry(), plug: plug)
+        try await harness.run(.live) { client in
+            _ = try await client.publish(notification("n1"), user: "alice")
+            let metrics = try await client.send(.get, "/metrics")
+            #expect(metrics.status == .ok)
+            #expect(metrics.text.contains("hub_deliveries_suspended"))
+            #expect(plug.calls("outboxDepth") == 1)
+            #expect(plug.calls("deliveryStatistics") == 0, "a scrape must not count every finished delivery")
+        }
+    }
+
     @Test("healthz, readyz, metrics and the OpenAPI document")
     func operations() async throws {
         let registry = PrometheusCollectorRegistry()
