@@ -248,7 +248,10 @@ let package = Package(
             exclude: ["Fixtures"],
             swiftSettings: strictness
         ),
-        .testTarget(name: "HubSQLiteTests", dependencies: ["HubSQLite", "HubTesting"], swiftSettings: strictness),
+        .testTarget(
+            name: "HubSQLiteTests",
+            dependencies: ["HubSQLite", "HubTesting", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strictness),
         .testTarget(
             name: "HubServerTests",
             dependencies: [
