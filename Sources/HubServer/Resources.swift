@@ -7,7 +7,7 @@ import NIOCore
 // seconds, `nil` fields left out. Push tokens and secrets never appear in any of them.
 
 /// A user notification as publishers and devices see it.
-struct NotificationResource: Encodable, Sendable {
+struct NotificationResource: Sendable {
     struct Payload: Encodable, Sendable {
         var rawContent: String?
         var visualContent: VisualContent?
@@ -51,7 +51,7 @@ struct NotificationResource: Encodable, Sendable {
 }
 
 /// A list of notifications (history).
-struct NotificationList: Encodable, Sendable {
+struct NotificationList: Sendable {
     var notifications: [NotificationResource]
 }
 
@@ -92,7 +92,7 @@ struct EndpointList: Encodable, Sendable {
 }
 
 /// Changes of a feed since a cursor.
-struct FeedPageResource: Encodable, Sendable {
+struct FeedPageResource: Sendable {
     var changes: [NotificationResource]
     /// Pass it as `cursor` next time.
     var cursor: String
@@ -220,6 +220,12 @@ enum JSON {
         try encoder().encode(value)
     }
 
+    static func data(_ value: some JSONWritable) -> Data {
+        var writer = JSONWriter()
+        value.write(to: &writer)
+        return Data(writer.bytes)
+    }
+
     /// A JSON response.
     static func response(
         _ value: some Encodable, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]
@@ -228,5 +234,17 @@ enum JSON {
         headers[.contentType] = "application/json; charset=utf-8"
         let data = try data(value)
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// A JSON response of a resource that writes itself (see ``JSONWritable``).
+    static func response(
+        _ value: some JSONWritable, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]
+    ) -> Response {
+        var headers = headers
+        headers[.contentType] = "application/json; charset=utf-8"
+        var writer = JSONWriter()
+        value.write(to: &writer)
+        return Response(
+            status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
     }
 }

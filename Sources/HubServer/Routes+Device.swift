@@ -51,12 +51,12 @@ extension HubAPI {
         router.get(RouterPath(me + "/notifications")) { request, context in
             let (app, user) = try await authenticateDevice(request, context: context)
             let history = try await hub.history(app: app.id, user: user, filter: try historyFilter(request))
-            return try JSON.response(NotificationList(notifications: history.map(NotificationResource.init)))
+            return JSON.response(NotificationList(notifications: history.map(NotificationResource.init)))
         }
         router.get(RouterPath(me + "/notifications/:id")) { request, context in
             let (app, user) = try await authenticateDevice(request, context: context)
             let found = try await hub.notification(app: app.id, user: user, id: try context.pathParameter("id"))
-            return try JSON.response(NotificationResource(found))
+            return JSON.response(NotificationResource(found))
         }
         router.patch(RouterPath(me + "/notifications/:id")) { request, context in
             let (app, user) = try await authenticateDevice(request, context: context)
@@ -67,7 +67,7 @@ extension HubAPI {
             let updated = try await hub.updateState(
                 app: app.id, user: user, id: try context.pathParameter("id"), readState: body.readState,
                 userActionState: body.userActionState, fromEndpoint: endpoint)
-            return try JSON.response(NotificationResource(updated))
+            return JSON.response(NotificationResource(updated))
         }
         router.post(RouterPath(me + "/subscription")) { request, context in
             let (app, user) = try await authenticateDevice(request, context: context)
@@ -130,7 +130,7 @@ extension HubAPI {
             page = try await sync(app: app, user: user, after: version, limit: limit, wait: nil, binding: binding)
         }
         HubMetrics.sync(app: app.id, mode: (wait ?? .zero) > .zero ? .longpoll : .poll)
-        return try JSON.response(
+        return JSON.response(
             FeedPageResource(
                 changes: page.changes.map(NotificationResource.init),
                 cursor: tokens.cursor(version: page.version, app: app.id, user: user), hasMore: page.hasMore))

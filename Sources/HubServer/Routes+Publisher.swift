@@ -23,12 +23,12 @@ extension HubAPI {
         router.get(RouterPath(notifications)) { request, context in
             let (app, user) = try publisherScope(request, context)
             let history = try await hub.history(app: app.id, user: user, filter: try historyFilter(request))
-            return try JSON.response(NotificationList(notifications: history.map(NotificationResource.init)))
+            return JSON.response(NotificationList(notifications: history.map(NotificationResource.init)))
         }
         router.get(RouterPath(notifications + "/:id")) { request, context in
             let (app, user) = try publisherScope(request, context)
             let found = try await hub.notification(app: app.id, user: user, id: try context.pathParameter("id"))
-            return try JSON.response(NotificationResource(found))
+            return JSON.response(NotificationResource(found))
         }
         // One parameter name per path position (the router requires it): for DELETE, `id` is the
         // appNotificationId.
@@ -76,7 +76,7 @@ extension HubAPI {
                 headers[.location] =
                     "/v1/apps/\(Self.segment(app.id))/users/\(Self.segment(user))/notifications/\(Self.segment(notification.id))"
             }
-            return try JSON.response(
+            return JSON.response(
                 NotificationResource(notification), status: created ? .created : .ok, headers: headers)
         } catch {
             HubMetrics.publishFailed(app: app, error: error)

@@ -98,7 +98,7 @@ private struct EventStream: Sendable {
     private func events(_ changes: [UserNotification]) throws -> ByteBuffer {
         var buffer = ByteBuffer()
         for change in changes {
-            let data = try JSON.data(NotificationResource(change))
+            let data = JSON.data(NotificationResource(change))
             let cursor = api.tokens.cursor(version: change.changeVersion, app: app.id, user: user)
             buffer.writeString("id: \(cursor)\nevent: notification\ndata: ")
             buffer.writeBytes(data)

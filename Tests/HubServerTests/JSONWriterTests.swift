@@ -1,0 +1,133 @@
+import Foundation
+import HubCore
+import Testing
+
+@testable import HubServer
+
+/// The hand-written JSON of the hot resources must be byte for byte what `JSON.encoder()` makes
+/// of the same shape (the API's JSON conventions, DESIGN §4).
+@Suite("JSON writer")
+struct JSONWriterTests {
+    /// The shape NotificationResource had as an `Encodable` (the reference the writer must match).
+    struct Reference: Encodable {
+        var id: String
+        var appNotificationId: String
+        var groupName: String?
+        var priority: String
+        var payload: NotificationResource.Payload
+        var targetPolicy: NotificationResource.Target
+        var displayTimeToLive: Int?
+        var expirationDateTime: Date
+        var createdDateTime: Date
+        var lastModifiedDateTime: Date
+        var readState: String
+        var userActionState: String
+        var status: String
+        var changeVersion: Int64
+
+        init(_ resource: NotificationResource) {
+            id = resource.id
+            appNotificationId = resource.appNotificationId
+            groupName = resource.groupName
+            priority = resource.priority
+            payload = resource.payload
+            targetPolicy = resource.targetPolicy
+            displayTimeToLive = resource.displayTimeToLive
+            expirationDateTime = resource.expirationDateTime
+            createdDateTime = resource.createdDateTime
+            lastModifiedDateTime = resource.lastModifiedDateTime
+            readState = resource.readState
+            userActionState = resource.userActionState
+            status = resource.status
+            changeVersion = resource.changeVersion
+        }
+    }
+
+    struct ReferencePage: Encodable {
+        var changes: [Reference]
+        var cursor: String
+        var hasMore: Bool
+    }
+
+    struct ReferenceList: Encodable {
+        var notifications: [Reference]
+    }
+
+    static let awkward: [String] = [
+        "", "plain", "quote \" and backslash \\", "a/b//c", "tab\there\nnew line\r\u{8}\u{C}",
+        String((0..<32).map { Character(Unicode.Scalar(UInt8($0))) }), "\u{7F}\u{85}\u{2028}\u{2029}", "été 日本語 🙂",
+        "</script>", "\u{FEFF}bom",
+    ]
+
+    static func notifications() -> [UserNotification] {
+        let base = Date(timeIntervalSince1970: 1_764_000_000.123_456)
+        return [
+            UserNotification(
+                id: "n1", appId: "notes.contoso.com", userId: "alice", appNotificationId: "a-1",
+                payload: NotificationPayload(rawContent: "raw"), expirationDateTime: base.addingTimeInterval(86_400),
+                createdDateTime: base, lastModifiedDateTime: base),
+            UserNotification(
+                id: "n2", appId: "notes.contoso.com", userId: "alice", appNotificationId: "a \"2\"/x",
+                groupName: "group\n1", priority: .high,
+                payload: NotificationPayload(
+                    rawContent: awkward[5], visualContent: VisualContent(title: "Title 🙂", body: awkward[4])),
+                targetPolicy: TargetPolicy(platformTypes: [.ios, .android]), displayTimeToLive: 3600,
+                expirationDateTime: Date(timeIntervalSince1970: 4_102_444_799.999_9), fallbackPolicy: nil,
+                createdDateTime: Date(timeIntervalSince1970: 0),
+                lastModifiedDateTime: Date(timeIntervalSince1970: 951_782_400.5),
+                readState: .read, userActionState: .dismissed, status: .deleted, changeVersion: 9_007_199_254_740_993),
+            UserNotification(
+                id: "n3", appId: "notes.contoso.com", userId: "alice", appNotificationId: "a-3",
+                payload: NotificationPayload(visualContent: VisualContent(title: "only a title")),
+                expirationDateTime: base, createdDateTime: base, lastModifiedDateTime: base),
+            UserNotification(
+                id: "n4", appId: "notes.contoso.com", userId: "alice", appNotificationId: "a-4",
+                payload: NotificationPayload(), expirationDateTime: base, createdDateTime: base,
+                lastModifiedDateTime: base),
+        ]
+    }
+
+    @Test("strings are escaped as JSONEncoder escapes them", arguments: awkward)
+    func strings(value: String) throws {
+        var bytes: [UInt8] = []
+        JSONWriter.appendQuoted(value, to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == String(decoding: try JSON.data(value), as: UTF8.self))
+    }
+
+    @Test("times are formatted as JSON.dateStyle formats them, across eras and fractions")
+    func dates() throws {
+        var generator = SystemRandomNumberGenerator()
+        var dates = [0, -0.001, -1, -86_400.5, 951_782_400, 1_709_164_800.999, 4_102_444_799.9999, 253_402_300_799]
+            .map { Date(timeIntervalSince1970: $0) }
+        dates += (0..<2000).map { _ in Date(timeIntervalSince1970: Double.random(in: -2e9...8e9, using: &generator)) }
+        for date in dates {
+            var bytes: [UInt8] = []
+            JSONWriter.appendISO8601(date, to: &bytes)
+            #expect(
+                String(decoding: bytes, as: UTF8.self) == date.formatted(JSON.dateStyle),
+                "\(date.timeIntervalSince1970)")
+        }
+    }
+
+    @Test("a notification, a history and a feed page are what JSONEncoder makes of their shape")
+    func resources() throws {
+        let resources = Self.notifications().map(NotificationResource.init)
+        for resource in resources {
+            #expect(
+                String(decoding: JSON.data(resource), as: UTF8.self)
+                    == String(decoding: try JSON.data(Reference(resource)), as: UTF8.self))
+        }
+        #expect(
+            JSON.data(NotificationList(notifications: resources))
+                == (try JSON.data(ReferenceList(notifications: resources.map(Reference.init)))))
+        #expect(
+            JSON.data(NotificationList(notifications: []))
+                == (try JSON.data(ReferenceList(notifications: []))))
+        for hasMore in [true, false] {
+            #expect(
+                JSON.data(FeedPageResource(changes: resources, cursor: "c/ur\"sor", hasMore: hasMore))
+                    == (try JSON.data(
+                        ReferencePage(changes: resources.map(Reference.init), cursor: "c/ur\"sor", hasMore: hasMore))))
+        }
+    }
+}
