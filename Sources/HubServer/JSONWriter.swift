@@ -121,8 +121,12 @@ struct JSONWriter {
 
     /// `2025-01-31T12:00:00.000Z`: UTC, milliseconds truncated (as `JSON.dateStyle` formats).
     static func appendISO8601(_ date: Date, to bytes: inout [UInt8]) {
-        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-        let (seconds, millisecond) = floorDivision(milliseconds, 1000)
+        // Split as Foundation's calendar does (whole seconds since 2001, then the fraction), so that
+        // the milliseconds are the same digits, including where a Double's precision runs out.
+        let sinceReference = date.timeIntervalSinceReferenceDate
+        let whole = sinceReference.rounded(.down)
+        let millisecond = Int64((sinceReference - whole) * 1_000_000_000) / 1_000_000
+        let seconds = Int64(whole) + 978_307_200
         let (days, secondOfDay) = floorDivision(seconds, 86_400)
         // Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
         let shifted = days + 719_468
