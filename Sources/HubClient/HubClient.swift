@@ -57,6 +57,20 @@ public final class HubClient: Sendable {
     let registrations: Broadcast<RegistrationState>
     let feed: FeedSynchronizer
 
+    /// The session clients use unless given one: ``uncachedConfiguration()``.
+    public static let defaultSession = URLSession(configuration: uncachedConfiguration())
+
+    /// An ephemeral session configuration without a URL cache. The hub's answers are never
+    /// cached, and on Linux a `URLCache` opens a window in which cancelling a task that has just
+    /// finished traps in Foundation ("Trying to access a behaviour for a task that in not in the
+    /// registry"), as a long poll or event stream cancelled at the end of its wait can be.
+    public static func uncachedConfiguration() -> URLSessionConfiguration {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        return configuration
+    }
+
     /// Creates a client; it sends nothing until it is used.
     ///
     /// - Parameters:
@@ -64,12 +78,14 @@ public final class HubClient: Sendable {
     ///   - app: the cross-device app's ID (its domain).
     ///   - storage: where state survives restarts; `UserDefaults` by default. Give each signed-in
     ///     user their own storage (or call ``resetLocalState()`` at sign-out).
-    ///   - session: the URL session requests go through.
+    ///   - session: the URL session requests go through; by default one without a URL cache
+    ///     (``uncachedConfiguration()``). On Linux, give it a session without a `URLCache`:
+    ///     swift-corelibs-foundation can trap when a task is cancelled while its cache lookup runs.
     ///   - configuration: feed and retry tuning.
     ///   - tokenProvider: returns the user's token; see ``TokenRequestReason``.
     public init(
         baseURL: URL, app: String, storage: any HubClientStorage = UserDefaultsHubClientStorage(),
-        session: URLSession = .shared, configuration: Configuration = Configuration(),
+        session: URLSession = HubClient.defaultSession, configuration: Configuration = Configuration(),
         tokenProvider: @escaping TokenProvider
     ) {
         self.baseURL = baseURL

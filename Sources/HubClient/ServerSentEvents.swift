@@ -97,8 +97,19 @@ final class StreamingResponse: NSObject, URLSessionDataDelegate, @unchecked Send
     init(_ request: URLRequest, configuration: URLSessionConfiguration) {
         (parts, continuation) = AsyncThrowingStream.makeStream(of: Part.self)
         super.init()
+        // No URL cache whatever the client's session has (see HubClient.uncachedConfiguration()).
+        let configuration = (configuration.copy() as? URLSessionConfiguration) ?? HubClient.uncachedConfiguration()
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         let session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
-        continuation.onTermination = { _ in session.invalidateAndCancel() }
+        continuation.onTermination = { termination in
+            // A finished exchange has nothing to cancel: cancelling a completed task is what traps.
+            if case .finished = termination {
+                session.finishTasksAndInvalidate()
+            } else {
+                session.invalidateAndCancel()
+            }
+        }
         session.dataTask(with: request).resume()
     }
 

@@ -79,7 +79,7 @@ final class RawConnection: Sendable {
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             var buffer = unwrapInboundIn(data)
-            state.withLock { $0.bytes.writeBuffer(&buffer) }
+            state.withLock { state in _ = state.bytes.writeBuffer(&buffer) }
         }
 
         func channelInactive(context: ChannelHandlerContext) {

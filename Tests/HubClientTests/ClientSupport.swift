@@ -36,7 +36,8 @@ func makeDevice(
     configuration.initialRetryDelay = .milliseconds(100)
     let log = tokens ?? TokenLog { _ in try await hub.token(user: user) }
     return HubClient(
-        baseURL: hub.baseURL, app: TestHub.app, storage: storage, session: URLSession(configuration: .ephemeral),
+        baseURL: hub.baseURL, app: TestHub.app, storage: storage,
+        session: URLSession(configuration: HubClient.uncachedConfiguration()),
         configuration: configuration, tokenProvider: log.provider)
 }
 

@@ -35,7 +35,12 @@ final class TestHub: Sendable {
     /// The tokens of the `apns` endpoints tapped so far, in order.
     var apnsTokensTapped: [String] { apns.deliveries.compactMap(\.endpoint.token) }
     private let signingKeys: JWTKeyCollection
-    private let session = URLSession(configuration: .ephemeral)
+    /// Without a URL cache, like the client's sessions (see `HubClient.uncachedConfiguration()`).
+    private let session: URLSession = {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        return URLSession(configuration: configuration)
+    }()
 
     private init(baseURL: URL, apns: RecordingTransport, signingKeys: JWTKeyCollection) {
         self.baseURL = baseURL
