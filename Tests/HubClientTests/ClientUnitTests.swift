@@ -34,6 +34,13 @@ struct ClientUnitTests {
         }
     }
 
+    @Test("the client's default session has no URL cache (a cache makes Foundation trap on a late cancel)")
+    func uncachedSession() {
+        #expect(HubClient.defaultSession.configuration.urlCache == nil)
+        #expect(HubClient.defaultSession.configuration.requestCachePolicy == .reloadIgnoringLocalCacheData)
+        #expect(HubClient.uncachedConfiguration().urlCache == nil)
+    }
+
     @Test("problem details map to stable codes with field errors and Retry-After")
     func problemMapping() throws {
         let body = Data(
