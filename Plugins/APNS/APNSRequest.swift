@@ -111,34 +111,6 @@ enum APNSRequestID {
     static func next() -> String {
         let low = counter.wrappingAdd(1, ordering: .relaxed).newValue
         // The variant (`10`) takes the top two bits of the low half.
-        return format(high: high, low: (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000)
-    }
-
-    /// The 36-character text form, `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
-    static func format(high: UInt64, low: UInt64) -> String {
-        String(unsafeUninitializedCapacity: 36) { buffer in
-            let digits: StaticString = "0123456789abcdef"
-            var index = 0
-            func put(_ value: UInt64, nibbles: Int) {
-                for shift in stride(from: (nibbles - 1) * 4, through: 0, by: -4) {
-                    buffer[index] = digits.utf8Start[Int((value >> UInt64(shift)) & 0xF)]
-                    index += 1
-                }
-            }
-            func dash() {
-                buffer[index] = UInt8(ascii: "-")
-                index += 1
-            }
-            put(high >> 32, nibbles: 8)
-            dash()
-            put(high >> 16, nibbles: 4)
-            dash()
-            put(high, nibbles: 4)
-            dash()
-            put(low >> 48, nibbles: 4)
-            dash()
-            put(low, nibbles: 12)
-            return index
-        }
+        return RandomID.uuidText(high: high, low: (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000)
     }
 }

@@ -13,7 +13,13 @@ public enum RandomID {
         var low = generator.next() as UInt64
         high = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000  // version 4
         low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000  // RFC 4122 variant
-        return String(unsafeUninitializedCapacity: 36) { buffer in
+        return uuidText(high: high, low: low)
+    }
+
+    /// The 36-character UUID text form (`xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, lowercase) of
+    /// 128 bits given as two halves.
+    public static func uuidText(high: UInt64, low: UInt64) -> String {
+        String(unsafeUninitializedCapacity: 36) { buffer in
             var index = 0
             func put(_ value: UInt64, nibbles: Int) {
                 for shift in stride(from: (nibbles - 1) * 4, through: 0, by: -4) {
@@ -27,13 +33,13 @@ public enum RandomID {
             }
             put(high >> 32, nibbles: 8)
             dash()
-            put((high >> 16) & 0xFFFF, nibbles: 4)
+            put(high >> 16, nibbles: 4)
             dash()
-            put(high & 0xFFFF, nibbles: 4)
+            put(high, nibbles: 4)
             dash()
             put(low >> 48, nibbles: 4)
             dash()
-            put(low & 0xFFFF_FFFF_FFFF, nibbles: 12)
+            put(low, nibbles: 12)
             return index
         }
     }

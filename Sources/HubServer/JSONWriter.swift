@@ -3,10 +3,11 @@ import Foundation
 // The hot resources (a notification, a feed page, a history) are written straight to bytes:
 // Foundation's JSONEncoder with a custom date strategy was ~4% of a publish's CPU. The output is
 // what `JSON.encoder()` would make: keys sorted, `nil` left out, `/` unescaped, times as
-// `2025-01-31T12:00:00.000Z` (tests compare the two).
+// `2025-01-31T12:00:00.000Z` (tests compare it with the types' synthesized Encodable conformance).
 
-/// A resource that writes its own JSON.
-protocol JSONWritable: Sendable {
+/// A resource that writes its own JSON, the same as its synthesized `Encodable` conformance would
+/// through `JSON.encoder()` (tests compare the two; `JSON.response` and `JSON.data` pick the writer).
+protocol JSONWritable: Encodable, Sendable {
     func write(to json: inout JSONWriter)
 }
 

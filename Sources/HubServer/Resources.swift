@@ -7,7 +7,7 @@ import NIOCore
 // seconds, `nil` fields left out. Push tokens and secrets never appear in any of them.
 
 /// A user notification as publishers and devices see it.
-struct NotificationResource: Sendable {
+struct NotificationResource: Encodable, Sendable {
     struct Payload: Encodable, Sendable {
         var rawContent: String?
         var visualContent: VisualContent?
@@ -51,7 +51,7 @@ struct NotificationResource: Sendable {
 }
 
 /// A list of notifications (history).
-struct NotificationList: Sendable {
+struct NotificationList: Encodable, Sendable {
     var notifications: [NotificationResource]
 }
 
@@ -92,7 +92,7 @@ struct EndpointList: Encodable, Sendable {
 }
 
 /// Changes of a feed since a cursor.
-struct FeedPageResource: Sendable {
+struct FeedPageResource: Encodable, Sendable {
     var changes: [NotificationResource]
     /// Pass it as `cursor` next time.
     var cursor: String

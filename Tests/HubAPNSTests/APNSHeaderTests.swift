@@ -234,7 +234,7 @@ struct APNSHeaderTests {
         }
         #expect(seen.count == 10_000)
         #expect(
-            APNSRequestID.format(high: 0x0123_4567_89AB_4DEF, low: 0x8123_4567_89AB_CDEF)
+            RandomID.uuidText(high: 0x0123_4567_89AB_4DEF, low: 0x8123_4567_89AB_CDEF)
                 == "01234567-89ab-4def-8123-456789abcdef")
     }
 }
