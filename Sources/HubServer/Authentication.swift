@@ -70,7 +70,7 @@ extension HubAPI {
 
     /// The endpoint a device names in `X-Hub-Endpoint`, if any.
     func callerEndpoint(_ request: Request) throws -> String? {
-        guard let value = request.headers[.hubEndpoint].map { String(HTTPText.trimmed($0[...])) }, !value.isEmpty
+        guard let value = request.headers[.hubEndpoint].map({ String(HTTPText.trimmed($0[...])) }), !value.isEmpty
         else { return nil }
         guard value.utf8.count <= 128,
             value.unicodeScalars.allSatisfy({ Self.endpointCharacters.contains($0) })

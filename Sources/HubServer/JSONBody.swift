@@ -172,10 +172,10 @@ extension Request {
         }
         let value: JSONValue
         do {
-            value = try JSONDecoder().decode(JSONValue.self, from: Data(buffer.readableBytesView))
+            value = try JSONValue.parse(buffer.readableBytesView)
         } catch {
             throw Problem(
-                .invalidRequest, "The request body is not valid JSON.",
+                .invalidRequest, "The request body is not valid JSON (\(error)).",
                 errors: [.init(field: "body", message: "is not valid JSON")])
         }
         guard case .object(let object) = value else {

@@ -123,6 +123,25 @@ struct PublisherRoutesTests {
         }
     }
 
+    @Test("a body that is not strict JSON is a 400 that says where: duplicate keys, trailing commas, bad escapes")
+    func strictJSON() async throws {
+        let harness = try await Harness()
+        try await harness.run { client in
+            let cases = [
+                #"{"appNotificationId":"a","appNotificationId":"b","payload":{"rawContent":"x"}}"#: "duplicate key",
+                #"{"appNotificationId":"a","payload":{"rawContent":"x"},}"#: "expected a key",
+                #"{"appNotificationId":"a\ud800","payload":{"rawContent":"x"}}"#: "surrogate",
+            ]
+            for (body, reason) in cases {
+                let response = try await client.publish(body, user: "alice")
+                #expect(response.status == .badRequest, "\(body)")
+                #expect(response.problemType == "invalid-request")
+                #expect(response.text.contains(reason), "\(response.text)")
+            }
+            #expect(try await client.publish(notification("ok"), user: "alice").status == .created)
+        }
+    }
+
     @Test("history, one notification and delete")
     func historyAndDelete() async throws {
         let harness = try await Harness()
