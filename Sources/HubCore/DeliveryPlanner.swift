@@ -8,7 +8,7 @@ public import struct Foundation.Date
 ///
 /// The rules:
 /// - Only active endpoints get deliveries, and none whose transport wakes its devices in-process
-///   (``inProcessTransports``, polling by default): the hub wakes those after the commit.
+///   (``inProcessTransports``, those declaring ``TransportCapabilities/wakesInProcess``): the hub wakes those after the commit.
 /// - A publish reaches the endpoints whose platform its `targetPolicy` includes. State changes,
 ///   deletions and expiries reach every endpoint but the one that made the change.
 /// - A publish in visible mode whose payload has `visualContent` gets one `visible` delivery per
@@ -18,7 +18,7 @@ public import struct Foundation.Date
 ///   delivery per endpoint, due when the policy's timeout has passed.
 ///
 /// ```swift
-/// let plan = DeliveryPlanner.standard.plan(notification, .published(mode: .shoulderTap),
+/// let plan = DeliveryPlanner(transports: transports).plan(notification, .published(mode: .shoulderTap),
 ///                                          endpoints: endpoints, now: now)
 /// ```
 public struct DeliveryPlanner: Sendable, Hashable {
@@ -29,8 +29,17 @@ public struct DeliveryPlanner: Sendable, Hashable {
         self.inProcessTransports = inProcessTransports
     }
 
-    /// The planner of a hub whose only in-process transport is polling.
-    public static let standard = DeliveryPlanner(inProcessTransports: [.polling])
+    /// The default of store calls made without a planner (store tests and tools): it treats the
+    /// transport named `polling` as in-process, as a hub with the first-party polling plugin does.
+    /// A ``Hub`` plans with ``init(transports:)``.
+    public static let standard = DeliveryPlanner(inProcessTransports: [TransportID("polling")])
+
+    /// The planner of a hub with `transports`: those that declare
+    /// ``TransportCapabilities/wakesInProcess`` get no outbox rows.
+    public init(transports: [any Transport]) {
+        self.init(
+            inProcessTransports: Set(transports.filter { $0.capabilities.contains(.wakesInProcess) }.map(\.id)))
+    }
 
     /// What happened to a notification.
     public enum Change: Sendable, Hashable {

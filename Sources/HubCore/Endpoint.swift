@@ -10,9 +10,12 @@ public struct Endpoint: Sendable, Hashable, Identifiable {
     /// The platform app ID (bundle ID, package name, …); one of the app's IDs for `platform`.
     public var platformAppId: String
     public var transport: TransportID
-    /// Push token (APNs, FCM) or channel URI (WNS); `nil` for polling.
+    /// The device's address for its transport (a push token, a channel URI); `nil` for transports
+    /// that need none (``TransportCapabilities/tokenless``).
     public var token: String?
-    public var environment: APNSEnvironment?
+    /// What the transport needs besides the token, named by the transport (such as the APNs
+    /// `environment`); checked by ``Transport/problem(registering:for:)``. Stores keep them.
+    public var attributes: [String: String]
     public var appDisplayName: String?
     public var state: EndpointState
     public var inactiveReason: String?
@@ -23,7 +26,7 @@ public struct Endpoint: Sendable, Hashable, Identifiable {
 
     public init(
         id: String, appId: String, userId: String, platform: Platform, platformAppId: String,
-        transport: TransportID, token: String? = nil, environment: APNSEnvironment? = nil,
+        transport: TransportID, token: String? = nil, attributes: [String: String] = [:],
         appDisplayName: String? = nil, state: EndpointState = .active, inactiveReason: String? = nil,
         inactiveSince: Date? = nil, registeredAt: Date, lastSyncAt: Date? = nil
     ) {
@@ -34,7 +37,7 @@ public struct Endpoint: Sendable, Hashable, Identifiable {
         self.platformAppId = platformAppId
         self.transport = transport
         self.token = token
-        self.environment = environment
+        self.attributes = attributes
         self.appDisplayName = appDisplayName
         self.state = state
         self.inactiveReason = inactiveReason

@@ -5,20 +5,21 @@ public struct EndpointRegistration: Sendable, Hashable {
     public var platform: Platform
     public var appId: String
     public var transport: TransportID
-    /// APNs / FCM token, or WNS / Web Push channel URI.
+    /// The device's push token or channel URI; `nil` for tokenless transports.
     public var token: String?
-    public var environment: APNSEnvironment?
+    /// What the transport needs besides the token (such as the APNs `environment`).
+    public var attributes: [String: String]
     public var appDisplayName: String?
 
     public init(
         platform: Platform, appId: String, transport: TransportID, token: String? = nil,
-        environment: APNSEnvironment? = nil, appDisplayName: String? = nil
+        attributes: [String: String] = [:], appDisplayName: String? = nil
     ) {
         self.platform = platform
         self.appId = appId
         self.transport = transport
         self.token = token
-        self.environment = environment
+        self.attributes = attributes
         self.appDisplayName = appDisplayName
     }
 }
@@ -48,17 +49,18 @@ extension Hub {
             fail("platform", "'\(platform)' is not a platform of this app (\(supported))")
         }
         let transport = registration.transport
-        let firstParty: [TransportID] = [.apns, .fcm, .wns, .webpush]
-        if firstParty.contains(transport) && !Router.allowedTransports(for: platform).contains(transport) {
-            let allowed = Router.allowedTransports(for: platform).map(\.rawValue).joined(separator: ", ")
-            fail("transport", "\(platform) devices use \(allowed)")
-        } else if router.transport(transport) == nil {
+        let plugin = router.transport(transport)
+        if let plugin, !plugin.serves(platform) {
+            let allowed = router.transports(for: platform).map(\.rawValue).joined(separator: ", ")
+            fail("transport", "\(platform) devices use \(allowed.isEmpty ? "no transport of this hub" : allowed)")
+        } else if plugin == nil {
             let enabled = router.transportIDs.map(\.rawValue).joined(separator: ", ")
             fail("transport", "'\(transport)' is not enabled on this hub (enabled: \(enabled))")
         }
+        let tokenless = plugin?.capabilities.contains(.tokenless) ?? false
         let token = registration.token?.trimmingCharacters(in: .whitespaces)
-        if transport == .polling {
-            if token?.isEmpty == false { fail("token", "polling endpoints have no token") }
+        if tokenless {
+            if token?.isEmpty == false { fail("token", "\(transport) endpoints have no token") }
         } else if token?.isEmpty ?? true {
             fail("token", "\(transport) endpoints need the device's token or channel URI")
         } else if let token, token.utf8.count > 4096 {
@@ -66,11 +68,12 @@ extension Hub {
         } else if let token, !Identifier.isPrintable(token) {
             fail("token", "contains control or bidi characters")
         }
-        if registration.environment != nil && transport != .apns {
-            fail("environment", "applies to apns endpoints only")
-        }
-        if let environment = registration.environment, !APNSEnvironment.known.contains(environment) {
-            fail("environment", "must be development or production")
+        for (key, value) in registration.attributes.sorted(by: { $0.key < $1.key }) {
+            if let plugin, !plugin.endpointAttributes.contains(key) {
+                fail(key, "does not apply to \(transport) endpoints")
+            } else if value.utf8.count > 256 || !Identifier.isPrintable(value) {
+                fail(key, "must be at most 256 printable bytes")
+            }
         }
         if let name = registration.appDisplayName, name.utf8.count > 256 {
             fail("appDisplayName", "must be at most 256 bytes")
@@ -79,14 +82,11 @@ extension Hub {
         }
         var endpoint = Endpoint(
             id: endpointID, appId: app.id, userId: userID, platform: platform, platformAppId: registration.appId,
-            transport: transport, token: transport == .polling ? nil : token,
-            environment: transport == .apns
-                ? (registration.environment ?? app.credentials.apns?.environment ?? .production) : nil,
+            transport: transport, token: tokenless ? nil : token, attributes: registration.attributes,
             appDisplayName: registration.appDisplayName, registeredAt: now())
-        if errors.isEmpty, let plugin = router.transport(transport),
-            let problem = plugin.problem(registering: endpoint, for: app)
-        {
-            fail(transport == .wns ? "channelUri" : "token", problem)
+        if errors.isEmpty, let plugin {
+            endpoint = plugin.prepare(endpoint, for: app)
+            if let problem = plugin.problem(registering: endpoint, for: app) { fail(plugin.tokenField, problem) }
         }
         if !errors.isEmpty { throw HubError.invalid(errors) }
         endpoint = try await store.upsertEndpoint(endpoint)

@@ -55,7 +55,7 @@ public final class Hub: Service, Sendable {
         self.configuration = configuration
         let store = DeadlineStore(store, StoreDeadline(timeout: configuration.storeTimeout))
         self.store = store
-        self.planner = .standard
+        self.planner = DeliveryPlanner(transports: transports)
         self.router = try Router(apps: configuration.apps, transports: transports)
         self.signals = signals
         self.logger = logger
@@ -278,7 +278,7 @@ public final class Hub: Service, Sendable {
         }
         var woken = 0
         for endpoint in endpoints
-        where endpoint.transport == .polling && endpoint.state == .active && endpoint.id != except
+        where router.wakesInProcess(endpoint.transport) && endpoint.state == .active && endpoint.id != except
             && policy.includes(endpoint.platform)
         {
             woken += signals.wake(key, .endpoint(endpoint.id))

@@ -51,16 +51,11 @@ public struct NotificationPriority: RawRepresentable, Hashable, Sendable, Codabl
     }
 }
 
-/// The name of a transport plugin (`apns`, `fcm`, `wns`, `polling`, or a custom one).
+/// The name of a transport plugin; each plugin adds its own as a static member (`.polling`, …).
 public struct TransportID: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     public init(_ rawValue: String) { self.rawValue = rawValue }
-    public static let apns = TransportID("apns")
-    public static let fcm = TransportID("fcm")
-    public static let wns = TransportID("wns")
-    public static let polling = TransportID("polling")
-    public static let webpush = TransportID("webpush")
     public var description: String { rawValue }
 }
 

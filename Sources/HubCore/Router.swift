@@ -37,14 +37,15 @@ public struct Router: Sendable {
 
     public var transportIDs: [TransportID] { transports.keys.sorted { $0.rawValue < $1.rawValue } }
 
-    /// The transports a device of `platform` may register with.
-    public static func allowedTransports(for platform: Platform) -> [TransportID] {
-        switch platform {
-        case .ios: [.apns, .polling]
-        case .android: [.fcm, .polling]
-        case .windows: [.wns, .polling]
-        case .web: [.webpush, .polling]
-        default: [.polling]
-        }
+    /// The enabled transports a device of `platform` may register with (each transport declares
+    /// its ``Transport/platforms``).
+    public func transports(for platform: Platform) -> [TransportID] {
+        transportIDs.filter { transports[$0]?.serves(platform) == true }
+    }
+
+    /// Whether `transport` declares ``TransportCapabilities/wakesInProcess``: the hub wakes its
+    /// endpoints itself.
+    public func wakesInProcess(_ transport: TransportID) -> Bool {
+        transports[transport]?.capabilities.contains(.wakesInProcess) ?? false
     }
 }

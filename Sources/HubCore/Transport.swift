@@ -1,10 +1,18 @@
+public import ServiceLifecycle
+
 public import struct Foundation.Date
 
-/// A plugin that carries deliveries to endpoints of one kind (`apns`, `fcm`, `wns`, `polling`, …).
+/// What carries deliveries to endpoints of one kind; made by its ``TransportPlugin``.
 ///
 /// Keep implementations small: the dispatcher handles queueing, coalescing, retries and back-off;
 /// a transport sends one delivery and says how it went. It must not throw for provider answers:
 /// every answer maps to a ``DeliveryOutcome``.
+///
+/// A transport is a `Service`: `hub serve` runs it in its `ServiceGroup` after the store and
+/// before the hub, so on shutdown it stops after the hub has drained its in-flight sends and
+/// before the store stops. The default ``run()`` waits for graceful shutdown; a transport that
+/// holds connections overrides it to close them then. ``send(_:)`` must work whether or not the
+/// transport runs (tests and embedders may only hand it to a ``Hub``).
 ///
 /// ```swift
 /// struct WebhookTransport: Transport {
@@ -12,20 +20,74 @@ public import struct Foundation.Date
 ///     func send(_ delivery: OutboundDelivery) async -> DeliveryOutcome { … }
 /// }
 /// ```
-public protocol Transport: Sendable {
+public protocol Transport: Service {
     /// The name endpoints use in their `transport` field.
     var id: TransportID { get }
+
+    /// The platforms whose devices may register with this transport; empty for every platform.
+    var platforms: Set<Platform> { get }
+
+    /// What the hub does differently for this transport's endpoints.
+    var capabilities: TransportCapabilities { get }
+
+    /// The registration field that holds the device's address (`token`, or `channelUri` for a
+    /// channel URI), named in field errors.
+    var tokenField: String { get }
+
+    /// The ``Endpoint/attributes`` its endpoints may have (such as `environment`); others are refused
+    /// at registration.
+    var endpointAttributes: Set<String> { get }
 
     /// Sends one delivery. Called concurrently; must return within a bounded time.
     func send(_ delivery: OutboundDelivery) async -> DeliveryOutcome
 
-    /// Checks an endpoint at registration (token format, channel URI host, …).
+    /// Checks an endpoint at registration (token format, channel URI host, attributes, …), after
+    /// ``prepare(_:for:)``.
     /// - Returns: `nil` when acceptable, otherwise what the device must fix.
     func problem(registering endpoint: Endpoint, for app: CrossDeviceApp) -> String?
+
+    /// Completes an endpoint at registration, such as a default for an attribute the device did not
+    /// give (the APNs environment from the app's credentials).
+    func prepare(_ endpoint: Endpoint, for app: CrossDeviceApp) -> Endpoint
 }
 
 extension Transport {
+    public var platforms: Set<Platform> { [] }
+
+    public var capabilities: TransportCapabilities { [] }
+
+    public var tokenField: String { "token" }
+
+    public var endpointAttributes: Set<String> { [] }
+
     public func problem(registering endpoint: Endpoint, for app: CrossDeviceApp) -> String? { nil }
+
+    public func prepare(_ endpoint: Endpoint, for app: CrossDeviceApp) -> Endpoint { endpoint }
+
+    /// Waits for graceful shutdown. Override to release connections once the hub has drained.
+    public func run() async throws {
+        try await gracefulShutdown()
+    }
+
+    /// Whether a device of `platform` may register with this transport.
+    public func serves(_ platform: Platform) -> Bool { platforms.isEmpty || platforms.contains(platform) }
+}
+
+/// What a transport declares the hub must do differently for its endpoints.
+///
+/// A growing set of static members, like ``Platform``.
+public struct TransportCapabilities: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// The hub wakes this transport's devices itself, in process (their long-polls and
+    /// server-sent-event streams, relayed to other instances by a shared store): a change plans no
+    /// outbox rows for its endpoints (``DeliveryPlanner/inProcessTransports``), and its endpoints
+    /// register without a token.
+    public static let wakesInProcess = TransportCapabilities(rawValue: 1 << 0)
+
+    /// Registration needs no token: the transport reaches the device some other way.
+    public static let tokenless = TransportCapabilities(rawValue: 1 << 1)
 }
 
 /// Everything a transport needs for one send.
