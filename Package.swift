@@ -45,6 +45,7 @@ let package = Package(
         .library(name: "HubWNS", targets: ["HubWNS"]),
         .library(name: "HubPostgres", targets: ["HubPostgres"]),
         .library(name: "HubClient", targets: ["HubClient"]),
+        .library(name: "HubCLI", targets: ["HubCLI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -125,6 +126,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Plugins/APNS",
             swiftSettings: strictness
@@ -152,6 +154,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Plugins/FCM",
             swiftSettings: strictness
@@ -162,6 +165,7 @@ let package = Package(
                 "HubCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Plugins/WNS",
             swiftSettings: strictness
@@ -187,7 +191,8 @@ let package = Package(
         .target(
             name: "HubEmulators",
             dependencies: [
-                "HubCore",
+                // The emulators speak the plugins' types (APNs environments, credentials).
+                "HubCore", "HubAPNS", "HubFCM",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -200,11 +205,13 @@ let package = Package(
             ],
             swiftSettings: strictness
         ),
-        .executableTarget(
-            name: "hub",
+        .target(
+            name: "HubCLI",
             dependencies: [
-                "HubCore", "HubConfig", "HubSQLite", "HubServer", "HubPolling", "HubEmulators",
-                "HubAPNS", "HubFCM", "HubWNS", "HubPostgres",
+                // The first-party plugins for `hub emulate` and the map-app flags of their credentials;
+                // `serve`, `config check` and `map-app`'s checks know the plugins they are given.
+                "HubCore", "HubConfig", "HubSQLite", "HubServer", "HubEmulators", "HubAPNS", "HubFCM", "HubWNS",
+                "HubPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -215,6 +222,12 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "JWTKit", package: "jwt-kit"),  // `hub token`
             ],
+            swiftSettings: strictness
+        ),
+        // `hub`: HubCLI with the first-party plugins (Sources/hub/main.swift).
+        .executableTarget(
+            name: "hub",
+            dependencies: ["HubCLI", "HubPolling", "HubAPNS", "HubFCM", "HubWNS"],
             swiftSettings: strictness,
             linkerSettings: releaseLinking
         ),
@@ -244,7 +257,7 @@ let package = Package(
             swiftSettings: strictness),
         .testTarget(
             name: "HubConfigTests",
-            dependencies: ["HubConfig", "HubEmulators"],
+            dependencies: ["HubConfig", "HubEmulators", "HubAPNS", "HubFCM", "HubWNS", "HubPolling"],
             exclude: ["Fixtures"],
             swiftSettings: strictness
         ),

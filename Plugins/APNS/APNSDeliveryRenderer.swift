@@ -21,7 +21,7 @@ struct APNSDeliveryRenderer {
         if let problem = APNSRequest.deviceTokenProblem(token) {
             throw APNSError(.invalidDeviceToken, "400 BadDeviceToken: \(problem)")
         }
-        let environment = endpoint.environment ?? outbound.app.credentials.apns?.environment ?? .production
+        let environment = endpoint.apnsEnvironment ?? outbound.app.credentials.apns?.environment ?? .production
         let delivery = outbound.delivery
         let hubKeys: [String: APNSJSON] = ["app": .string(outbound.app.id), "v": .integer(Int(delivery.changeVersion))]
 

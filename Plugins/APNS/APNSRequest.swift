@@ -1,4 +1,4 @@
-public import HubCore
+import HubCore
 import Synchronization
 
 /// One notification for one device, with every header APNs reads (PROVIDERS.md §1.2).

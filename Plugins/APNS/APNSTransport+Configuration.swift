@@ -1,4 +1,4 @@
-public import HubCore
+import HubCore
 
 public import struct Foundation.Date
 

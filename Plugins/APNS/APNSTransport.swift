@@ -1,5 +1,6 @@
 public import HubCore
 public import Logging
+import ServiceLifecycle
 import Synchronization
 
 /// Delivers hub notifications to iOS, iPadOS, macOS, watchOS and tvOS devices through Apple's
@@ -51,10 +52,27 @@ public final class APNSTransport: Transport {
         return await send(request, credentials: credentials)
     }
 
+    /// iOS, iPadOS and the other Apple platforms register as `ios`.
+    public var platforms: Set<Platform> { [.ios] }
+
+    /// `environment`: the APNs environment of the device token.
+    public var endpointAttributes: Set<String> { [APNSEnvironment.attribute] }
+
+    /// Gives an endpoint without an `environment` the app's (its credentials'), else production.
+    public func prepare(_ endpoint: Endpoint, for app: CrossDeviceApp) -> Endpoint {
+        var endpoint = endpoint
+        if let environment = endpoint.apnsEnvironment {
+            endpoint.apnsEnvironment = APNSEnvironment(rawValue: environment.rawValue.lowercased())
+        } else {
+            endpoint.apnsEnvironment = app.credentials.apns?.environment ?? .production
+        }
+        return endpoint
+    }
+
     /// Checks a device's registration: a hex token, a known environment, and an app with APNs credentials.
     public func problem(registering endpoint: Endpoint, for app: CrossDeviceApp) -> String? {
         if let problem = APNSRequest.deviceTokenProblem(endpoint.token ?? "") { return problem }
-        if let environment = endpoint.environment, !APNSEnvironment.known.contains(environment) {
+        if let environment = endpoint.apnsEnvironment, !APNSEnvironment.known.contains(environment) {
             return "the APNs environment must be development or production"
         }
         if app.credentials.apns == nil {
@@ -67,6 +85,12 @@ public final class APNSTransport: Transport {
     /// with its password, and the trust roots load. Run at start-up to fail early.
     public func validate(_ credentials: APNSCredentials) throws(APNSError) {
         _ = try group(for: credentials).get()
+    }
+
+    /// Runs until graceful shutdown (after the hub has drained), then closes the connections.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await shutdown()
     }
 
     /// Fails sends that wait for a connection, lets in-flight requests finish (up to `grace`), and

@@ -1,6 +1,7 @@
 import Foundation
 public import HubCore
 public import Logging
+import ServiceLifecycle
 import Synchronization
 
 /// The `fcm` transport: Android endpoints through FCM HTTP v1, with each app's service account.
@@ -57,6 +58,15 @@ public final class FCMTransport: Transport {
         } catch {
             return outcome(for: error, app: outbound.app)
         }
+    }
+
+    /// Android devices register with FCM.
+    public var platforms: Set<Platform> { [.android] }
+
+    /// Runs until graceful shutdown (after the hub has drained), then closes the connections.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        try await shutdown()
     }
 
     /// Refuses endpoints of apps without FCM credentials and tokens that cannot be FCM tokens.

@@ -1,6 +1,7 @@
 import Foundation
 public import HubCore
 public import Logging
+import ServiceLifecycle
 import Synchronization
 
 /// The `wns` transport: Windows endpoints through WNS, with each app's package SID or Entra ID app.
@@ -67,6 +68,18 @@ public final class WNSTransport: Transport {
         } catch {
             return outcome(for: error, endpoint: outbound.endpoint)
         }
+    }
+
+    /// Windows devices register with WNS.
+    public var platforms: Set<Platform> { [.windows] }
+
+    /// A WNS endpoint's address is its channel URI.
+    public var tokenField: String { "channelUri" }
+
+    /// Runs until graceful shutdown (after the hub has drained), then closes the connections.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        try await shutdown()
     }
 
     /// Refuses endpoints of apps without WNS credentials and channel URIs the policy does not allow.

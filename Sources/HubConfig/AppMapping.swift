@@ -17,6 +17,9 @@ public struct AppMappingRequest: Sendable {
     public var deliveryMode: String?
     /// Written when the app has no domain verification token yet.
     public var verificationToken: String?
+    /// Problems the command line found with the flags of a transport (its plugin's checks), reported
+    /// with the mapping's own.
+    public var flagProblems: [String] = []
 
     public init(appID: String) { self.appID = appID }
 
@@ -60,7 +63,7 @@ public enum AppMapper {
     /// - Returns: the new value of the app's entry under `apps:`.
     /// - Throws: ``AppMappingError`` listing every problem.
     public static func apply(_ request: AppMappingRequest, to existing: YAMLValue?) throws -> YAMLValue {
-        var problems: [String] = []
+        var problems = request.flagProblems
         if let problem = DomainName.problem(request.appID) { problems.append("--app: \(problem)") }
         var app = existing ?? .mapping([("id", .scalar(request.appID))])
         if let name = request.name { app.setEntry("name", .scalar(name)) }
@@ -172,7 +175,7 @@ public enum AppMapper {
             ]
         }
         if let environment = apns.environment {
-            if !APNSEnvironment.known.map(\.rawValue).contains(environment) {
+            if !["production", "development"].contains(environment) {
                 problems.append("--apns-environment must be production or development")
             }
             entries.append(("environment", .scalar(environment)))
@@ -182,7 +185,6 @@ public enum AppMapper {
 
     static func wnsValue(_ wns: AppMappingRequest.WNS, problems: inout [String]) -> YAMLValue {
         if let sid = wns.packageSID {
-            if let problem = WNSCredentials.packageSIDProblem(sid) { problems.append("--wns-sid: \(problem)") }
             guard let secret = wns.clientSecret else {
                 problems.append("--wns-secret is required with --wns-sid")
                 return .mapping([])

@@ -27,7 +27,7 @@ extension ConfigLoader {
         if applyEnvironment {
             let firstLine = text.split(separator: "\n", omittingEmptySubsequences: false).count + 2
             (root, applied) = EnvironmentOverrides.apply(
-                to: root, environment: environment, firstLine: firstLine, reader: &reader)
+                to: root, environment: environment, firstLine: firstLine, plugins: plugins, reader: &reader)
         }
         let redacted = Self.redact(root, key: nil)
         guard let yaml = try? Yams.serialize(node: redacted) else { return nil }

@@ -1,5 +1,5 @@
 public import Foundation
-import HubCore
+public import HubCore
 import Yams
 
 /// Loads hub.yaml into a ``HubFile``, reporting every problem at once with file:line:column.
@@ -14,10 +14,17 @@ public struct ConfigLoader: Sendable {
     /// Whether `HUB_<SECTION>_…` variables of `environment` override hub.yaml keys (see the README's
     /// hub.yaml reference); `hub map-app` edits the file as written and turns it off.
     public var applyEnvironment: Bool
+    /// The transport plugins of this build: each reads its `transports.<id>` and `credentials.<id>`;
+    /// keys naming other transports are errors.
+    public var plugins: [any TransportPlugin]
 
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment, applyEnvironment: Bool = true) {
+    public init(
+        environment: [String: String] = ProcessInfo.processInfo.environment, applyEnvironment: Bool = true,
+        plugins: [any TransportPlugin] = []
+    ) {
         self.environment = environment
         self.applyEnvironment = applyEnvironment
+        self.plugins = plugins
     }
 
     /// The outcome of a load: the file when it has no errors, and every diagnostic.
@@ -50,6 +57,7 @@ public struct ConfigLoader: Sendable {
 
     public func load(text: String, path: String, baseDirectory: String) -> Result {
         var reader = ConfigReader(file: path, baseDirectory: baseDirectory, environment: environment)
+        reader.plugins = plugins
         var root: Node
         do {
             root = try Yams.compose(yaml: text) ?? Node.mapping(Node.Mapping([]))
@@ -60,9 +68,9 @@ public struct ConfigLoader: Sendable {
         if applyEnvironment {
             let firstLine = text.split(separator: "\n", omittingEmptySubsequences: false).count + 2
             (root, reader.overrides) = EnvironmentOverrides.apply(
-                to: root, environment: environment, firstLine: firstLine, reader: &reader)
+                to: root, environment: environment, firstLine: firstLine, plugins: plugins, reader: &reader)
         }
-        let topKeys = ["server", "store", "logging", "limits", "rateLimits", "apps"]
+        let topKeys = ["server", "store", "logging", "limits", "rateLimits", "transports", "apps"]
         guard let top = reader.mapping(root, at: "hub.yaml", allowed: topKeys) else {
             return Result(file: nil, diagnostics: reader.diagnostics)
         }
@@ -73,6 +81,7 @@ public struct ConfigLoader: Sendable {
         if let node = top["store"], let store = reader.readStore(node) { file.store = store }
         if let node = top["logging"] { file.logging = reader.readLogging(node) }
         if let node = top["limits"] { file.limits = reader.readLimits(node) }
+        file.transports = reader.readTransports(top["transports"])
         if let node = top["apps"] { file.apps = reader.readApps(node) }
         if let node = top["rateLimits"] { file.rateLimits = reader.readRateLimits(node, at: "rateLimits") }
         if let node = top["apps"] { file.appRateLimits = reader.readAppRateLimits(node) }

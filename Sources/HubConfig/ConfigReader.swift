@@ -1,4 +1,5 @@
 import Foundation
+import HubCore
 import Yams
 
 /// Reads Yams nodes while collecting diagnostics with positions; never stops at the first problem.
@@ -6,7 +7,9 @@ struct ConfigReader {
     let file: String
     let baseDirectory: String
     let environment: [String: String]
-    private(set) var diagnostics: [ConfigDiagnostic] = []
+    /// The transport plugins whose `transports.<id>` and `credentials.<id>` sections are read.
+    var plugins: [any TransportPlugin] = []
+    var diagnostics: [ConfigDiagnostic] = []
     /// The environment overrides applied to the document, to name them in diagnostics.
     var overrides: [EnvironmentOverrides.Applied] = []
 
@@ -68,6 +71,8 @@ struct ConfigReader {
                 var message = "unknown key '\(key)' in '\(path)'"
                 if let suggestion = Suggestion.closest(to: key, in: allowed) {
                     message += "; did you mean '\(suggestion)'?"
+                } else if allowed.isEmpty {
+                    message += "; it takes no keys"
                 } else {
                     message += "; allowed keys: \(allowed.joined(separator: ", "))"
                 }

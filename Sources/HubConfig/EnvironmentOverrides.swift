@@ -15,14 +15,20 @@ import Yams
 /// - A secret key (`adminToken`, `url` of postgres, `secret`, `key`, …) takes `env:NAME`,
 ///   `file:path`, or the secret itself, which is then reported as coming from the variable.
 ///
+/// - A transport's settings: `transports.apns.server` → `HUB_TRANSPORTS_APNS_SERVER`; an app's
+///   credentials for it: `HUB_APPS_NOTES_CONTOSO_COM_CREDENTIALS_FCM_SERVICE_ACCOUNT`. The keys are
+///   those the plugins declare (``TransportPlugin/settingKeys``, ``TransportPlugin/credentialKeys``).
+///
 /// Only variables whose first part names a section (`HUB_SERVER…`, `HUB_STORE…`, `HUB_LOGGING…`,
-/// `HUB_LIMITS…`, `HUB_RATE_LIMITS…`, `HUB_APPS…`) are overrides; `HUB_APNS_SERVER` and the other provider variables
-/// keep their meaning. A variable of a section that names no key is an error, with a suggestion.
+/// `HUB_LIMITS…`, `HUB_RATE_LIMITS…`, `HUB_TRANSPORTS…`, `HUB_APPS…`) are overrides. A variable of a
+/// section that names no key is an error, with a suggestion. The variables of earlier versions that
+/// named a transport's setting without the section (`HUB_APNS_SERVER`, `HUB_FCM_SEND_URL`, …: `HUB_` +
+/// the plugin ID + the key) still apply, with a warning that names their new name.
 struct EnvironmentOverrides {
-    static let sections = ["server", "store", "logging", "limits", "rateLimits", "apps"]
+    static let sections = ["server", "store", "logging", "limits", "rateLimits", "transports", "apps"]
 
     /// The keys of each mapping, by path (`*` for an app); lists other than `apps` are set whole.
-    static let schema: [String: [String]] = [
+    static let baseSchema: [String: [String]] = [
         "": sections,
         "server": [
             "listen", "adminToken", "cursorSecret", "maxBodyBytes", "instanceId", "metricsListen", "connections",
@@ -35,15 +41,37 @@ struct EnvironmentOverrides {
         "apps.*": ConfigReader.appKeys,
         "apps.*.platforms": Platform.known.map(\.rawValue),
         "apps.*.platforms.*": ["appIds"],
-        "apps.*.credentials": ["apns", "fcm", "wns"],
-        "apps.*.credentials.apns": ["teamId", "keyId", "privateKey", "certificate", "password", "environment"],
-        "apps.*.credentials.fcm": ["serviceAccount"],
-        "apps.*.credentials.wns": ["packageSid", "clientSecret", "tenantId", "clientId"],
         "apps.*.domain": ["verification", "verifiedAt"],
         "apps.*.delivery": ["mode"],
         "rateLimits": ConfigReader.rateLimitKeys,
         "apps.*.rateLimits": ConfigReader.rateLimitKeys,
     ]
+
+    /// The keys of each mapping, the plugins' sections included.
+    static func schema(plugins: [any TransportPlugin]) -> [String: [String]] {
+        var schema = baseSchema
+        schema["transports"] = plugins.map(\.id.rawValue)
+        schema["apps.*.credentials"] = plugins.map(\.id.rawValue)
+        for plugin in plugins {
+            schema["transports.\(plugin.id)"] = plugin.settingKeys
+            schema["apps.*.credentials.\(plugin.id)"] = plugin.credentialKeys
+        }
+        return schema
+    }
+
+    /// A variable of an earlier version for a transport setting (`HUB_APNS_SERVER`): its new name.
+    static func legacyName(_ name: String, plugins: [any TransportPlugin]) -> String? {
+        let rest = name.dropFirst(4)
+        for plugin in plugins {
+            let prefix = snake(plugin.id.rawValue) + "_"
+            guard rest.hasPrefix(prefix) else { continue }
+            let key = rest.dropFirst(prefix.count)
+            if let match = plugin.settingKeys.first(where: { snake($0) == key }) {
+                return variable(for: ["transports", plugin.id.rawValue, match])
+            }
+        }
+        return nil
+    }
 
     /// One variable applied: its name, and the lines its value's nodes carry (past hub.yaml's last line).
     struct Applied {
@@ -69,17 +97,31 @@ struct EnvironmentOverrides {
 
     /// Applies every override of `environment` to `root`, reporting the ones that name no key.
     static func apply(
-        to root: Node, environment: [String: String], firstLine: Int, reader: inout ConfigReader
+        to root: Node, environment: [String: String], firstLine: Int, plugins: [any TransportPlugin] = [],
+        reader: inout ConfigReader
     ) -> (Node, [Applied]) {
         var root = root
         var applied: [Applied] = []
         var line = firstLine
-        for (name, value) in environment.sorted(by: { $0.key < $1.key }) {
+        let schema = schema(plugins: plugins)
+        var variables: [(name: String, value: String)] = []
+        for (name, value) in environment {
+            guard name.hasPrefix("HUB_"), let renamed = legacyName(name, plugins: plugins) else {
+                variables.append((name, value))
+                continue
+            }
+            guard environment[renamed] == nil else { continue }  // the new name wins
+            reader.report(
+                .warning, at: nil, "is read as \(renamed); rename it (this name will stop working)",
+                file: "environment variable \(name)")
+            variables.append((renamed, value))
+        }
+        for (name, value) in variables.sorted(by: { $0.name < $1.name }) {
             guard name.hasPrefix("HUB_") else { continue }
             let rest = String(name.dropFirst(4))
             guard sections.contains(where: { rest == snake($0) || rest.hasPrefix(snake($0) + "_") }) else { continue }
-            guard let path = resolve(rest, in: root, schemaPath: "", documentPath: []) else {
-                let known = knownVariables(in: root)
+            guard let path = resolve(rest, in: root, schema: schema, schemaPath: "", documentPath: []) else {
+                let known = knownVariables(in: root, schema: schema)
                 var message = "names no hub.yaml key (HUB_ + the key's path in upper snake case)"
                 if let suggestion = Suggestion.closest(to: name, in: known) {
                     message += "; did you mean \(suggestion)?"
@@ -121,7 +163,9 @@ struct EnvironmentOverrides {
     }
 
     /// The path `rest` (a variable without `HUB_`) names, or nil.
-    static func resolve(_ rest: String, in node: Node?, schemaPath: String, documentPath: [Step]) -> [Step]? {
+    static func resolve(
+        _ rest: String, in node: Node?, schema: [String: [String]], schemaPath: String, documentPath: [Step]
+    ) -> [Step]? {
         if case .sequence(let items)? = node, schemaPath == "apps" {
             // An app, by its ID (the longest that matches) or by its index.
             var candidates: [(String, Int)] = []
@@ -133,7 +177,8 @@ struct EnvironmentOverrides {
             where rest.hasPrefix(prefix + "_") {
                 let tail = String(rest.dropFirst(prefix.count + 1))
                 if let path = resolve(
-                    tail, in: items[index], schemaPath: "apps.*", documentPath: documentPath + [.index(index)])
+                    tail, in: items[index], schema: schema, schemaPath: "apps.*",
+                    documentPath: documentPath + [.index(index)])
                 {
                     return path
                 }
@@ -154,7 +199,7 @@ struct EnvironmentOverrides {
             if rest == name { return documentPath + [.key(key)] }
             if rest.hasPrefix(name + "_"),
                 let path = resolve(
-                    String(rest.dropFirst(name.count + 1)), in: child, schemaPath: childSchema,
+                    String(rest.dropFirst(name.count + 1)), in: child, schema: schema, schemaPath: childSchema,
                     documentPath: documentPath + [.key(key)])
             {
                 return path
@@ -164,7 +209,7 @@ struct EnvironmentOverrides {
     }
 
     /// Every variable the schema and the document's apps allow, for suggestions.
-    static func knownVariables(in root: Node) -> [String] {
+    static func knownVariables(in root: Node, schema: [String: [String]]) -> [String] {
         var names: [String] = []
         for (path, keys) in schema where !path.hasPrefix("apps") {
             let prefix = path.isEmpty ? [] : path.split(separator: ".").map(String.init)

@@ -9,6 +9,9 @@ public struct HubFile: Sendable {
     public var logging: LoggingSettings
     public var limits: LimitSettings
     public var apps: [CrossDeviceApp]
+    /// `transports`: each plugin's settings as its ``TransportPlugin/readSettings(_:)`` returned
+    /// them (its defaults when hub.yaml has no section for it), by transport.
+    public var transports: [TransportID: any Sendable] = [:]
     /// `rateLimits`: inbound rate limits of every app.
     public var rateLimits = RateLimitSettings()
     /// `apps[].rateLimits`: the apps' own, by app ID (what they do not give comes from `rateLimits`).

@@ -1,4 +1,4 @@
-public import struct Foundation.Date
+public import Foundation
 
 /// One app install on one device for one user.
 public struct Endpoint: Sendable, Hashable, Identifiable {
@@ -88,4 +88,29 @@ public struct HistoryFilter: Sendable, Hashable {
         self.status = status
         self.limit = limit
     }
+}
+
+extension Endpoint {
+    /// The attributes as stores keep them, in the one text column that earlier versions used for
+    /// the APNs environment: `nil` when there are none, the bare value when `environment` is the only
+    /// one (as before), else a JSON object.
+    package var attributesColumn: String? {
+        if attributes.isEmpty { return nil }
+        if attributes.count == 1, let value = attributes[Self.legacyAttribute], !value.hasPrefix("{") { return value }
+        let sorted = attributes.sorted { $0.key < $1.key }
+        let data = try? JSONSerialization.data(
+            withJSONObject: Dictionary(uniqueKeysWithValues: sorted), options: .sortedKeys)
+        return data.map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Reads ``attributesColumn``.
+    package static func attributes(column: String?) -> [String: String] {
+        guard let column, !column.isEmpty else { return [:] }
+        guard column.hasPrefix("{") else { return [legacyAttribute: column] }
+        let object = try? JSONSerialization.jsonObject(with: Data(column.utf8)) as? [String: String]
+        return object ?? [:]
+    }
+
+    /// The attribute earlier versions stored alone.
+    static let legacyAttribute = "environment"
 }

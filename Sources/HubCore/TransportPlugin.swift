@@ -58,8 +58,15 @@ public protocol TransportPlugin: Sendable {
 
     /// Checks credentials further than reading them can, for `hub map-app` (that a key signs, that
     /// the provider accepts them when `online`).
+    /// - Parameters:
+    ///   - credentials: what ``readCredentials(_:)`` returned.
+    ///   - settings: what ``readSettings(_:)`` returned (where the provider is, for `online`).
+    ///   - online: whether to ask the provider.
     /// - Returns: what is wrong, one sentence each saying what to do; empty when they are fine.
-    func checkCredentials(_ credentials: any TransportCredentials, online: Bool) async -> [String]
+    func checkCredentials(
+        _ credentials: any TransportCredentials, settings: any Sendable, online: Bool
+    ) async
+        -> [String]
 
     /// Makes the transport that `hub serve` runs.
     /// - Returns: `nil` when it has nothing to do (no app has credentials for it); `hub serve`
@@ -89,7 +96,11 @@ extension TransportPlugin {
         return nil
     }
 
-    public func checkCredentials(_ credentials: any TransportCredentials, online: Bool) async -> [String] { [] }
+    public func checkCredentials(
+        _ credentials: any TransportCredentials, settings: any Sendable, online: Bool
+    ) async
+        -> [String]
+    { [] }
 
     /// Whether a device of `platform` may register with this transport.
     public func serves(_ platform: Platform) -> Bool { platforms.isEmpty || platforms.contains(platform) }

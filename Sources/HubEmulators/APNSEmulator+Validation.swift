@@ -1,3 +1,4 @@
+import HubAPNS
 import HubCore
 
 import struct Foundation.Date

@@ -1,4 +1,5 @@
-public import HubCore
+public import HubAPNS
+import HubCore
 public import NIOCore
 import NIOHTTP2
 import NIOPosix

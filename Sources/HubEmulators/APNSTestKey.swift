@@ -1,5 +1,6 @@
 import Crypto
-public import HubCore
+public import HubAPNS
+import HubCore
 import JWTKit
 
 public import struct Foundation.Date

@@ -37,7 +37,7 @@ extension PostgresStore {
                 """
                 INSERT INTO hub_endpoint (\(unescaped: EndpointColumns.list))
                 VALUES (\(e.appId), \(e.userId), \(e.id), \(e.platform.rawValue), \(e.platformAppId),
-                    \(e.transport.rawValue), \(e.token), \(e.environment?.rawValue), \(e.appDisplayName),
+                    \(e.transport.rawValue), \(e.token), \(e.attributesColumn), \(e.appDisplayName),
                     \(e.state.rawValue), \(e.inactiveReason), \(e.inactiveSince), \(e.registeredAt), \(e.lastSyncAt))
                 ON CONFLICT (app_id, user_id, id) DO UPDATE SET
                     platform = EXCLUDED.platform, platform_app_id = EXCLUDED.platform_app_id,

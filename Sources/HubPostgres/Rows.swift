@@ -187,7 +187,7 @@ extension Endpoint {
             platformAppId: try row.value(names.platformAppId),
             transport: TransportID(rawValue: try row.value(names.transport)),
             token: try row.value(names.token),
-            environment: try row.value(names.environment, as: String?.self).map(APNSEnvironment.init(rawValue:)),
+            attributes: Endpoint.attributes(column: try row.value(names.environment, as: String?.self)),
             appDisplayName: try row.value(names.appDisplayName),
             state: EndpointState(rawValue: try row.value(names.state)),
             inactiveReason: try row.value(names.inactiveReason),

@@ -224,7 +224,7 @@ struct EndpointRecord: FetchableRecord, PersistableRecord {
             platformAppId: row["platformAppId"],
             transport: TransportID(rawValue: row["transport"]),
             token: row["token"],
-            environment: (row["environment"] as String?).map(APNSEnvironment.init(rawValue:)),
+            attributes: Endpoint.attributes(column: row["environment"]),
             appDisplayName: row["appDisplayName"],
             state: EndpointState(rawValue: row["state"]),
             inactiveReason: row["inactiveReason"],
@@ -243,7 +243,7 @@ struct EndpointRecord: FetchableRecord, PersistableRecord {
         container["platformAppId"] = e.platformAppId
         container["transport"] = e.transport.rawValue
         container["token"] = e.token
-        container["environment"] = e.environment?.rawValue
+        container["environment"] = e.attributesColumn
         container["appDisplayName"] = e.appDisplayName
         container["state"] = e.state.rawValue
         container["inactiveReason"] = e.inactiveReason

@@ -75,8 +75,10 @@ struct PublishBody {
     }
 }
 
-/// `{platform, appId, transport, token?, channelUri?, environment?, appDisplayName?}`;
-/// `channelUri` is the WNS / Web Push name of the token.
+/// `{platform, appId, transport, token?, channelUri?, environment?, attributes?, appDisplayName?}`;
+/// `channelUri` is the channel-URI name of the token. `attributes` (string values) are what the
+/// transport needs besides the token; `environment` is the attribute of that name (the APNs
+/// environment), kept as a field of its own for the clients that send it so.
 struct RegistrationBody {
     var registration: EndpointRegistration
     var reader: FieldReader
@@ -96,13 +98,19 @@ struct RegistrationBody {
         if let token, let channelUri, token != channelUri {
             reader.fail("channelUri", "give the token or the channel URI, not both")
         }
-        let environment = reader.string(body, "environment")
+        var attributes: [String: String] = [:]
+        if let object = reader.object(body, "attributes") {
+            for key in object.keys.sorted() {
+                if let value = reader.string(object, key, in: "attributes") { attributes[key] = value }
+            }
+        }
+        if let environment = reader.string(body, "environment") { attributes["environment"] = environment.lowercased() }
         registration = EndpointRegistration(
             platform: Platform(rawValue: platform.lowercased()),
             appId: appId,
             transport: TransportID(transport),
             token: token ?? channelUri,
-            environment: environment.map { APNSEnvironment(rawValue: $0.lowercased()) },
+            attributes: attributes,
             appDisplayName: reader.string(body, "appDisplayName"))
         self.reader = reader
     }

@@ -77,7 +77,7 @@ struct EndpointResource: Encodable, Sendable {
         platform = endpoint.platform.rawValue
         appId = endpoint.platformAppId
         transport = endpoint.transport.rawValue
-        environment = endpoint.environment?.rawValue
+        environment = endpoint.attributes["environment"]
         appDisplayName = endpoint.appDisplayName
         state = endpoint.state.rawValue
         inactiveReason = endpoint.inactiveReason
@@ -118,11 +118,8 @@ struct AppResource: Encodable, Sendable {
         var keys: String
         var userClaim: String
     }
-    struct Credentials: Encodable, Sendable {
-        var apns: String?
-        var fcm: String?
-        var wns: String?
-    }
+    /// Per transport with credentials, what kind they are (``TransportCredentials/summary``).
+    typealias Credentials = [String: String]
     struct Domain: Encodable, Sendable {
         var verified: Bool
         var verifiedDateTime: Date?
@@ -152,9 +149,10 @@ struct AppResource: Encodable, Sendable {
                 issuer: registration.issuer, audiences: registration.audiences, keys: keys,
                 userClaim: registration.userClaim)
         }
-        credentials = Credentials(
-            apns: app.credentials.apns?.kind, fcm: app.credentials.fcm.map { _ in "service account" },
-            wns: app.credentials.wns?.kind)
+        credentials = Dictionary(
+            uniqueKeysWithValues: app.credentials.transports.compactMap { id in
+                app.credentials[transport: id].map { (id.rawValue, $0.summary) }
+            })
         publishers = app.publishers.map(\.name)
         deliveryMode = app.delivery.mode.rawValue
         domain = app.domain.map { Domain(verified: $0.verifiedAt != nil, verifiedDateTime: $0.verifiedAt) }

@@ -186,7 +186,7 @@ extension HubAPI {
         guard let endpoint, let found = try await existingEndpoint(app: app, user: user, id: endpoint) else {
             return .none
         }
-        return found.transport == .polling ? .polling(endpoint) : .push(endpoint)
+        return hub.router.wakesInProcess(found.transport) ? .polling(endpoint) : .push(endpoint)
     }
 
     /// One sync of the feed, waiting up to `wait` for a change when there is none.

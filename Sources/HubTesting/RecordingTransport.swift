@@ -4,25 +4,35 @@ import Synchronization
 /// A transport for tests: records every delivery it is given and answers with a scripted outcome.
 ///
 /// ```swift
-/// let transport = RecordingTransport(id: .apns) { delivery in
+/// let transport = RecordingTransport(id: TransportID("apns"), platforms: [.ios]) { delivery in
 ///     delivery.endpoint.token == "dead" ? .endpointGone(since: nil, reason: "Unregistered") : .accepted
 /// }
 /// ```
 public final class RecordingTransport: Transport {
     public let id: TransportID
+    public let platforms: Set<Platform>
+    public let capabilities: TransportCapabilities
+    public let endpointAttributes: Set<String>
     private let script: @Sendable (OutboundDelivery) async -> DeliveryOutcome
     private let log = Mutex<[OutboundDelivery]>([])
     private let registrationProblem: (@Sendable (Endpoint) -> String?)?
 
     /// - Parameters:
+    ///   - platforms: the platforms it serves; every platform by default.
+    ///   - capabilities: what it declares; nothing by default.
+    ///   - endpointAttributes: the endpoint attributes it accepts; none by default.
     ///   - registrationProblem: what ``problem(registering:for:)`` answers; nothing by default.
     ///   - script: the outcome of each send; `.accepted` by default.
     public init(
-        id: TransportID,
+        id: TransportID, platforms: Set<Platform> = [], capabilities: TransportCapabilities = [],
+        endpointAttributes: Set<String> = [],
         script: @escaping @Sendable (OutboundDelivery) async -> DeliveryOutcome = { _ in .accepted },
         registrationProblem: (@Sendable (Endpoint) -> String?)? = nil
     ) {
         self.id = id
+        self.platforms = platforms
+        self.capabilities = capabilities
+        self.endpointAttributes = endpointAttributes
         self.script = script
         self.registrationProblem = registrationProblem
     }

@@ -26,11 +26,12 @@ extension StoreConformance {
             try await store.endpoint(Fixture.alice, id: "e1")?.lastSyncAt, Fixture.at(30), "lastSyncAt after a sync")
         var refresh = Fixture.endpoint("e1", token: "tok-new", registeredAt: Fixture.at(40))
         refresh.appDisplayName = "Notes (beta)"
-        refresh.environment = .development
+        // Several attributes (a transport's keys, say), not only the single `environment` of old.
+        refresh.attributes = ["environment": "development", "auth": "c2VjcmV0", "p256dh": "BPk{\"json\"}"]
         let refreshed = try await store.upsertEndpoint(refresh)
         try expect.equal(refreshed.token, "tok-new", "token after a refresh")
         try expect.equal(refreshed.appDisplayName, "Notes (beta)", "appDisplayName after a refresh")
-        try expect.equal(refreshed.environment, .development, "environment after a refresh")
+        try expect.equal(refreshed.attributes, refresh.attributes, "attributes after a refresh")
         try expect.equal(refreshed.registeredAt, Fixture.at(40), "registeredAt after a refresh")
         try expect.equal(refreshed.lastSyncAt, Fixture.at(30), "a refresh without lastSyncAt keeps it")
         try expect.equal(try await store.endpoint(Fixture.alice, id: "e1"), refreshed, "read back after a refresh")

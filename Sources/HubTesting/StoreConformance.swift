@@ -141,7 +141,7 @@ enum Fixture {
             id: id, appId: key.appId, userId: key.userId, platform: platform,
             platformAppId: platform == .ios ? "com.contoso.notes" : "contoso.notes", transport: transport,
             token: token ?? (transport == .polling ? nil : "token-\(key.userId)-\(id)"),
-            environment: transport == .apns ? .production : nil, appDisplayName: "Contoso Notes",
+            attributes: transport == .apns ? ["environment": "production"] : [:], appDisplayName: "Contoso Notes",
             registeredAt: registeredAt)
     }
 

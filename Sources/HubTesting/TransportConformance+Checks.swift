@@ -109,14 +109,18 @@ extension TransportConformance {
             "https://", "https://[::1]:99999/x", "💥", "0x", "ab cd", "\u{202E}gnp.exe",
         ]
         let platforms = [Platform.ios, .android, .windows, .web, Platform(rawValue: "")]
-        let environments: [APNSEnvironment?] = [nil, .development, APNSEnvironment(rawValue: "mars")]
+        let attributeSets: [[String: String]] = [
+            [:], ["environment": "development"], ["environment": "mars"], ["": ""],
+            ["x": String(repeating: "é", count: 300)],
+        ]
         for token in tokens {
             for platform in platforms {
-                for environment in environments {
+                for attributes in attributeSets {
                     var endpoint = working
                     endpoint.token = token
                     endpoint.platform = platform
-                    endpoint.environment = environment
+                    endpoint.attributes = attributes
+                    endpoint = transport.prepare(endpoint, for: harness.app)
                     _ = transport.problem(registering: endpoint, for: harness.app)
                 }
             }

@@ -99,11 +99,11 @@ public enum TransportConformance {
     public static func endpoint(
         id: String = "device-\(UInt32.random(in: .min ... .max))", platform: Platform = .ios,
         platformAppId: String = "com.contoso.notes", transport: TransportID, token: String?,
-        environment: APNSEnvironment? = nil, appId: String = "notes.contoso.com"
+        attributes: [String: String] = [:], appId: String = "notes.contoso.com"
     ) -> Endpoint {
         Endpoint(
             id: id, appId: appId, userId: "alice", platform: platform, platformAppId: platformAppId,
-            transport: transport, token: token, environment: environment, appDisplayName: "Conformance",
+            transport: transport, token: token, attributes: attributes, appDisplayName: "Conformance",
             registeredAt: Date())
     }
 

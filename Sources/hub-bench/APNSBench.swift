@@ -132,10 +132,10 @@ struct APNSBench: AsyncParsableCommand {
         let now = Date()
         let app = CrossDeviceApp(
             id: "bench.example.com", name: "Bench", platforms: [.ios: [bundleID]],
-            credentials: PushCredentials(apns: credentials))
+            credentials: PushCredentials([credentials]))
         let endpoint = Endpoint(
             id: "phone", appId: app.id, userId: "user", platform: .ios, platformAppId: bundleID, transport: .apns,
-            token: token, environment: .production, registeredAt: now)
+            token: token, attributes: ["environment": "production"], registeredAt: now)
         let delivery = Delivery(
             id: 1, appId: app.id, userId: "user", endpointId: "phone", kind: .shoulderTap, notificationId: nil,
             changeVersion: 1, priority: .none, createdAt: now, dueAt: now)

@@ -28,7 +28,7 @@ struct FCMBench: AsyncParsableCommand {
             configuration: FCMConfiguration(sendBaseURL: emulator.baseURL, trustRootsPEM: [emulator.trustRootPEM]))
         let app = CrossDeviceApp(
             id: "bench.example.com", name: "Bench", platforms: [.android: [Self.package]],
-            credentials: PushCredentials(fcm: account.credentials(tokenURI: emulator.tokenURI)))
+            credentials: PushCredentials([account.credentials(tokenURI: emulator.tokenURI)]))
 
         _ = try await send(warmup, through: transport, app: app)
         let before = CPUTime.now()

@@ -1,1 +1,1 @@
-../hub/MallocTuning.swift
+../HubCLI/MallocTuning.swift

@@ -10,7 +10,7 @@ struct PipelineBench: AsyncParsableCommand {
         abstract: "Whole-path delivery: HTTP publish → store → APNs transport → emulator, next to the transport alone.",
         discussion: """
             Runs `hub serve` (one or two instances of the `hub` beside this executable) as child \
-            processes on a generated hub.yaml whose app has a generated APNs key; HUB_APNS_SERVER and HUB_APNS_TRUST_ROOTS point \
+            processes on a generated hub.yaml whose app has a generated APNs key; HUB_TRANSPORTS_APNS_SERVER and HUB_TRANSPORTS_APNS_TRUST_ROOTS point \
             them at an APNs emulator in this process. Users and their APNs endpoints are stored through \
             the store's API first; each token names its user, so the emulator tells whose taps arrive. \
             Then, per configuration: the APNs transport alone against the emulator (hub serve's transport \

@@ -85,7 +85,8 @@ struct PipelineWorkspace {
                             Endpoint(
                                 id: "e\(endpoint)", appId: app, userId: "u\(user)", platform: .ios,
                                 platformAppId: APNSBench.bundleID, transport: .apns,
-                                token: PipelineToken.make(user: user, endpoint: endpoint), environment: .production,
+                                token: PipelineToken.make(user: user, endpoint: endpoint),
+                                attributes: ["environment": "production"],
                                 registeredAt: now))
                     }
                 }

@@ -67,7 +67,9 @@ struct PipelineRun {
             report(refusalsOf: tracker, phase: "transport alone")
             tracker.reset()
 
-            var environment = ["HUB_APNS_SERVER": "127.0.0.1:\(emulator.port)", "HUB_APNS_TRUST_ROOTS": caPath]
+            var environment = [
+                "HUB_TRANSPORTS_APNS_SERVER": "127.0.0.1:\(emulator.port)", "HUB_TRANSPORTS_APNS_TRUST_ROOTS": caPath,
+            ]
             if let database { environment["HUB_BENCH_DATABASE_URL"] = database.url.reveal() }
             for _ in 0..<setup.instances {
                 hubs.append(

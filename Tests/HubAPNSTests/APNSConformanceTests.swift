@@ -19,7 +19,8 @@ struct APNSConformanceTests {
                 workingEndpoint: {
                     TransportConformance.endpoint(
                         platformAppId: APNSHarness.bundleID, transport: .apns,
-                        token: APNSHarness.token(Int.random(in: 0..<1_000_000)), environment: .production,
+                        token: APNSHarness.token(Int.random(in: 0..<1_000_000)),
+                        attributes: ["environment": "production"],
                         appId: APNSHarness.app.id)
                 },
                 deadEndpoint: {
@@ -27,7 +28,7 @@ struct APNSConformanceTests {
                     emulator.markUnregistered(token: token, at: Date(timeIntervalSinceNow: -60))
                     return TransportConformance.endpoint(
                         platformAppId: APNSHarness.bundleID, transport: .apns, token: token,
-                        environment: .production, appId: APNSHarness.app.id)
+                        attributes: ["environment": "production"], appId: APNSHarness.app.id)
                 },
                 sendTimeLimit: .seconds(20))
             try await check.run(harness.transport, conformance)

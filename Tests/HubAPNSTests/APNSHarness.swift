@@ -134,7 +134,8 @@ struct APNSHarness {
         let now = Date()
         let endpoint = Endpoint(
             id: "phone", appId: app.id, userId: "alice", platform: .ios, platformAppId: Self.bundleID,
-            transport: .apns, token: token, environment: environment, registeredAt: now)
+            transport: .apns, token: token, attributes: [APNSEnvironment.attribute: environment.rawValue],
+            registeredAt: now)
         let delivery = Delivery(
             id: 1, appId: app.id, userId: "alice", endpointId: "phone", kind: kind, notificationId: notification?.id,
             changeVersion: 42, priority: notification?.priority ?? .none, createdAt: now, dueAt: now)

@@ -80,7 +80,7 @@ struct EmulateCommandTests {
             logger: Logger(label: "emulate-test"))
         let app = CrossDeviceApp(
             id: "notes.contoso.com", name: "Notes", platforms: [.android: ["com.contoso.notes"]],
-            credentials: PushCredentials(fcm: credentials))
+            credentials: PushCredentials([credentials]))
         let outcome = await transport.send(
             Self.outbound(app: app, platform: .android, appID: "com.contoso.notes", transport: .fcm, token: "emulate-1")
         )
@@ -115,8 +115,9 @@ struct EmulateCommandTests {
                 trustRootsPEM: [try read(URL(fileURLWithPath: caPath))]))
         let app = CrossDeviceApp(
             id: "notes.contoso.com", name: "Notes", platforms: [.windows: ["Contoso.Notes_8wekyb3d8bbwe"]],
-            credentials: PushCredentials(
-                wns: WNSCredentials(authentication: .packageSID(sid: sid, secret: Secret(secret)))))
+            credentials: PushCredentials([
+                WNSCredentials(authentication: .packageSID(sid: sid, secret: Secret(secret)))
+            ]))
         let outcome = await transport.send(
             Self.outbound(
                 app: app, platform: .windows, appID: "Contoso.Notes_8wekyb3d8bbwe", transport: .wns, token: channel))

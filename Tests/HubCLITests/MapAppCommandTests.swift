@@ -126,9 +126,10 @@ struct MapAppCommandTests {
             to: workspace.appendingPathComponent("emulated-account.json"), atomically: true, encoding: .utf8)
         try fcm.trustRootPEM.write(to: workspace.appendingPathComponent("ca.pem"), atomically: true, encoding: .utf8)
         let environment = [
-            "HUB_FCM_SEND_URL": fcm.baseURL, "HUB_FCM_TRUST_ROOTS": workspace.appendingPathComponent("ca.pem").path,
-            "HUB_WNS_TOKEN_URL": wns.classicTokenURL,
-            "HUB_WNS_TRUST_ROOTS": workspace.appendingPathComponent("ca.pem").path,
+            "HUB_TRANSPORTS_FCM_SEND_URL": fcm.baseURL,
+            "HUB_TRANSPORTS_FCM_TRUST_ROOTS": workspace.appendingPathComponent("ca.pem").path,
+            "HUB_TRANSPORTS_WNS_TOKEN_URL": wns.classicTokenURL,
+            "HUB_TRANSPORTS_WNS_TRUST_ROOTS": workspace.appendingPathComponent("ca.pem").path,
             "WNS_SECRET": "package-secret",
         ]
         let arguments = [
@@ -138,8 +139,8 @@ struct MapAppCommandTests {
         ]
         let good = try HubProcess.run(arguments, in: workspace, environment: environment)
         #expect(good.status == 0, "\(good.stderr)")
-        #expect(good.stdout.contains("accepts a validate_only message"))
-        #expect(good.stdout.contains("WNS: the token service issues an access token"))
+        #expect(good.stdout.contains("fcm: the credentials (service account"), "\(good.stdout)")
+        #expect(good.stdout.contains("wns: the credentials (package SID) check out with the provider"))
         #expect(fcm.messages.isEmpty || fcm.messages.allSatisfy(\.validateOnly), "validate_only delivers nothing")
         #expect(!good.stdout.contains("package-secret") && !good.stderr.contains("package-secret"))
 
@@ -151,8 +152,8 @@ struct MapAppCommandTests {
         wrong["WNS_SECRET"] = "not-the-secret"
         let refused = try HubProcess.run(arguments, in: workspace, environment: wrong)
         #expect(refused.status == 1)
-        #expect(refused.stderr.contains("--fcm-service-account: FCM refused it"), "\(refused.stderr)")
-        #expect(refused.stderr.contains("--wns-secret: WNS refused the credentials"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("credentials.fcm: FCM refused the service account"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("credentials.wns: WNS refused the credentials"), "\(refused.stderr)")
         #expect(!refused.stderr.contains("not-the-secret"))
         #expect(!FileManager.default.fileExists(atPath: workspace.appendingPathComponent("hub.yaml").path))
     }
@@ -169,8 +170,8 @@ struct MapAppCommandTests {
             ],
             in: workspace, environment: ["WNS_SECRET": "wns-secret-value"])
         #expect(good.status == 0, "\(good.stderr)")
-        #expect(good.stdout.contains("signs an ES256 provider token"))
-        #expect(good.stdout.contains("signs an RS256 assertion"))
+        #expect(good.stdout.contains("apns: the credentials (token (.p8), production"), "\(good.stdout)")
+        #expect(good.stdout.contains("fcm: the credentials (service account"), "\(good.stdout)")
         let yaml = try read(workspace.appendingPathComponent("hub.yaml"))
         #expect(yaml.contains("privateKey: file:AuthKey_TEST123456.p8"))
         #expect(yaml.contains("serviceAccount: file:service-account.json"))

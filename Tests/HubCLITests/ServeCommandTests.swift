@@ -36,7 +36,7 @@ struct ServeCommandTests {
         }
         #expect(!hub.log.contains(" warning "), "\(hub.log)")
         let version = try HubProcess.run(["--version"], in: workspace).stdout.trimmingCharacters(in: .newlines)
-        #expect(hub.log.contains("[hub] hub \(version)"), "\(hub.log)")
+        #expect(hub.log.contains("[HubCLI] hub \(version)"), "\(hub.log)")
         #expect(!hub.log.contains(publisherKey))
         hub.signal(SIGTERM)
         #expect(hub.waitForExit() == 0, "\(hub.log)")
@@ -88,8 +88,8 @@ struct ServeCommandTests {
             in: workspace,
             appExtra: #"    credentials: { wns: { packageSid: "\#(sid)", clientSecret: file:wns.secret } }"#)
         let environment = [
-            "HUB_WNS_TOKEN_URL": wns.classicTokenURL, "HUB_WNS_ALLOWED_HOSTS": wns.host,
-            "HUB_WNS_TRUST_ROOTS": workspace.appendingPathComponent("wns-ca.pem").path,
+            "HUB_TRANSPORTS_WNS_TOKEN_URL": wns.classicTokenURL, "HUB_TRANSPORTS_WNS_ALLOWED_HOSTS": wns.host,
+            "HUB_TRANSPORTS_WNS_TRUST_ROOTS": workspace.appendingPathComponent("wns-ca.pem").path,
         ]
         // An API-only instance enqueues deliveries without sending them: they are pending when it dies.
         var hub = try RunningHub(directory: workspace, arguments: ["--no-dispatch"], environment: environment)

@@ -63,7 +63,8 @@ final class TestHub: Sendable {
                 publishers: [Publisher(name: "backend", key: Secret(publisherKey, source: "test"))])
         ]
         let signals = FeedSignals()
-        let apns = RecordingTransport(id: .apns)
+        let apns = RecordingTransport(
+            id: TransportID("apns"), platforms: [.ios], endpointAttributes: ["environment"])
         var configuration = HubConfiguration(apps: apps)
         configuration.dispatcher.idleInterval = .milliseconds(50)
         let hub = try Hub(

@@ -1,5 +1,8 @@
 import Foundation
+import HubAPNS
 import HubCore
+import HubFCM
+import HubWNS
 import Testing
 
 @testable import HubConfig
@@ -12,7 +15,8 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
 
 /// Loads YAML text as if it were a hub.yaml in the fixtures folder.
 func load(_ text: String, environment: [String: String] = [:]) -> ConfigLoader.Result {
-    ConfigLoader(environment: environment).load(text: text, path: "hub.yaml", baseDirectory: fixtures)
+    ConfigLoader(environment: environment, plugins: firstPartyPlugins).load(
+        text: text, path: "hub.yaml", baseDirectory: fixtures)
 }
 
 func errorLines(_ result: ConfigLoader.Result) -> [String] { result.errors.map(\.description) }
@@ -21,7 +25,7 @@ func errorLines(_ result: ConfigLoader.Result) -> [String] { result.errors.map(\
 struct ConfigLoaderTests {
     @Test("the sample hub.yaml at the repository root loads without errors")
     func sampleLoads() throws {
-        let result = ConfigLoader(environment: [:]).load(path: repositoryRoot + "/hub.yaml")
+        let result = ConfigLoader(environment: [:], plugins: firstPartyPlugins).load(path: repositoryRoot + "/hub.yaml")
         #expect(result.errors.isEmpty, "\(errorLines(result))")
         let file = try result.get()
         let app = try #require(file.apps.first)
@@ -36,7 +40,8 @@ struct ConfigLoaderTests {
 
     @Test("five different mistakes give five diagnostics at the right line:column")
     func fiveMistakes() {
-        let result = ConfigLoader(environment: [:]).load(path: fixtures + "/five-mistakes.yaml")
+        let result = ConfigLoader(environment: [:], plugins: firstPartyPlugins).load(
+            path: fixtures + "/five-mistakes.yaml")
         let errors = result.errors
         #expect(errors.count == 5, "\(errorLines(result))")
         let expected: [(Int, Int, String)] = [

@@ -1,5 +1,8 @@
 import Foundation
+import HubAPNS
 import HubCore
+import HubFCM
+import HubWNS
 import Testing
 
 @testable import HubConfig
@@ -42,7 +45,7 @@ struct EnvironmentOverridesTests {
                 "HUB_APPS_NOTES_CONTOSO_COM_PLATFORMS_IOS_APP_IDS": "[com.contoso.notes, com.contoso.notes.beta]",
                 "HUB_APPS_NOTES_CONTOSO_COM_PUBLISHERS": "[{name: ci, key: env:CI_KEY}]",
                 "CI_KEY": "ci-key-0123456789",
-                "HUB_APNS_SERVER": "127.0.0.1:1",  // a provider variable: not an override, not an error
+                "HUB_TRANSPORTS_WNS_ALLOWED_HOSTS": "[127.0.0.1:4444, wns.test]",
             ]
         ).get()
         #expect(file.server.host == "0.0.0.0" && file.server.port == 9090)
@@ -99,10 +102,46 @@ struct EnvironmentOverridesTests {
         #expect(result.errors.count == 3)
     }
 
+    @Test(
+        "a transport's settings from HUB_TRANSPORTS_<ID>_<KEY>; an earlier version's HUB_<ID>_<KEY> still applies, with a warning naming the new one"
+    )
+    func transportSettings() throws {
+        let result = ConfigLoader(
+            environment: [
+                "HUB_TRANSPORTS_APNS_TIMEOUT": "3s", "HUB_APNS_SERVER": "127.0.0.1:2197",
+                "HUB_FCM_SEND_URL": "https://127.0.0.1:4443", "HUB_TRANSPORTS_FCM_SEND_URL": "https://127.0.0.1:5443",
+                "HUB_TRANSPORTS_WNS_ALLOWED_HOSTS": "127.0.0.1:4444, wns.test",
+            ], plugins: firstPartyPlugins
+        ).load(text: Self.yaml, path: "hub.yaml", baseDirectory: fixtures)
+        let file = try result.get()
+        let apns = try #require(file.transports[.apns] as? APNSTransport.Configuration)
+        #expect(apns.requestTimeout == .seconds(3))
+        #expect(apns.production == .init(host: "127.0.0.1", port: 2197) && apns.development == apns.production)
+        let fcm = try #require(file.transports[.fcm] as? FCMConfiguration)
+        #expect(fcm.sendBaseURL == "https://127.0.0.1:5443", "the new name wins over the old one")
+        let wns = try #require(file.transports[.wns] as? WNSConfiguration)
+        #expect(wns.channelPolicy.additionalHosts == ["127.0.0.1:4444", "wns.test"])
+        let warnings = result.warnings.map(\.description)
+        #expect(
+            warnings.contains {
+                $0.hasPrefix("environment variable HUB_APNS_SERVER: warning: is read as HUB_TRANSPORTS_APNS_SERVER")
+            }, "\(warnings)")
+        #expect(!warnings.contains { $0.contains("HUB_FCM_SEND_URL") }, "an old name the new one replaces is ignored")
+        // A wrong value set by a variable is reported against the variable.
+        let wrong = ConfigLoader(environment: ["HUB_TRANSPORTS_APNS_SERVER": "nowhere"], plugins: firstPartyPlugins)
+            .load(text: Self.yaml, path: "hub.yaml", baseDirectory: fixtures)
+        #expect(
+            wrong.errors.map(\.description) == [
+                "environment variable HUB_TRANSPORTS_APNS_SERVER: error: 'transports.apns.server' must be host:port, such as 127.0.0.1:2197"
+            ])
+    }
+
     @Test("overrides are off when asked (map-app edits the file as written)")
     func off() throws {
-        let file = try ConfigLoader(environment: ["HUB_SERVER_LISTEN": "0.0.0.0:9090"], applyEnvironment: false)
-            .load(text: Self.yaml, path: "hub.yaml", baseDirectory: fixtures).get()
+        let file = try ConfigLoader(
+            environment: ["HUB_SERVER_LISTEN": "0.0.0.0:9090"], applyEnvironment: false, plugins: firstPartyPlugins
+        )
+        .load(text: Self.yaml, path: "hub.yaml", baseDirectory: fixtures).get()
         #expect(file.server.port == 8080)
     }
 
@@ -114,8 +153,11 @@ struct EnvironmentOverridesTests {
         try (Self.yaml + "\nstore: { postgres: { url: \"postgres://hub:pw-in-file@db/hub\" } }\n").write(
             toFile: path, atomically: true, encoding: .utf8)
         let effective = try #require(
-            ConfigLoader(environment: ["HUB_SERVER_ADMIN_TOKEN": "tok-from-env", "HUB_SERVER_LISTEN": "0.0.0.0:1"])
-                .effective(path: path))
+            ConfigLoader(
+                environment: ["HUB_SERVER_ADMIN_TOKEN": "tok-from-env", "HUB_SERVER_LISTEN": "0.0.0.0:1"],
+                plugins: firstPartyPlugins
+            )
+            .effective(path: path))
         #expect(effective.text.contains("listen: 0.0.0.0:1"))
         #expect(effective.text.contains("key: file:publisher.key"))
         #expect(!effective.text.contains("tok-from-env"))
@@ -158,6 +200,10 @@ struct EnvironmentOverridesTests {
                 "apps.*.credentials.apns",
                 "apps: [ { id: a.example.com, platforms: { ios: { appIds: [a.b] } }, credentials: { apns: { zzzzzzzzzzzz: 1 } } } ]\n"
             ),
+            ("transports", "transports: { zzzzzzzzzzzz: 1 }\n"),
+            ("transports.apns", "transports: { apns: { zzzzzzzzzzzz: 1 } }\n"),
+            ("transports.fcm", "transports: { fcm: { zzzzzzzzzzzz: 1 } }\n"),
+            ("transports.wns", "transports: { wns: { zzzzzzzzzzzz: 1 } }\n"),
             (
                 "apps.*.delivery",
                 "apps: [ { id: a.example.com, platforms: { ios: { appIds: [a.b] } }, delivery: { zzzzzzzzzzzz: 1 } } ]\n"
@@ -172,7 +218,8 @@ struct EnvironmentOverridesTests {
             load(yaml).errors.first { $0.message.contains("unknown key 'zzzzzzzzzzzz'") }?.message, "\(path)")
         let allowed = try #require(message.components(separatedBy: "allowed keys: ").last)
             .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-        let schema = try #require(EnvironmentOverrides.schema[path], "\(path) missing from the schema")
+        let schema = try #require(
+            EnvironmentOverrides.schema(plugins: firstPartyPlugins)[path], "\(path) missing from the schema")
         #expect(Set(allowed) == Set(schema), "\(path): the reader allows \(allowed), the schema lists \(schema)")
     }
 }

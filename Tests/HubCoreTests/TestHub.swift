@@ -30,8 +30,8 @@ struct TestHub {
     let clock: TestClock?
 
     init(
-        apns: RecordingTransport = RecordingTransport(id: .apns),
-        fcm: RecordingTransport = RecordingTransport(id: .fcm),
+        apns: RecordingTransport = TestHub.apnsLike(),
+        fcm: RecordingTransport = RecordingTransport(id: .fcm, platforms: [.android]),
         clock: TestClock? = nil,
         dispatcher: DispatcherConfiguration = TestHub.fastDispatcher,
         storePath: String? = nil,
@@ -57,6 +57,13 @@ struct TestHub {
         self.fcm = fcm
         self.store = store
         self.clock = clock
+    }
+
+    /// A recording transport that serves iOS and takes the `environment` attribute, as APNs does.
+    static func apnsLike(
+        script: @escaping @Sendable (OutboundDelivery) async -> DeliveryOutcome = { _ in .accepted }
+    ) -> RecordingTransport {
+        RecordingTransport(id: .apns, platforms: [.ios], endpointAttributes: ["environment"], script: script)
     }
 
     static var fastDispatcher: DispatcherConfiguration {

@@ -75,7 +75,7 @@ struct FCMFixture {
         let credentials = FCMTestServiceAccount.primary.credentials(tokenURI: emulator.tokenURI)
         let app = CrossDeviceApp(
             id: appID, name: "Notes", platforms: [.android: [package], .ios: ["com.contoso.notes"]],
-            credentials: PushCredentials(fcm: credentials))
+            credentials: PushCredentials([credentials]))
         let fixture = FCMFixture(emulator: emulator, transport: transport, credentials: credentials, app: app)
         do {
             try await body(fixture)

@@ -120,7 +120,7 @@ struct PostgresStoreTests {
                     Endpoint(
                         id: id, appId: key.appId, userId: key.userId, platform: .ios,
                         platformAppId: "com.contoso.notes", transport: .apns, token: "token-\(id)",
-                        environment: .production, registeredAt: t0))
+                        attributes: ["environment": "production"], registeredAt: t0))
             }
             _ = try await store.publish(request(key, "r-1", at: t0, visible: true))
             _ = try await store.publish(request(key, "r-2", at: t0))

@@ -152,7 +152,8 @@ struct HubInstance: Sendable {
         store = try PostgresTestDatabase.makeStore(schema: schema, poolSize: 6, server: server)
         signals = FeedSignals()
         store.relay(into: signals)
-        self.apns = RecordingTransport(id: .apns, script: apns)
+        self.apns = RecordingTransport(
+            id: .apns, platforms: [.ios], endpointAttributes: ["environment"], script: apns)
         var configuration = HubConfiguration(apps: [Self.app])
         configuration.dispatcher = dispatcher
         configuration.instanceID = name
@@ -171,7 +172,7 @@ struct HubInstance: Sendable {
             ? EndpointRegistration(platform: .web, appId: "https://notes.contoso.com", transport: .polling)
             : EndpointRegistration(
                 platform: .ios, appId: "com.contoso.notes", transport: .apns, token: "token-\(user)-\(id)",
-                environment: .production)
+                attributes: ["environment": "production"])
         return try await hub.registerEndpoint(app: Self.app.id, user: user, id: id, registration)
     }
 

@@ -20,7 +20,7 @@ struct ReleaseLeasesTests {
         _ = try await store.upsertEndpoint(
             Endpoint(
                 id: "phone", appId: key.appId, userId: key.userId, platform: .ios, platformAppId: "com.contoso.notes",
-                transport: .apns, token: "aa01", environment: .production, registeredAt: now))
+                transport: .apns, token: "aa01", attributes: ["environment": "production"], registeredAt: now))
         return store
     }
 

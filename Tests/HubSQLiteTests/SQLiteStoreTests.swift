@@ -70,7 +70,8 @@ struct SQLiteStoreTests {
         let key = FeedKey(appId: "notes.contoso.com", userId: "alice")
         let endpoint = Endpoint(
             id: "e1", appId: key.appId, userId: key.userId, platform: .ios, platformAppId: "com.contoso.notes",
-            transport: .apns, token: "tok", environment: .production, registeredAt: Date(timeIntervalSince1970: 1))
+            transport: .apns, token: "tok", attributes: ["environment": "production"],
+            registeredAt: Date(timeIntervalSince1970: 1))
 
         let store = try SQLiteStore(path: directory.databasePath)
         let stored = try await store.upsertEndpoint(endpoint)

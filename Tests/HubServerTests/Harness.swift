@@ -82,7 +82,9 @@ struct Harness: Sendable {
         ]
         let signals = FeedSignals()
         let forward = PollingTransport(signals: signals)
-        polling = RecordingTransport(id: .polling) { await forward.send($0) }
+        polling = RecordingTransport(id: .polling, capabilities: [.wakesInProcess, .tokenless]) {
+            await forward.send($0)
+        }
         custom = RecordingTransport(id: TransportID("recording")) { delivery in
             let token = delivery.endpoint.token ?? ""
             if token == "dead" { return .endpointGone(since: nil, reason: "Unregistered") }

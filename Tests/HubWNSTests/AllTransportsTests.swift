@@ -57,13 +57,16 @@ struct AllTransportsTests {
                 .ios: ["com.contoso.notes"], .android: ["com.contoso.notes"], .windows: [WNSFixture.package],
                 .web: ["https://notes.contoso.com"],
             ],
-            credentials: PushCredentials(
-                apns: apnsKey.credentials(),
-                fcm: FCMTestServiceAccount.primary.credentials(tokenURI: fcmEmulator.tokenURI), wns: WNSFixture.classic)
+            credentials: PushCredentials([
+                apnsKey.credentials(), FCMTestServiceAccount.primary.credentials(tokenURI: fcmEmulator.tokenURI),
+                WNSFixture.classic,
+            ])
         )
         let signals = FeedSignals()
         let polling = PollingTransport(signals: signals)
-        let recordedPolling = RecordingTransport(id: .polling) { await polling.send($0) }
+        let recordedPolling = RecordingTransport(id: .polling, capabilities: [.wakesInProcess, .tokenless]) {
+            await polling.send($0)
+        }
         var configuration = HubConfiguration(apps: [app])
         configuration.dispatcher.initialBackoff = .milliseconds(10)
         configuration.dispatcher.idleInterval = .milliseconds(20)

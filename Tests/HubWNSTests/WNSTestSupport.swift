@@ -31,7 +31,7 @@ struct WNSFixture {
         emulator.registerEntraApp(tenantID: tenant, clientID: clientID, secret: "entra-secret")
         let transport = try WNSTransport(configuration: configuration(for: emulator, configure))
         let app = CrossDeviceApp(
-            id: appID, name: "Notes", platforms: [.windows: [package]], credentials: PushCredentials(wns: credentials))
+            id: appID, name: "Notes", platforms: [.windows: [package]], credentials: PushCredentials([credentials]))
         let fixture = WNSFixture(emulator: emulator, transport: transport, app: app)
         do {
             try await body(fixture)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HubAPNS
 import HubConfig
 import HubCore
 import HubEmulators
@@ -64,7 +65,7 @@ struct EmulateAPNS: AsyncParsableCommand {
             \(registered.joined(separator: "\n"))
 
             Point a hub at it (both environments go to the emulator):
-                HUB_APNS_SERVER=127.0.0.1:\(emulator.port) HUB_APNS_TRUST_ROOTS=\(caPath) hub serve --config \(options.config)
+                HUB_TRANSPORTS_APNS_SERVER=127.0.0.1:\(emulator.port) HUB_TRANSPORTS_APNS_TRUST_ROOTS=\(caPath) hub serve --config \(options.config)
 
             Requests follow (Ctrl-C or SIGTERM stops the emulator).
             """)
@@ -77,7 +78,7 @@ struct EmulateAPNS: AsyncParsableCommand {
         var apps: [CrossDeviceApp] = []
         var referenced: Set<String> = []
         if FileManager.default.fileExists(atPath: options.config) {
-            let result = ConfigLoader().load(path: options.config)
+            let result = ConfigLoader(plugins: HubCLI.plugins).load(path: options.config)
             for diagnostic in result.diagnostics { printError(diagnostic.description) }
             apps = result.file?.apps ?? []
             referenced = PrivateFiles.referencedFiles(inConfig: options.config)

@@ -53,7 +53,7 @@ struct EmulateFCM: AsyncParsableCommand {
             Point a hub at it: in hub.yaml, give the app
                 credentials: { fcm: { serviceAccount: file:\(accountPath) } }
             and start it with
-                HUB_FCM_SEND_URL=\(emulator.baseURL) HUB_FCM_TRUST_ROOTS=\(caPath) hub serve --config hub.yaml
+                HUB_TRANSPORTS_FCM_SEND_URL=\(emulator.baseURL) HUB_TRANSPORTS_FCM_TRUST_ROOTS=\(caPath) hub serve --config hub.yaml
 
             Accepted messages follow (Ctrl-C or SIGTERM stops the emulator).
             """)

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
+import HubAPNS
 import HubConfig
 import HubCore
+import HubWNS
 
 /// Asks the onboarding steps one by one, re-asking until each answer is valid.
 struct Prompter {
@@ -121,7 +123,7 @@ struct Prompter {
         let path = try Self.prompt("APNs .p8 key file", default: "") { answer in
             guard !answer.isEmpty else { return nil }
             guard let data = FileManager.default.contents(atPath: answer) else { return "\(answer) does not exist" }
-            return CredentialCheck.p8Problem(String(decoding: data, as: UTF8.self)).map { "the file \($0)" }
+            return APNSCredentials.p8Problem(String(decoding: data, as: UTF8.self)).map { "the file \($0)" }
         }
         guard !path.isEmpty else { return }
         var apns = AppMappingRequest.APNS()

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import HubConfig
 import HubCore
-import HubPolling
 import HubPostgres
 import HubSQLite
 import HubServer
@@ -63,8 +62,9 @@ struct ServeCommand: AsyncParsableCommand {
 
         let signals = FeedSignals()
         (store as? PostgresStore)?.relay(into: signals)  // wake-ups cross instances
-        let transports = try Transports.make(for: file, signals: signals, logger: logger)
-        TransportReport.report(apps: file.apps, enabled: transports.map(\.id), logger: logger)
+        let plugins = HubCLI.plugins
+        let transports = try Transports.make(for: file, plugins: plugins, signals: signals, logger: logger)
+        TransportReport.report(apps: file.apps, plugins: plugins, enabled: transports.map(\.id), logger: logger)
 
         var hubConfiguration = file.hubConfiguration()
         hubConfiguration.dispatcher.enabled = !noDispatch
@@ -89,7 +89,9 @@ struct ServeCommand: AsyncParsableCommand {
             hub: hub, configuration: server, identity: identity,
             metrics: file.server.metricsListen == nil ? registry : nil, logger: logger,
             onListening: { port in logger.notice("hub listening on http://\(host):\(port)") })
-        var services: [any Service] = storeServices + [hub, application]
+        // Shut down in reverse order: the API, then the hub (draining its sends), then the
+        // transports (closing their connections), then the store.
+        var services: [any Service] = storeServices + transports + [hub, application]
         if let metrics = file.server.metricsListen {
             // /metrics on a port of its own (server.metricsListen); the API port answers 404 there.
             services.append(
@@ -105,30 +107,6 @@ struct ServeCommand: AsyncParsableCommand {
             "hub starting", metadata: ["apps": "\(file.apps.count)", "instance": "\(hubConfiguration.instanceID)"])
         try await group.run()
         logger.info("hub stopped")
-    }
-}
-
-/// One info line per push provider whose transport is not running, saying why (the running ones log
-/// their own "… transport enabled" line; polling always runs).
-enum TransportReport {
-    static func report(apps: [CrossDeviceApp], enabled: [TransportID], logger: Logger) {
-        let providers: [(TransportID, Platform, (CrossDeviceApp) -> Bool)] = [
-            (.apns, .ios, { $0.credentials.apns != nil }),
-            (.fcm, .android, { $0.credentials.fcm != nil }),
-            (.wns, .windows, { $0.credentials.wns != nil }),
-        ]
-        logger.info("polling transport enabled (long-poll and server-sent events, for every platform)")
-        for (transport, platform, hasCredentials) in providers where !enabled.contains(transport) {
-            let mapping = apps.filter { $0.platforms[platform] != nil }
-            let configured = mapping.filter(hasCredentials).map(\.id)
-            let reason =
-                mapping.isEmpty
-                ? "no app maps \(platform)"
-                : configured.isEmpty
-                    ? "no app has credentials.\(transport); \(platform) devices register with transport polling"
-                    : "this build has no \(transport) transport (credentials of \(configured.joined(separator: ", ")) are unused)"
-            logger.info("\(transport) transport off: \(reason)")
-        }
     }
 }
 

@@ -50,10 +50,7 @@ extension MapAppCommand {
             if file.apps.isEmpty { print("No apps; map one with hub map-app --app <domain> …") }
             for app in file.apps {
                 let platforms = app.supportedPlatforms.map { "\($0) \(app.platforms[$0]?.count ?? 0)" }
-                let providers = [
-                    app.credentials.apns.map { _ in "apns" }, app.credentials.fcm.map { _ in "fcm" },
-                    app.credentials.wns.map { _ in "wns" },
-                ].compactMap { $0 }
+                let providers = app.credentials.transports.map(\.rawValue)
                 let domain =
                     app.domain?.verifiedAt.map { "verified \(ISO8601DateFormatter().string(from: $0))" } ?? "unverified"
                 print(

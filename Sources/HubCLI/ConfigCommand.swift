@@ -18,7 +18,7 @@ struct ConfigCommand: AsyncParsableCommand {
         @OptionGroup var options: ConfigOption
 
         func run() async throws {
-            let loader = ConfigLoader()
+            let loader = ConfigLoader(plugins: HubCLI.plugins)
             guard let effective = loader.effective(path: options.config) else {
                 _ = try options.loadOrExit()  // says why it cannot be read
                 throw ExitCode(1)
@@ -73,26 +73,19 @@ enum ConfigSummary {
                     "    identity: \(registration.issuer), audiences \(registration.audiences.joined(separator: ", ")), \(keys)"
                 )
             }
-            if let apns = app.credentials.apns {
-                var text = "    apns: \(apns.kind), \(apns.environment)"
-                if case .token(let keyID, let teamID, let key) = apns.authentication {
-                    text += ", key \(keyID), team \(teamID), from \(key.source)"
+            for id in app.credentials.transports {
+                if let credentials = app.credentials[transport: id] {
+                    lines.append("    \(id): \(credentials.summary)")
                 }
-                lines.append(text)
             }
-            if let fcm = app.credentials.fcm {
-                lines.append("    fcm: service account \(fcm.clientEmail), project \(fcm.projectID)")
+            let missing = HubCLI.plugins.filter { plugin in
+                !plugin.platforms.isEmpty && plugin.platforms.contains { app.platforms[$0] != nil }
+                    && app.credentials[transport: plugin.id] == nil
             }
-            if let wns = app.credentials.wns { lines.append("    wns: \(wns.kind)") }
-            let missing = [
-                ("apns", Platform.ios, app.credentials.apns == nil),
-                ("fcm", Platform.android, app.credentials.fcm == nil),
-                ("wns", Platform.windows, app.credentials.wns == nil),
-            ]
-            .filter { app.platforms[$0.1] != nil && $0.2 }.map(\.0)
             if !missing.isEmpty {
                 lines.append(
-                    "    no credentials for \(missing.joined(separator: ", ")): those devices can use polling only")
+                    "    no credentials for \(missing.map(\.id.rawValue).joined(separator: ", ")): those devices use another transport (polling)"
+                )
             }
             let domain = app.domain.map { $0.verifiedAt == nil ? "not verified yet" : "verified" } ?? "no token yet"
             lines.append("    domain: \(domain)")

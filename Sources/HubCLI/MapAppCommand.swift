@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HubConfig
 import HubCore
+import HubWNS
 
 struct MapAppCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -64,9 +65,9 @@ extension MapAppCommand {
             help: ArgumentHelp(
                 "Also check the FCM and WNS credentials with the providers.",
                 discussion: """
-                    FCM: a validate_only send to a topic (nothing is delivered); WNS: an access-token request. \
-                    HUB_FCM_SEND_URL, HUB_FCM_TRUST_ROOTS and HUB_WNS_TOKEN_URL, HUB_WNS_ENTRA_AUTHORITY, \
-                    HUB_WNS_TRUST_ROOTS point the checks at emulators (hub emulate fcm|wns).
+                    Each transport plugin checks its credentials; FCM: a validate_only send to a topic (nothing \
+                    is delivered); WNS: an access-token request. The checks use hub.yaml's transports.<id> \
+                    settings, so HUB_TRANSPORTS_FCM_SEND_URL, … point them at emulators (hub emulate fcm|wns).
                     """)) var checkOnline = false
         @Flag(help: "Ask for each step even when standard input is not a terminal.") var interactive = false
         @Flag(help: "Generate a domain verification token for an existing app that has none.") var domainToken = false
@@ -85,12 +86,12 @@ extension MapAppCommand {
             if session.currentApp(request.appID) == nil || domainToken {
                 request.verificationToken = MapAppSession.newVerificationToken()
             }
-            try await session.checkCredentials(request, online: checkOnline)
             let changed = try session.apply(request)
             guard changed else {
                 print("\(options.config): \(request.appID) is already mapped this way; nothing changed")
                 return
             }
+            try await session.checkCredentials(appID: request.appID, online: checkOnline)
             if dryRun {
                 print(HubFileWriter.diff(old: session.original, new: session.editedText, path: options.config))
                 return
@@ -139,6 +140,9 @@ extension MapAppCommand {
             if wnsSid != nil || wnsTenant != nil || wnsClientId != nil || wnsSecret != nil {
                 var wns = AppMappingRequest.WNS()
                 wns.packageSID = wnsSid
+                if let sid = wnsSid, let problem = WNSCredentials.packageSIDProblem(sid) {
+                    request.flagProblems.append("--wns-sid: \(problem)")
+                }
                 wns.clientSecret = wnsSecret
                 wns.tenantID = wnsTenant
                 wns.clientID = wnsClientId

@@ -49,9 +49,9 @@ struct EmulateWNS: AsyncParsableCommand {
             Point a hub at it: in hub.yaml, give the app
                 credentials: { wns: { packageSid: "\(packageSid)", clientSecret: env:WNS_SECRET } }
             and start it with
-                WNS_SECRET=\(secret) HUB_WNS_TOKEN_URL=\(emulator.classicTokenURL) \\
-                HUB_WNS_ENTRA_AUTHORITY=\(emulator.entraAuthority) HUB_WNS_ALLOWED_HOSTS=\(emulator.host) \\
-                HUB_WNS_TRUST_ROOTS=\(caPath) hub serve --config hub.yaml
+                WNS_SECRET=\(secret) HUB_TRANSPORTS_WNS_TOKEN_URL=\(emulator.classicTokenURL) \\
+                HUB_TRANSPORTS_WNS_ENTRA_AUTHORITY=\(emulator.entraAuthority) HUB_TRANSPORTS_WNS_ALLOWED_HOSTS=\(emulator.host) \\
+                HUB_TRANSPORTS_WNS_TRUST_ROOTS=\(caPath) hub serve --config hub.yaml
 
             Accepted notifications follow (Ctrl-C or SIGTERM stops the emulator).
             """)

@@ -1,0 +1,82 @@
+import ArgumentParser
+import HubConfig
+public import HubCore
+
+/// The `hub` command line as a library: an executable is `hub` with the transport plugins it
+/// names, so an embedder's own transport is configured in hub.yaml, run by `hub serve`, checked by
+/// `hub config check` and `hub map-app` like the first-party ones.
+///
+/// ```swift
+/// // Sources/my-hub/main.swift
+/// import HubCLI
+/// import HubPolling
+/// import MyTransport
+///
+/// await HubCLI.main(plugins: [PollingPlugin(), WebhookPlugin()])
+/// ```
+public enum HubCLI {
+    /// The plugins of the running command (set by ``main(plugins:arguments:)``).
+    @TaskLocal static var plugins: [any TransportPlugin] = []
+
+    /// Parses the arguments (the process's by default) and runs the command with `plugins`: the
+    /// transports `serve` runs and `config check` and `map-app` read. Exits the process.
+    /// - Parameters:
+    ///   - plugins: one per transport ID; polling is not added for you.
+    ///   - arguments: the arguments without the executable's name; `nil` for the process's.
+    public static func main(plugins: [any TransportPlugin], arguments: [String]? = nil) async -> Never {
+        await $plugins.withValue(plugins) {
+            do {
+                var command = try HubCommand.parseAsRoot(arguments)
+                if var command = command as? any AsyncParsableCommand {
+                    try await command.run()
+                } else {
+                    try command.run()
+                }
+                HubCommand.exit()
+            } catch {
+                HubCommand.exit(withError: error)
+            }
+        }
+    }
+}
+
+struct HubCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hub",
+        abstract: "NotificationHub: notify a person on every device they use, and keep read / dismissed state in step.",
+        version: HubVersion.current,
+        subcommands: [
+            ServeCommand.self, MapAppCommand.self, ConfigCommand.self, TokenCommand.self, PublishCommand.self,
+            HealthCommand.self, EmulateCommand.self,
+        ]
+    )
+}
+
+/// The `--config` option every command shares.
+struct ConfigOption: ParsableArguments {
+    @Option(name: .long, help: "Path of hub.yaml.")
+    var config: String = "hub.yaml"
+
+    /// Loads hub.yaml, printing every diagnostic to standard error; exits 1 when it has errors.
+    func loadOrExit() throws -> HubFile {
+        let result = ConfigLoader(plugins: HubCLI.plugins).load(path: config)
+        for diagnostic in result.diagnostics { printError(diagnostic.description) }
+        guard let file = result.file, result.errors.isEmpty else {
+            printError("\(config): \(result.errors.count) error(s)")
+            throw ExitCode(1)
+        }
+        return file
+    }
+}
+
+/// Writes to standard error.
+func printError(_ text: String) {
+    var stream = StandardError()
+    print(text, to: &stream)
+}
+
+struct StandardError: TextOutputStream {
+    mutating func write(_ string: String) {
+        FileHandleStandardError.write(string)
+    }
+}

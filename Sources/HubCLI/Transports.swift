@@ -1,0 +1,44 @@
+import HubConfig
+import HubCore
+import Logging
+
+/// Makes the transports `hub serve` runs: one per plugin of the build that has something to do
+/// (its ``TransportPlugin/makeTransport(_:)`` returns `nil` otherwise), each from its
+/// `transports.<id>` settings, with a logger that names it.
+enum Transports {
+    static func make(
+        for file: HubFile, plugins: [any TransportPlugin], signals: FeedSignals, logger: Logger
+    ) throws -> [any Transport] {
+        var transports: [any Transport] = []
+        for plugin in plugins {
+            var transportLogger = logger
+            transportLogger[metadataKey: "transport"] = "\(plugin.id)"
+            let context = TransportContext(
+                settings: file.transports[plugin.id] ?? NoSettings(), apps: file.apps, signals: signals,
+                logger: transportLogger)
+            if let transport = try plugin.makeTransport(context) { transports.append(transport) }
+        }
+        return transports
+    }
+}
+
+/// One info line per transport plugin that is not running, saying why (the running ones log their
+/// own "… transport enabled" line).
+enum TransportReport {
+    static func report(
+        apps: [CrossDeviceApp], plugins: [any TransportPlugin], enabled: [TransportID], logger: Logger
+    ) {
+        for plugin in plugins where !enabled.contains(plugin.id) {
+            let platforms = plugin.platforms.map(\.rawValue).sorted().joined(separator: "/")
+            let mapping = apps.filter { app in plugin.platforms.contains { app.platforms[$0] != nil } }
+            let configured = mapping.filter { $0.credentials[transport: plugin.id] != nil }.map(\.id)
+            let reason =
+                !plugin.platforms.isEmpty && mapping.isEmpty
+                ? "no app maps \(platforms)"
+                : configured.isEmpty
+                    ? "no app has credentials.\(plugin.id); \(platforms.isEmpty ? "" : platforms + " ")devices register with another transport"
+                    : "the plugin made no transport"
+            logger.info("\(plugin.id) transport off: \(reason)")
+        }
+    }
+}
