@@ -100,6 +100,7 @@ let package = Package(
             dependencies: [
                 "HubCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -284,20 +285,31 @@ let package = Package(
             path: "examples/device-simulator",
             swiftSettings: strictness
         ),
+        // A third party's transport: the plugin (HubCore only, plus its HTTP client), and its own `hub`.
         .target(
             name: "CustomTransportExample",
             dependencies: [
-                "HubCore", "HubSQLite", "HubServer", "HubPolling",
+                "HubCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "examples/custom-transport/Sources/CustomTransportExample",
             swiftSettings: strictness
         ),
+        .executableTarget(
+            name: "webhook-hub",
+            dependencies: ["CustomTransportExample", "HubCLI", "HubPolling", "HubAPNS", "HubFCM", "HubWNS"],
+            path: "examples/custom-transport/Sources/webhook-hub",
+            swiftSettings: strictness
+        ),
         .testTarget(
             name: "CustomTransportExampleTests",
-            dependencies: ["CustomTransportExample", "HubTesting"],
+            dependencies: [
+                "CustomTransportExample", "HubTesting", "webhook-hub",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ],
             path: "examples/custom-transport/Tests/CustomTransportExampleTests",
             swiftSettings: strictness
         ),

@@ -16,6 +16,10 @@ import NIOHTTP1
 /// deactivates the endpoint); 408, 429 and 5xx `retry`, honouring `Retry-After`; other 4xx
 /// `rejected`. A connection failure, timeout or cancellation is a `retry`.
 ///
+/// The posts of an app with `credentials.webhook` are signed with that app's secret, the others
+/// with the one of `transports.webhook`. `hub serve` makes it through ``WebhookPlugin`` from
+/// hub.yaml; an embedder can make one directly:
+///
 /// ```swift
 /// let webhook = WebhookTransport(configuration: .init(
 ///     url: URL(string: "https://relay.contoso.com/hub-taps")!,
@@ -67,7 +71,7 @@ public struct WebhookTransport: Transport {
         request.headers.add(name: WebhookSignature.timestampHeader, value: String(timestamp))
         request.headers.add(
             name: WebhookSignature.signatureHeader,
-            value: WebhookSignature.sign(body: body, timestamp: timestamp, secret: configuration.secret))
+            value: WebhookSignature.sign(body: body, timestamp: timestamp, secret: secret(for: delivery.app)))
         request.body = .bytes(ByteBuffer(bytes: body))
         do {
             let response = try await httpClient.execute(request, timeout: TimeAmount(configuration.timeout))
@@ -78,6 +82,11 @@ public struct WebhookTransport: Transport {
         } catch {
             return .retry(after: nil, reason: Task.isCancelled ? "cancelled" : "webhook unreachable: \(error)")
         }
+    }
+
+    /// The app's own secret (`credentials.webhook`), else the transport's.
+    func secret(for app: CrossDeviceApp) -> Secret {
+        app.credentials.webhook?.secret ?? configuration.secret
     }
 
     /// Refuses tokens the receiver could not route: empty, longer than 256 bytes, or with

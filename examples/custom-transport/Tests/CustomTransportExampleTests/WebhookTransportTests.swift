@@ -1,7 +1,6 @@
 import CustomTransportExample
 import Foundation
 import HubCore
-import HubServer
 import HubTesting
 import Logging
 import Testing
@@ -88,37 +87,6 @@ struct WebhookTransportTests {
             var spaced = busy
             spaced.token = "two words"
             #expect(transport.problem(registering: spaced, for: Self.app) != nil)
-        }
-    }
-
-    @Test("an embedded hub taps webhook endpoints on publish, and refuses tokens the transport refuses")
-    func embeddedHub() async throws {
-        try await WebhookReceiver.run { receiver in
-            let embedded = try await WebhookHub(
-                apps: [Self.app], webhook: .init(url: receiver.url, secret: WebhookReceiver.secret),
-                databasePath: nil, server: HubServerConfiguration(port: 0, cursorKey: Array(repeating: 7, count: 32)),
-                logger: Self.quietLogger)
-            // run() stops on SIGTERM; here cancelling the task ends it (HummingbirdCore logs
-            // the cancelled connections as errors, hence the quiet logger).
-            let running = Task { try await embedded.run() }
-            defer { running.cancel() }
-            let registration = EndpointRegistration(
-                platform: .ios, appId: "com.contoso.notes", transport: WebhookTransport.transportID, token: "phone-1")
-            _ = try await embedded.hub.registerEndpoint(
-                app: Self.app.id, user: "alice", id: "phone", registration)
-            _ = try await embedded.hub.publish(
-                app: Self.app.id, user: "alice",
-                NotificationDraft(appNotificationId: "n1", payload: NotificationPayload(rawContent: "hello")))
-            #expect(await eventually { receiver.received.contains { $0.token == "phone-1" } })
-            let allSigned = receiver.received.allSatisfy { $0.signatureValid }
-            #expect(allSigned)
-
-            var spaced = registration
-            spaced.token = "not routable"
-            let error = try await #require(throws: HubError.self) {
-                try await embedded.hub.registerEndpoint(app: Self.app.id, user: "alice", id: "tablet", spaced)
-            }
-            #expect(error.fieldErrors.map(\.field) == ["token"])
         }
     }
 }

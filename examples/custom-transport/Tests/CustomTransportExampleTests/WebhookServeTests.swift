@@ -1,0 +1,235 @@
+import AsyncHTTPClient
+import CustomTransportExample
+import Foundation
+import HubCore
+import JWTKit
+import NIOCore
+import NIOHTTP1
+import Testing
+
+/// The example as an operator runs it: its own `hub` (`webhook-hub`, HubCLI with the webhook
+/// plugin added), configured in hub.yaml, started with `serve`, used over HTTP.
+@Suite("webhook-hub: the webhook transport under its own hub serve", .timeLimit(.minutes(2)))
+struct WebhookServeTests {
+    static let userSecret = "webhook-example-user-secret-0123456789"
+    static let publisherKey = "webhook-example-publisher-key-0123456789"
+
+    @Test(
+        "hub.yaml configures it (transports.webhook, credentials.webhook); serve runs it; a publish reaches the receiver"
+    )
+    func serve() async throws {
+        try await WebhookReceiver.run { receiver in
+            let workspace = try Self.workspace(receiverURL: receiver.url)
+            let environment = [
+                // The app's own key signs its posts; the transport's is a different one, so a valid
+                // signature at the receiver shows credentials.webhook was used.
+                "WEBHOOK_SECRET": "transport-wide-secret-not-the-apps",
+                "NOTES_WEBHOOK_SECRET": WebhookReceiver.secret.reveal(),
+            ]
+            let check = try ServeProcess.run(["config", "check", "--config", "hub.yaml"], in: workspace, environment)
+            #expect(check.status == 0, "\(check.output)")
+            #expect(check.output.contains("webhook: signing key from env:NOTES_WEBHOOK_SECRET"), "\(check.output)")
+            #expect(!check.output.contains(WebhookReceiver.secret.reveal()))
+
+            let hub = try ServeProcess(in: workspace, environment: environment)
+            defer { hub.kill() }
+            #expect(hub.log.contains("webhook transport enabled"), "\(hub.log)")
+            let userToken = try await Self.userToken("alice")
+            let registered = try await hub.request(
+                .PUT, "/v1/apps/notes.contoso.com/me/endpoints/phone", bearer: userToken,
+                json: #"{"platform":"ios","appId":"com.contoso.notes","transport":"webhook","token":"phone-1"}"#)
+            #expect(registered.status == 200 || registered.status == 201, "\(registered.body)")
+            let refused = try await hub.request(
+                .PUT, "/v1/apps/notes.contoso.com/me/endpoints/tablet", bearer: userToken,
+                json: #"{"platform":"ios","appId":"com.contoso.notes","transport":"webhook","token":"two words"}"#)
+            #expect(refused.status == 400 && refused.body.contains("printable ASCII"), "\(refused.body)")
+            let published = try await hub.request(
+                .POST, "/v1/apps/notes.contoso.com/users/alice/notifications", bearer: Self.publisherKey,
+                json: #"{"appNotificationId":"n1","payload":{"rawContent":"hello"}}"#)
+            #expect(published.status == 201, "\(published.body)")
+
+            let deadline = ContinuousClock.now + .seconds(20)
+            while !receiver.received.contains(where: { $0.token == "phone-1" }) && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let post = try #require(receiver.received.first { $0.token == "phone-1" }, "\(hub.log)")
+            #expect(post.signatureValid, "signed with the app's credentials.webhook secret")
+            #expect(post.tap["app"] as? String == "notes.contoso.com" && post.tap["user"] as? String == "alice")
+            #expect(post.tap["kind"] as? String == "shoulderTap")
+            #expect(hub.terminate() == 0, "\(hub.log)")
+        }
+    }
+
+    @Test("a wrong transports.webhook is reported at its line and column by config check")
+    func configCheck() throws {
+        let workspace = try Self.workspace(receiverURL: URL(string: "http://127.0.0.1:9/hook")!)
+        let yaml = try String(contentsOf: workspace.appendingPathComponent("hub.yaml"), encoding: .utf8)
+            .replacingOccurrences(of: "timeout: 5s", with: "timeout: soon")
+        try yaml.write(to: workspace.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
+        let check = try ServeProcess.run(
+            ["config", "check", "--config", "hub.yaml"], in: workspace,
+            ["WEBHOOK_SECRET": "transport-wide-secret", "NOTES_WEBHOOK_SECRET": WebhookReceiver.secret.reveal()])
+        let line = yaml.split(separator: "\n", omittingEmptySubsequences: false)[4]
+        let column = try #require(line.range(of: "soon")).lowerBound.utf16Offset(in: line) + 1
+        #expect(check.status == 1)
+        #expect(
+            check.output.contains(
+                "hub.yaml:5:\(column): error: 'transports.webhook.timeout' must be a duration such as 500ms, 30s, 15m, 12h or 7d"
+            ), "\(check.output)")
+    }
+
+    /// A folder with hub.yaml (webhook to `receiverURL`), the user-token secret and the publisher key.
+    static func workspace(receiverURL: URL) throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("webhook-hub-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try userSecret.write(to: directory.appendingPathComponent("user.secret"), atomically: true, encoding: .utf8)
+        try publisherKey.write(
+            to: directory.appendingPathComponent("publisher.key"), atomically: true, encoding: .utf8)
+        let yaml = """
+            server: { listen: "127.0.0.1:0" }
+            store: { sqlite: { path: data/hub.sqlite } }
+            transports:
+              polling: {}
+              webhook: { url: "\(receiverURL.absoluteString)", secret: env:WEBHOOK_SECRET, timeout: 5s }
+            apps:
+              - id: notes.contoso.com
+                platforms: { ios: { appIds: [com.contoso.notes] } }
+                identity:
+                  - { issuer: "https://login.contoso.com", audiences: [contoso-notes], secret: file:user.secret }
+                publishers: [ { name: backend, key: file:publisher.key } ]
+                credentials:
+                  webhook: { secret: env:NOTES_WEBHOOK_SECRET }
+            """
+        try yaml.write(to: directory.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
+        return directory
+    }
+
+    static func userToken(_ user: String) async throws -> String {
+        let keys = JWTKeyCollection()
+        await keys.add(hmac: HMACKey(from: userSecret), digestAlgorithm: .sha256)
+        return try await keys.sign(
+            UserClaims(
+                sub: SubjectClaim(value: user), iss: IssuerClaim(value: "https://login.contoso.com"),
+                aud: AudienceClaim(value: "contoso-notes"), exp: ExpirationClaim(value: Date().addingTimeInterval(600)))
+        )
+    }
+
+    struct UserClaims: JWTPayload {
+        var sub: SubjectClaim
+        var iss: IssuerClaim
+        var aud: AudienceClaim
+        var exp: ExpirationClaim
+        func verify(using algorithm: some JWTAlgorithm) async throws {}
+    }
+}
+
+/// The built `webhook-hub` executable, run as a process.
+final class ServeProcess: @unchecked Sendable {
+    let process = Process()
+    private let lock = NSLock()
+    private var text = ""
+    private(set) var port = 0
+
+    /// The executable beside the test bundle, else in the package's .build/debug.
+    static let executable: URL = {
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        var candidates = [beside.appendingPathComponent("webhook-hub")]
+        for bundle in Bundle.allBundles {
+            candidates.append(bundle.bundleURL.deletingLastPathComponent().appendingPathComponent("webhook-hub"))
+        }
+        var root = URL(fileURLWithPath: #filePath)
+        for _ in 0..<5 { root = root.deletingLastPathComponent() }
+        candidates.append(root.appendingPathComponent(".build/debug/webhook-hub"))
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
+    }()
+
+    /// Runs a command to its end. - Returns: its status and its standard output and error, together.
+    static func run(
+        _ arguments: [String], in directory: URL, _ environment: [String: String]
+    ) throws -> (
+        status: Int32, output: String
+    ) {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    /// Starts `webhook-hub serve --config hub.yaml` in `directory` and waits until it listens.
+    init(in directory: URL, environment: [String: String]) throws {
+        process.executableURL = Self.executable
+        process.arguments = ["serve", "--config", "hub.yaml"]
+        process.currentDirectoryURL = directory
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let pipe = Pipe()
+        process.standardError = pipe
+        process.standardOutput = FileHandle.nullDevice
+        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            self.lock.lock()
+            self.text += String(decoding: data, as: UTF8.self)
+            self.lock.unlock()
+        }
+        try process.run()
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline && process.isRunning {
+            if let line = log.split(separator: "\n").first(where: { $0.contains("hub listening on http://127.0.0.1:") }
+            ),
+                let range = line.range(of: "hub listening on http://127.0.0.1:")
+            {
+                port = Int(line[range.upperBound...].prefix { $0.isNumber }) ?? 0
+                if port > 0 { return }
+            }
+            usleep(20_000)
+        }
+        kill()
+        throw DidNotStart(log: log)
+    }
+
+    struct DidNotStart: Error, CustomStringConvertible {
+        var log: String
+        var description: String { "webhook-hub serve did not start:\n\(log)" }
+    }
+
+    var log: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return text
+    }
+
+    func request(
+        _ method: HTTPMethod, _ path: String, bearer: String, json: String
+    ) async throws -> (
+        status: Int, body: String
+    ) {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)" + path)
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer \(bearer)")
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(string: json))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        return (Int(response.status.code), String(buffer: body))
+    }
+
+    /// SIGTERM, then waits for the exit. - Returns: the exit status, or nil after 20 seconds.
+    func terminate() -> Int32? {
+        process.terminate()
+        let deadline = Date().addingTimeInterval(20)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    func kill() {
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+    }
+}
