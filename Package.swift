@@ -100,7 +100,6 @@ let package = Package(
             dependencies: [
                 "HubCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -308,6 +307,7 @@ let package = Package(
                 "CustomTransportExample", "HubTesting", "webhook-hub",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
             path: "examples/custom-transport/Tests/CustomTransportExampleTests",

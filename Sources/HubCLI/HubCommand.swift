@@ -24,7 +24,7 @@ public enum HubCLI {
     ///   - plugins: one per transport ID; polling is not added for you.
     ///   - arguments: the arguments without the executable's name; `nil` for the process's.
     public static func main(plugins: [any TransportPlugin], arguments: [String]? = nil) async -> Never {
-        await $plugins.withValue(plugins) {
+        let failure: (any Error)? = await $plugins.withValue(plugins) {
             do {
                 var command = try HubCommand.parseAsRoot(arguments)
                 if var command = command as? any AsyncParsableCommand {
@@ -32,11 +32,13 @@ public enum HubCLI {
                 } else {
                     try command.run()
                 }
-                HubCommand.exit()
+                return nil
             } catch {
-                HubCommand.exit(withError: error)
+                return error
             }
         }
+        guard let failure else { HubCommand.exit() }
+        HubCommand.exit(withError: failure)
     }
 }
 

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import HubCore
 
 /// The webhook transport as a plugin: what makes it part of `hub serve`, `hub config check` and
