@@ -18,7 +18,7 @@ import Synchronization
 /// let hub = try Hub(configuration: configuration, store: store, transports: [apns])
 /// ```
 ///
-/// Call ``shutdown()`` when done: it lets in-flight requests finish and closes the connections.
+/// Call ``shutdown(grace:)`` when done (or run it as a service): it lets in-flight requests finish and closes the connections.
 public final class APNSTransport: Transport {
     public let id: TransportID
     public let configuration: Configuration

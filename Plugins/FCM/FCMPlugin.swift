@@ -30,13 +30,7 @@ public struct FCMPlugin: TransportPlugin {
         var configuration = FCMConfiguration()
         if let url = section.url("sendUrl") { configuration.sendBaseURL = url }
         if let url = section.url("tokenUrl") { configuration.tokenURI = url }
-        if let path = section.filePath("trustRoots") {
-            do {
-                configuration.trustRootsPEM = [try String(contentsOfFile: path, encoding: .utf8)]
-            } catch {
-                section.error("'\(section.path).trustRoots' (\(path)) cannot be read: \(error)", at: "trustRoots")
-            }
-        }
+        if let pem = section.fileText("trustRoots") { configuration.trustRootsPEM = [pem] }
         if let timeout = section.duration("timeout") { configuration.requestTimeout = timeout }
         return section.hasErrors ? nil : configuration
     }

@@ -36,13 +36,7 @@ public struct WNSPlugin: TransportPlugin {
         if let hosts = section.strings("allowedHosts") {
             configuration.channelPolicy = WNSChannelPolicy(additionalHosts: hosts)
         }
-        if let path = section.filePath("trustRoots") {
-            do {
-                configuration.trustRootsPEM = [try String(contentsOfFile: path, encoding: .utf8)]
-            } catch {
-                section.error("'\(section.path).trustRoots' (\(path)) cannot be read: \(error)", at: "trustRoots")
-            }
-        }
+        if let pem = section.fileText("trustRoots") { configuration.trustRootsPEM = [pem] }
         if let timeout = section.duration("timeout") { configuration.requestTimeout = timeout }
         return section.hasErrors ? nil : configuration
     }

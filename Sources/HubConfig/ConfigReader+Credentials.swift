@@ -1,5 +1,5 @@
 import Foundation
-public import HubCore
+import HubCore
 import Yams
 
 extension ConfigReader {

@@ -280,6 +280,18 @@ public final class ConfigSection {
         return full
     }
 
+    /// The text of the file at `key`'s path (relative to hub.yaml's folder), such as a PEM bundle of
+    /// trust roots; a missing or unreadable file is reported.
+    public func fileText(_ key: String) -> String? {
+        guard let full = filePath(key) else { return nil }
+        do {
+            return try String(contentsOfFile: full, encoding: .utf8)
+        } catch let failure {
+            error("'\(path).\(key)' (\(full)) cannot be read: \(failure)", at: key)
+            return nil
+        }
+    }
+
     /// A path relative to hub.yaml's folder made absolute.
     public func resolve(path: String) -> String {
         path.hasPrefix("/") ? path : URL(fileURLWithPath: context.baseDirectory).appendingPathComponent(path).path
