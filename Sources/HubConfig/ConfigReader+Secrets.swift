@@ -1,5 +1,5 @@
-public import Foundation
-public import HubCore
+import Foundation
+import HubCore
 import Yams
 
 extension ConfigReader {
