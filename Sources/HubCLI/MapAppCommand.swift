@@ -58,6 +58,13 @@ extension MapAppCommand {
         @Option(help: "WNS client secret, as env:NAME or file:path.") var wnsSecret: String?
         @Option(help: "WNS Entra ID tenant.") var wnsTenant: String?
         @Option(help: "WNS Entra ID client ID.") var wnsClientId: String?
+        @Option(
+            help: ArgumentHelp(
+                "Credentials of any transport plugin of this hub, as ID='{key: value, …}' (repeatable).",
+                discussion: """
+                    Written under the app's credentials.<ID> and read by that plugin, e.g. \
+                    --credentials webhook='{secret: env:NOTES_WEBHOOK_SECRET}'.
+                    """)) var credentials: [String] = []
         @Option(help: "Publisher as NAME=env:VAR or NAME=file:path (repeatable).") var publisher: [String] = []
         @Option(help: "shoulderTap or visible.") var deliveryMode: String?
         @Flag(help: "Print the change instead of writing it.") var dryRun = false
@@ -135,6 +142,13 @@ extension MapAppCommand {
                     throw ValidationError("--apns-key-id and --apns-team-id go with --apns-key <AuthKey.p8>")
                 }
                 request.apns = apns
+            }
+            for entry in credentials {
+                guard let equals = entry.firstIndex(of: "="), equals > entry.startIndex else {
+                    throw ValidationError("--credentials takes ID='{key: value}', not '\(entry)'")
+                }
+                request.credentials.append(
+                    (String(entry[..<equals]), String(entry[entry.index(after: equals)...])))
             }
             request.fcmServiceAccount = fcmServiceAccount.map { FlagPath.reference($0, base: base) }
             if wnsSid != nil || wnsTenant != nil || wnsClientId != nil || wnsSecret != nil {

@@ -1,4 +1,5 @@
 public import HubCore
+import Yams
 
 /// What `hub map-app` was asked to do to one app: the onboarding steps as input.
 /// Secret-bearing fields hold references (`file:path`, `env:NAME`), never values.
@@ -17,6 +18,10 @@ public struct AppMappingRequest: Sendable {
     public var deliveryMode: String?
     /// Written when the app has no domain verification token yet.
     public var verificationToken: String?
+    /// Credentials of any transport plugin, by transport ID, as a YAML flow mapping
+    /// (`{secret: env:NOTES_WEBHOOK_SECRET}`): `hub map-app --credentials webhook='{…}'`. The
+    /// plugin reads them when the edited file is checked.
+    public var credentials: [(transport: String, yaml: String)] = []
     /// Problems the command line found with the flags of a transport (its plugin's checks), reported
     /// with the mapping's own.
     public var flagProblems: [String] = []
@@ -129,6 +134,13 @@ public enum AppMapper {
             credentials.setEntry("fcm", .mapping([("serviceAccount", .scalar(account))]))
         }
         if let wns = request.wns { credentials.setEntry("wns", wnsValue(wns, problems: &problems)) }
+        for (transport, yaml) in request.credentials {
+            guard let node = try? Yams.compose(yaml: yaml), case .mapping = node else {
+                problems.append("--credentials \(transport): give a YAML mapping, such as '{secret: env:NAME}'")
+                continue
+            }
+            credentials.setEntry(transport, YAMLValue(node: node))
+        }
         if case .mapping(let entries) = credentials, !entries.isEmpty { app.setEntry("credentials", credentials) }
 
         if app.entry("domain") == nil, let token = request.verificationToken {

@@ -78,6 +78,33 @@ struct WebhookServeTests {
             ), "\(check.output)")
     }
 
+    @Test("map-app writes credentials.webhook and has the plugin read them; what it refuses is not written")
+    func mapApp() throws {
+        let workspace = FileManager.default.temporaryDirectory.appendingPathComponent("webhook-map-\(UUID())")
+        try FileManager.default.createDirectory(at: workspace, withIntermediateDirectories: true)
+        let arguments = [
+            "map-app", "--config", "hub.yaml", "--app", "notes.contoso.com", "--ios", "com.contoso.notes",
+            "--credentials", "webhook={secret: env:NOTES_WEBHOOK_SECRET}",
+        ]
+        let short = try ServeProcess.run(arguments, in: workspace, ["NOTES_WEBHOOK_SECRET": "too-short"])
+        #expect(short.status == 1, "\(short.output)")
+        #expect(
+            short.output.contains(
+                "'apps[0].credentials.webhook.secret' (env:NOTES_WEBHOOK_SECRET) is shorter than 16 bytes"),
+            "\(short.output)")
+        #expect(!FileManager.default.fileExists(atPath: workspace.appendingPathComponent("hub.yaml").path))
+
+        let mapped = try ServeProcess.run(
+            arguments, in: workspace, ["NOTES_WEBHOOK_SECRET": WebhookReceiver.secret.reveal()])
+        #expect(mapped.status == 0, "\(mapped.output)")
+        #expect(
+            mapped.output.contains("webhook: the credentials (signing key from env:NOTES_WEBHOOK_SECRET) check out"),
+            "\(mapped.output)")
+        let yaml = try String(contentsOf: workspace.appendingPathComponent("hub.yaml"), encoding: .utf8)
+        #expect(yaml.contains("webhook:") && yaml.contains("secret: env:NOTES_WEBHOOK_SECRET"), "\(yaml)")
+        #expect(!yaml.contains(WebhookReceiver.secret.reveal()))
+    }
+
     /// A folder with hub.yaml (webhook to `receiverURL`), the user-token secret and the publisher key.
     static func workspace(receiverURL: URL) throws -> URL {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("webhook-hub-\(UUID())")
