@@ -8,7 +8,7 @@ import Synchronization
 
 /// Sends FCM HTTP v1 messages on behalf of any number of service accounts.
 ///
-/// `messages:send` goes over an ``HubHTTP2/HTTP2Client`` (a few long-lived HTTP/2 connections, each
+/// `messages:send` goes over HubHTTP2's `HTTP2Client` (a few long-lived HTTP/2 connections, each
 /// send a stream); the OAuth token endpoint, called about once an hour per account, over
 /// AsyncHTTPClient. One access-token holder per service account. A send whose access token FCM refuses with 401 gets a fresh token
 /// and is sent once more; every other answer is returned as it came, as an ``FCMError``.
@@ -59,7 +59,10 @@ public final class FCMClient: Sendable {
     }
 
     /// Sends `message` as the service account `credentials`.
-    /// - Parameter validateOnly: FCM checks the message and the credentials but delivers nothing.
+    /// - Parameters:
+    ///   - message: what to send, and to which token or topic.
+    ///   - credentials: the service account it is sent as.
+    ///   - validateOnly: FCM checks the message and the credentials but delivers nothing.
     /// - Returns: the message name FCM assigned, `projects/{project}/messages/{id}`.
     /// - Throws: ``FCMError``: FCM's answer, ``FCMErrorCode/payloadTooLarge`` before sending,
     ///   ``FCMErrorCode/authenticationFailed`` when no access token could be had, or

@@ -6,7 +6,7 @@ import Synchronization
 
 /// The `fcm` transport: Android endpoints through FCM HTTP v1, with each app's service account.
 ///
-/// What it sends (``OutboundDelivery`` → ``FCMMessage``):
+/// What it sends (`OutboundDelivery` → ``FCMMessage``):
 /// - shoulder tap: a data message `{"hub": "tap", "app": <app>, "v": "<changeVersion>"}` with
 ///   `collapse_key` `hub-tap` (only the newest tap matters), `ttl` ``FCMConfiguration/tapTimeToLive``;
 /// - visible or fallback: `notification {title, body}` plus data `{"hub": "visible" | "fallback",
@@ -63,10 +63,15 @@ public final class FCMTransport: Transport {
     /// Android devices register with FCM.
     public var platforms: Set<Platform> { [.android] }
 
-    /// Runs until graceful shutdown (after the hub has drained), then closes the connections.
+    /// Runs until graceful shutdown (after the hub has drained), then closes the connections. A
+    /// failure to close is logged, not thrown: it must not fail the shutdown of `hub serve`.
     public func run() async throws {
         try? await gracefulShutdown()
-        try await shutdown()
+        do {
+            try await shutdown()
+        } catch {
+            logger.warning("closing the FCM connections failed", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Refuses endpoints of apps without FCM credentials and tokens that cannot be FCM tokens.

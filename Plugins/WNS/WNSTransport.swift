@@ -76,10 +76,15 @@ public final class WNSTransport: Transport {
     /// A WNS endpoint's address is its channel URI.
     public var tokenField: String { "channelUri" }
 
-    /// Runs until graceful shutdown (after the hub has drained), then closes the connections.
+    /// Runs until graceful shutdown (after the hub has drained), then closes the connections. A
+    /// failure to close is logged, not thrown: it must not fail the shutdown of `hub serve`.
     public func run() async throws {
         try? await gracefulShutdown()
-        try await shutdown()
+        do {
+            try await shutdown()
+        } catch {
+            logger.warning("closing the WNS connections failed", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Refuses endpoints of apps without WNS credentials and channel URIs the policy does not allow.
