@@ -43,6 +43,7 @@ let package = Package(
         .library(name: "HubHTTP2", targets: ["HubHTTP2"]),
         .library(name: "HubFCM", targets: ["HubFCM"]),
         .library(name: "HubWNS", targets: ["HubWNS"]),
+        .library(name: "HubWebPush", targets: ["HubWebPush"]),
         .library(name: "HubPostgres", targets: ["HubPostgres"]),
         .library(name: "HubClient", targets: ["HubClient"]),
         .library(name: "HubCLI", targets: ["HubCLI"]),
@@ -168,6 +169,19 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Plugins/WNS",
+            swiftSettings: strictness
+        ),
+        .target(
+            name: "HubWebPush",
+            dependencies: [
+                "HubCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Plugins/WebPush",
             swiftSettings: strictness
         ),
         .target(
@@ -338,6 +352,18 @@ let package = Package(
             // AllTransportsTests publishes to polling, APNs, FCM and WNS endpoints of one user.
             dependencies: [
                 "HubWNS", "HubFCM", "HubAPNS", "HubPolling", "HubTesting", "HubEmulators", "HubSQLite",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictness
+        ),
+        .testTarget(
+            name: "HubWebPushTests",
+            dependencies: [
+                "HubWebPush", "HubTesting", "HubEmulators",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictness

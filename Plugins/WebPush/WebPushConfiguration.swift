@@ -1,0 +1,38 @@
+public import Foundation
+
+/// How the `webpush` transport reaches push services, and each app's VAPID identity.
+///
+/// Embedders fill it in code; `hub serve` fills it from hub.yaml (`transports.webpush` and each
+/// app's `credentials.webpush`).
+public struct WebPushConfiguration: Sendable {
+    /// Which push-service URLs subscriptions may name.
+    public var endpointPolicy: WebPushEndpointPolicy
+    /// Each app's VAPID key and subject, by cross-device app ID.
+    public var credentials: [String: VAPIDCredentials]
+    /// The longest one request may take, connection included.
+    public var requestTimeout: Duration
+    /// Certificates trusted besides the system's (an emulator's CA).
+    public var trustRootsPEM: [String]
+    /// How long a push service keeps a shoulder tap for an offline browser (`TTL`); visible messages
+    /// use the time until the notification expires.
+    public var tapTimeToLive: Duration
+    /// How far ahead a VAPID token's `exp` is (at most 24 hours).
+    public var tokenLifetime: Duration
+    /// The clock for TTLs and VAPID expiry.
+    public var now: @Sendable () -> Date
+
+    public init(
+        endpointPolicy: WebPushEndpointPolicy = WebPushEndpointPolicy(), credentials: [String: VAPIDCredentials] = [:],
+        requestTimeout: Duration = .seconds(15), trustRootsPEM: [String] = [],
+        tapTimeToLive: Duration = .seconds(86_400),
+        tokenLifetime: Duration = .seconds(12 * 3600), now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.endpointPolicy = endpointPolicy
+        self.credentials = credentials
+        self.requestTimeout = requestTimeout
+        self.trustRootsPEM = trustRootsPEM
+        self.tapTimeToLive = tapTimeToLive
+        self.tokenLifetime = tokenLifetime
+        self.now = now
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+public import HubCore
+public import Logging
+import Synchronization
+
+/// The `webpush` transport: endpoints of the web platform through the browsers' push services
+/// (RFC 8030), encrypted per RFC 8291 (`aes128gcm`) and signed with the app's VAPID key (RFC 8292).
+///
+/// The endpoint's token is the browser's `PushSubscription` JSON (see ``WebPushSubscription``). It
+/// is checked at registration and again before every send against
+/// ``WebPushConfiguration/endpointPolicy``.
+///
+/// What it sends, as JSON encrypted into one record:
+/// - shoulder tap: `{"hub":"tap","app":…,"v":"<version>"}`, `TTL` ``WebPushConfiguration/tapTimeToLive``,
+///   `Topic: hubtap` (an undelivered tap is replaced by the newer one: only the newest matters);
+/// - visible or fallback: `{"hub":"visible"|"fallback","app":…,"id":…,"v":…,"tag":…,"title":…,"body":…}`
+///   for the service worker's `showNotification`, `TTL` until the notification expires, `Topic` from
+///   `appNotificationId` (see ``WebPushTopic/init(deriving:)``). A notification without
+///   `visualContent` is sent as a tap;
+/// - `Urgency`: `high` for high-priority notifications and fallbacks, `low` for low, else `normal`.
+///
+/// How answers map to outcomes: 2xx (201) → accepted; 404, 410 → endpoint gone; 429 and 5xx →
+/// retry (after `Retry-After` when given); 401, 403 (the push service refuses the VAPID token or
+/// key) and an app without a usable VAPID key → suspended, logged once per app; 400, 413, a
+/// payload past 3,993 bytes, a subscription or URL the policy refuses → rejected; no answer → retry.
+public final class WebPushTransport: Transport {
+    public let id = TransportID.webpush
+    /// The client that talks to push services; usable on its own.
+    public let client: WebPushClient
+    let logger: Logger
+    /// The (app, code) configuration faults already logged.
+    let reported = Mutex<Set<String>>([])
+
+    /// - Throws: when a PEM in ``WebPushConfiguration/trustRootsPEM`` is not a certificate.
+    public convenience init(
+        configuration: WebPushConfiguration = WebPushConfiguration(), logger: Logger = Logger(label: "hub.webpush")
+    ) throws {
+        self.init(client: try WebPushClient(configuration: configuration, logger: logger), logger: logger)
+    }
+
+    public init(client: WebPushClient, logger: Logger = Logger(label: "hub.webpush")) {
+        self.client = client
+        self.logger = logger
+    }
+
+    var configuration: WebPushConfiguration { client.configuration }
+
+    public func send(_ outbound: OutboundDelivery) async -> DeliveryOutcome {
+        guard let vapid = configuration.credentials[outbound.app.id] else {
+            return suspended(
+                outbound.endpoint, .vapidUnavailable,
+                "the app \(outbound.app.id) has no VAPID key on this hub: add credentials.webpush")
+        }
+        let subscription: WebPushSubscription
+        do {
+            subscription = try WebPushSubscription(token: outbound.endpoint.token ?? "")
+        } catch {
+            return .rejected(reason: error.description)
+        }
+        do {
+            _ = try await client.send(message(for: outbound), to: subscription, vapid: vapid)
+            return .accepted
+        } catch {
+            return outcome(for: error, endpoint: outbound.endpoint)
+        }
+    }
+
+    /// Refuses endpoints of apps without a VAPID key, tokens that are not subscriptions and
+    /// push-service URLs the policy does not allow.
+    public func problem(registering endpoint: Endpoint, for app: CrossDeviceApp) -> String? {
+        if configuration.credentials[app.id] == nil {
+            return "the app \(app.id) has no VAPID key on this hub; register with transport polling instead"
+        }
+        let subscription: WebPushSubscription
+        do {
+            subscription = try WebPushSubscription(token: endpoint.token ?? "")
+        } catch {
+            return error.message
+        }
+        return configuration.endpointPolicy.problem(with: subscription.endpoint).map {
+            "the subscription's endpoint \($0)"
+        }
+    }
+
+    /// Closes the HTTP connections; call it when the hub has stopped.
+    public func shutdown() async throws {
+        try await client.shutdown()
+    }
+
+    /// The message the transport sends for `outbound`.
+    func message(for outbound: OutboundDelivery) -> WebPushMessage {
+        let delivery = outbound.delivery
+        var urgency = WebPushUrgency.normal
+        if delivery.priority == .high || delivery.kind == .fallback { urgency = .high }
+        if delivery.priority == .low && delivery.kind != .fallback { urgency = .low }
+        if delivery.kind != .shoulderTap, let shown = outbound.notification, let visual = shown.payload.visualContent {
+            var fields: [String: String] = [
+                "hub": delivery.kind == .fallback ? "fallback" : "visible", "app": outbound.app.id, "id": shown.id,
+                "v": String(delivery.changeVersion), "tag": shown.appNotificationId, "title": visual.title,
+            ]
+            fields["body"] = visual.body
+            let remaining = shown.expirationDateTime.timeIntervalSince(configuration.now())
+            return WebPushMessage(
+                payload: Self.json(fields), timeToLive: max(0, Int(remaining.rounded(.down))), urgency: urgency,
+                topic: WebPushTopic(deriving: shown.appNotificationId))
+        }
+        let fields = ["hub": "tap", "app": outbound.app.id, "v": String(delivery.changeVersion)]
+        return WebPushMessage(
+            payload: Self.json(fields), timeToLive: Int(configuration.tapTimeToLive.components.seconds),
+            urgency: urgency, topic: WebPushTopic("hubtap"))
+    }
+
+    /// A flat JSON object of strings, keys sorted.
+    static func json(_ fields: [String: String]) -> [UInt8] {
+        let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes])
+        return Array(data ?? Data("{}".utf8))
+    }
+}
+
+extension WebPushTransport {
+    /// What the dispatcher should do after `error` (PROVIDERS.md §4 and §6).
+    func outcome(for error: WebPushError, endpoint: Endpoint) -> DeliveryOutcome {
+        let reason = error.description
+        switch error.code {
+        case .subscriptionGone:
+            return .endpointGone(since: nil, reason: reason)
+        case .tooManyRequests, .serviceFailure, .networkFailure:
+            return .retry(after: error.retryAfter, reason: reason)
+        case .unauthorized, .vapidUnavailable:
+            return suspended(
+                endpoint, error.code,
+                "the push service refuses this app's VAPID identity (\(reason)): check credentials.webpush holds the key "
+                    + "the page subscribed with; deliveries are suspended until the hub restarts with this fixed",
+                reason: reason)
+        default:
+            if let status = error.status, (500...599).contains(status) {
+                return .retry(after: error.retryAfter, reason: reason)
+            }
+            if error.status != nil {
+                logger.warning(
+                    "a push service refused a message; fix before it is sent again",
+                    metadata: ["endpoint": "\(endpoint.id)", "app": "\(endpoint.appId)", "reason": "\(reason)"])
+            }
+            return .rejected(reason: reason)
+        }
+    }
+
+    /// A suspended outcome, logged once per app and code at error level.
+    private func suspended(
+        _ endpoint: Endpoint, _ code: WebPushErrorCode, _ message: String, reason: String? = nil
+    ) -> DeliveryOutcome {
+        if reported.withLock({ $0.insert("\(endpoint.appId)|\(code.rawValue)").inserted }) {
+            logger.error("\(message)", metadata: ["app": "\(endpoint.appId)"])
+        }
+        return .suspended(reason: reason ?? message)
+    }
+}

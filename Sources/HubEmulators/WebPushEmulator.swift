@@ -1,0 +1,170 @@
+import Crypto
+public import Foundation
+import Synchronization
+
+/// A local stand-in for a browser push service (RFC 8030) on 127.0.0.1, over TLS (HTTP/1.1), that
+/// checks what real push services check and decrypts what it accepts, as the browser would.
+///
+/// `POST /push/{id}` to a subscription made by ``makeSubscription(applicationServerKey:)``:
+/// - `Authorization: vapid t=<JWT>, k=<key>` (RFC 8292): an ES256 JWT with header `typ: JWT`,
+///   `alg: ES256` whose signature the key `k` verifies, `aud` equal to this service's origin
+///   (`https://127.0.0.1:<port>`), `exp` in the future and at most 24 hours ahead, `sub` a `mailto:`
+///   or `https:` URL (401 `BadJwtToken` otherwise); `k` equal to the subscription's
+///   `applicationServerKey` when it has one (403 `VapidPkHashMismatch`);
+/// - `TTL` required, a non-negative integer (400 `BadTtl`); `Urgency` one of `very-low`, `low`,
+///   `normal`, `high` (400 `BadUrgency`); `Topic` at most 32 URL-safe base64 characters
+///   (400 `BadWebPushTopic`); `Content-Encoding: aes128gcm` (400);
+/// - a body of at most 4,096 bytes (413 `PayloadTooLarge`) that decrypts with the subscription's
+///   private key and authentication secret per RFC 8291 into one record ending in the delimiter
+///   `0x02` (400 `BadWebPushRequest` otherwise);
+/// - 404 for an unknown subscription, 410 for an expired one (``expire(_:)``); scripted answers
+///   (404, 410, 413, 429 with `Retry-After`, 5xx) with ``failNextSends(_:status:retryAfter:)``.
+///
+/// Accepted messages answer `201 Created` with `Location` and the applied `TTL`, and are recorded
+/// decrypted (``received``). Errors carry Apple's JSON `{"reason": …}`.
+public final class WebPushEmulator: Sendable {
+    /// A subscription as a browser hands it to the page, plus the private half the browser keeps.
+    public struct Subscription: Sendable {
+        public var id: String
+        /// The push resource URL.
+        public var endpoint: String
+        /// The user agent's public key, uncompressed (65 bytes).
+        public var p256dh: [UInt8]
+        /// The 16-byte authentication secret.
+        public var auth: [UInt8]
+        let privateKey: P256.KeyAgreement.PrivateKey
+        /// The VAPID public key the page subscribed with; `nil` accepts any key.
+        public var applicationServerKey: [UInt8]?
+
+        /// `PushSubscription.toJSON()` of this subscription, as a page posts it to the hub.
+        public var json: String {
+            let keys =
+                #"{"p256dh":"\#(WebPushEmulator.base64URL(p256dh))","auth":"\#(WebPushEmulator.base64URL(auth))"}"#
+            return #"{"endpoint":"\#(endpoint)","expirationTime":null,"keys":\#(keys)}"#
+        }
+
+        /// The user agent's private key as the URL-safe base64 of its 32-byte scalar (for tools
+        /// such as http-ece that decrypt as the browser does).
+        public var privateKeyBase64URL: String { WebPushEmulator.base64URL(Array(privateKey.rawRepresentation)) }
+    }
+
+    /// A message a subscription accepted, decrypted.
+    public struct ReceivedMessage: Sendable, Hashable {
+        public var subscriptionID: String
+        public var plaintext: [UInt8]
+        /// The encrypted body as sent.
+        public var body: [UInt8]
+        public var timeToLive: Int
+        public var urgency: String?
+        public var topic: String?
+        /// The VAPID JWT's `sub`.
+        public var subject: String
+        /// The VAPID public key (`k`), URL-safe base64.
+        public var vapidKey: String
+        /// The plaintext as UTF-8 text.
+        public var text: String { String(decoding: plaintext, as: UTF8.self) }
+    }
+
+    struct State {
+        var subscriptions: [String: Subscription] = [:]
+        var expired: Set<String> = []
+        var scripted: [(status: Int, retryAfter: Int?)] = []
+        var received: [ReceivedMessage] = []
+        var refusals: [(status: Int, reason: String)] = []
+        var messageCount = 0
+    }
+
+    let state = Mutex(State())
+    let now: @Sendable () -> Date
+    /// The CA whose certificate clients must trust.
+    public let authority: TestCertificateAuthority
+    private let server = Mutex<EmulatorHTTPServer?>(nil)
+
+    private init(authority: TestCertificateAuthority, now: @escaping @Sendable () -> Date) {
+        self.authority = authority
+        self.now = now
+    }
+
+    /// Starts an emulator on 127.0.0.1 (`port` 0 picks a free one).
+    public static func start(
+        authority: TestCertificateAuthority? = nil, port: Int = 0, now: @escaping @Sendable () -> Date = { Date() }
+    ) async throws -> WebPushEmulator {
+        let authority = try authority ?? TestCertificateAuthority(commonName: "Web Push emulator CA")
+        let emulator = WebPushEmulator(authority: authority, now: now)
+        let certificate = try authority.issue(dnsNames: ["localhost"])
+        let server = try await EmulatorHTTPServer.start(
+            certificate: certificate, port: port, http2: false, maximumBodyBytes: 64 * 1024
+        ) { [weak emulator] request in
+            .now(emulator?.route(request) ?? EmulatorResponse(status: 503))
+        }
+        emulator.server.withLock { $0 = server }
+        return emulator
+    }
+
+    /// Stops listening and closes open connections.
+    public func shutdown() async throws {
+        try await server.withLock { $0 }?.shutdown()
+    }
+
+    public var port: Int { server.withLock { $0?.port ?? 0 } }
+    /// `127.0.0.1:<port>`: the entry to allow in the hub's endpoint policy.
+    public var host: String { "127.0.0.1:\(port)" }
+    /// The push service's origin: the `aud` VAPID tokens must carry.
+    public var origin: String { "https://\(host)" }
+    /// The PEM certificate of ``authority``, to trust in clients.
+    public var trustRootPEM: String { authority.certificatePEM }
+
+    // MARK: Subscriptions and knobs
+
+    /// A new subscription, as `pushManager.subscribe({applicationServerKey})` makes one.
+    /// - Parameter applicationServerKey: the VAPID public key (65 bytes) sends must use; `nil` accepts any.
+    public func makeSubscription(applicationServerKey: [UInt8]? = nil) -> Subscription {
+        let privateKey = P256.KeyAgreement.PrivateKey()
+        let id = FCMEmulator.randomHex(12)
+        let subscription = Subscription(
+            id: id, endpoint: "\(origin)/push/\(id)", p256dh: Array(privateKey.publicKey.x963Representation),
+            auth: (0..<16).map { _ in UInt8.random(in: 0...255) }, privateKey: privateKey,
+            applicationServerKey: applicationServerKey)
+        state.withLock { $0.subscriptions[id] = subscription }
+        return subscription
+    }
+
+    /// Makes the subscription answer 410 Gone from now on (the user unsubscribed).
+    public func expire(_ subscription: Subscription) {
+        state.withLock { _ = $0.expired.insert(subscription.id) }
+    }
+
+    /// Forgets the subscription: it answers 404 from now on.
+    public func remove(_ subscription: Subscription) {
+        state.withLock { _ = $0.subscriptions.removeValue(forKey: subscription.id) }
+    }
+
+    /// Answers the next `count` sends that pass authentication with `status` (404, 410, 413, 429,
+    /// 500, 503, …), with `Retry-After` when given.
+    public func failNextSends(_ count: Int, status: Int, retryAfter: Int? = nil) {
+        state.withLock { $0.scripted += Array(repeating: (status, retryAfter), count: count) }
+    }
+
+    // MARK: Records
+
+    /// Accepted messages in arrival order.
+    public var received: [ReceivedMessage] { state.withLock { $0.received } }
+    /// Accepted messages of one subscription.
+    public func received(by subscription: Subscription) -> [ReceivedMessage] {
+        received.filter { $0.subscriptionID == subscription.id }
+    }
+    /// Refused sends in order: status and Apple-style reason.
+    public var refusals: [(status: Int, reason: String)] { state.withLock { $0.refusals } }
+
+    static func base64URL(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    static func fromBase64URL(_ text: String) -> [UInt8]? {
+        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        guard standard.count % 4 != 1 else { return nil }
+        standard += String(repeating: "=", count: (4 - standard.count % 4) % 4)
+        return Data(base64Encoded: standard).map { Array($0) }
+    }
+}

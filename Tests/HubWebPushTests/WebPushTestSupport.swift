@@ -1,0 +1,122 @@
+import Foundation
+import HubCore
+import HubEmulators
+import HubWebPush
+
+/// A Web Push emulator and a transport that allows its host and holds a VAPID key for the app.
+struct WebPushFixture {
+    static let appID = "notes.contoso.com"
+    static let origin = "https://notes.contoso.com"
+    static let subject = "mailto:ops@contoso.com"
+
+    let emulator: WebPushEmulator
+    let transport: WebPushTransport
+    let vapid: VAPIDCredentials
+    let app: CrossDeviceApp
+
+    /// Runs `body` with a fresh emulator and transport, and shuts both down afterwards.
+    static func with(
+        configure: (inout WebPushConfiguration) -> Void = { _ in }, _ body: (WebPushFixture) async throws -> Void
+    ) async throws {
+        let emulator = try await WebPushEmulator.start()
+        let vapid = try VAPIDCredentials(key: .generate(), subject: subject)
+        var configuration = WebPushConfiguration(
+            endpointPolicy: WebPushEndpointPolicy(allowedHosts: [emulator.host]), credentials: [appID: vapid],
+            trustRootsPEM: [emulator.trustRootPEM])
+        configure(&configuration)
+        let transport = try WebPushTransport(configuration: configuration)
+        let app = CrossDeviceApp(id: appID, name: "Notes", platforms: [.web: [origin]])
+        let fixture = WebPushFixture(emulator: emulator, transport: transport, vapid: vapid, app: app)
+        do {
+            try await body(fixture)
+        } catch {
+            try? await transport.shutdown()
+            try? await emulator.shutdown()
+            throw error
+        }
+        try await transport.shutdown()
+        try await emulator.shutdown()
+    }
+
+    /// A new subscription made with the fixture's VAPID public key.
+    func subscription() -> WebPushEmulator.Subscription {
+        emulator.makeSubscription(applicationServerKey: vapid.key.publicKey)
+    }
+
+    /// A web endpoint of alice whose token is `subscription`'s JSON.
+    func endpoint(_ subscription: WebPushEmulator.Subscription) -> Endpoint {
+        Endpoint(
+            id: "browser-\(subscription.id.prefix(6))", appId: app.id, userId: "alice", platform: .web,
+            platformAppId: Self.origin, transport: .webpush, token: subscription.json, registeredAt: Date())
+    }
+
+    /// A delivery of `kind` to `subscription`.
+    func outbound(
+        _ subscription: WebPushEmulator.Subscription, kind: DeliveryKind = .shoulderTap,
+        priority: NotificationPriority = .none, notification: UserNotification? = nil, version: Int64 = 7
+    ) -> OutboundDelivery {
+        let now = Date()
+        let endpoint = endpoint(subscription)
+        let delivery = Delivery(
+            id: 1, appId: app.id, userId: "alice", endpointId: endpoint.id, kind: kind,
+            notificationId: notification?.id, changeVersion: version, priority: priority, createdAt: now, dueAt: now)
+        return OutboundDelivery(delivery: delivery, endpoint: endpoint, app: app, notification: notification)
+    }
+
+    /// A stored notification with a visual.
+    static func notification(
+        title: String = "Lunch?", body: String? = "At noon", appNotificationId: String = "lunch1",
+        lifetime: TimeInterval = 3600
+    ) -> UserNotification {
+        let now = Date()
+        return UserNotification(
+            id: "n-1", appId: appID, userId: "alice", appNotificationId: appNotificationId,
+            payload: NotificationPayload(visualContent: VisualContent(title: title, body: body)),
+            expirationDateTime: now.addingTimeInterval(lifetime), createdDateTime: now, lastModifiedDateTime: now)
+    }
+}
+
+extension DeliveryOutcome {
+    /// The retry delay, if this is a retry.
+    var retryDelay: Duration?? {
+        if case .retry(let after, _) = self { return .some(after) }
+        return nil
+    }
+
+    var reason: String {
+        switch self {
+        case .accepted: ""
+        case .retry(_, let reason), .endpointGone(_, let reason), .rejected(let reason), .suspended(let reason):
+            reason
+        }
+    }
+
+    var isRejected: Bool {
+        if case .rejected = self { return true }
+        return false
+    }
+
+    var isGone: Bool {
+        if case .endpointGone = self { return true }
+        return false
+    }
+
+    var isSuspended: Bool {
+        if case .suspended = self { return true }
+        return false
+    }
+}
+
+/// URL-safe base64 for test vectors.
+enum B64 {
+    static func decode(_ text: String) -> [UInt8] {
+        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        standard += String(repeating: "=", count: (4 - standard.count % 4) % 4)
+        return Array(Data(base64Encoded: standard)!)
+    }
+
+    static func encode(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+}
