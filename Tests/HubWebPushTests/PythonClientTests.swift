@@ -1,0 +1,149 @@
+import Foundation
+import HubCore
+import HubEmulators
+import Testing
+
+@testable import HubWebPush
+
+/// Real Web Push client libraries from PyPI against our side: pywebpush (with py-vapid and http-ece)
+/// sends to the emulator, and http-ece decrypts what our transport sends. `.ci/run` installs them;
+/// elsewhere the suite runs when `python3` can import them, and always under `CI=true`.
+@Suite(
+    "Web Push with PyPI clients: pywebpush → emulator, our transport → http-ece", .serialized,
+    .enabled(if: PythonWebPush.available || ProcessInfo.processInfo.environment["CI"] == "true"))
+struct PythonClientTests {
+    @Test("pywebpush's encrypted, VAPID-signed message is accepted by the emulator and decrypts")
+    func pywebpushToEmulator() async throws {
+        try await WebPushFixture.with { fixture in
+            let subscription = fixture.subscription()
+            let folder = try PythonWebPush.folder()
+            let keyPath = folder.appendingPathComponent("vapid.pem").path
+            let caPath = folder.appendingPathComponent("ca.pem").path
+            try fixture.vapid.key.pemRepresentation.reveal().write(toFile: keyPath, atomically: true, encoding: .utf8)
+            try fixture.emulator.trustRootPEM.write(toFile: caPath, atomically: true, encoding: .utf8)
+            let script = """
+                import json, sys
+                from pywebpush import webpush
+                response = webpush(json.loads(sys.argv[1]), data="hello from pywebpush", vapid_private_key=sys.argv[2],
+                                   vapid_claims={"sub": "mailto:ops@contoso.com"}, ttl=120,
+                                   headers={"Urgency": "high", "Topic": "pyTopic1"})
+                print(response.status_code)
+                """
+            let output = try await PythonWebPush.run(
+                script, arguments: [subscription.json, keyPath], environment: ["REQUESTS_CA_BUNDLE": caPath])
+            #expect(output.trimmingCharacters(in: .whitespacesAndNewlines) == "201")
+            let message = try #require(fixture.emulator.received(by: subscription).first)
+            #expect(message.text == "hello from pywebpush")
+            #expect(message.subject == "mailto:ops@contoso.com")
+            #expect(message.timeToLive == 120)
+            #expect(message.urgency == "high")
+            #expect(message.topic == "pyTopic1")
+        }
+    }
+
+    @Test("pywebpush signing with another key than the subscription's is refused (403)")
+    func pywebpushWrongKey() async throws {
+        try await WebPushFixture.with { fixture in
+            let subscription = fixture.subscription()
+            let folder = try PythonWebPush.folder()
+            let keyPath = folder.appendingPathComponent("other.pem").path
+            let caPath = folder.appendingPathComponent("ca.pem").path
+            try VAPIDKey.generate().pemRepresentation.reveal().write(toFile: keyPath, atomically: true, encoding: .utf8)
+            try fixture.emulator.trustRootPEM.write(toFile: caPath, atomically: true, encoding: .utf8)
+            let script = """
+                import json, sys
+                from pywebpush import webpush, WebPushException
+                try:
+                    webpush(json.loads(sys.argv[1]), data="x", vapid_private_key=sys.argv[2],
+                            vapid_claims={"sub": "mailto:ops@contoso.com"})
+                    print("accepted")
+                except WebPushException as error:
+                    print(error.response.status_code)
+                """
+            let output = try await PythonWebPush.run(
+                script, arguments: [subscription.json, keyPath], environment: ["REQUESTS_CA_BUNDLE": caPath])
+            #expect(output.trimmingCharacters(in: .whitespacesAndNewlines) == "403")
+            #expect(fixture.emulator.received.isEmpty)
+        }
+    }
+
+    @Test("what our transport sends decrypts with http-ece (aes128gcm) and the browser's keys")
+    func transportToHTTPECE() async throws {
+        try await WebPushFixture.with { fixture in
+            let subscription = fixture.subscription()
+            let notification = WebPushFixture.notification(title: "Zmrzlina 🍦", body: "At \"noon\"")
+            #expect(
+                await fixture.transport.send(
+                    fixture.outbound(subscription, kind: .visible, notification: notification)) == .accepted)
+            let message = try #require(fixture.emulator.received(by: subscription).first)
+            let script = """
+                import base64, sys, http_ece
+                from cryptography.hazmat.primitives.asymmetric import ec
+                def b64(text): return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+                key = ec.derive_private_key(int.from_bytes(b64(sys.argv[2]), "big"), ec.SECP256R1())
+                plaintext = http_ece.decrypt(b64(sys.argv[1]), private_key=key, auth_secret=b64(sys.argv[3]),
+                                             version="aes128gcm")
+                sys.stdout.write(plaintext.decode("utf-8"))
+                """
+            let output = try await PythonWebPush.run(
+                script,
+                arguments: [B64.encode(message.body), subscription.privateKeyBase64URL, B64.encode(subscription.auth)])
+            #expect(output == message.text)
+            let fields = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: String]
+            #expect(fields?["title"] == "Zmrzlina 🍦")
+            #expect(fields?["body"] == "At \"noon\"")
+        }
+    }
+}
+
+/// Runs `python3` scripts that use pywebpush and http-ece.
+enum PythonWebPush {
+    /// Whether `python3` can import pywebpush and http_ece.
+    static let available: Bool = {
+        (try? runSync(["-c", "import pywebpush, http_ece"], environment: [:]).status) == 0
+    }()
+
+    /// A fresh temporary folder.
+    static func folder() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("webpush-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// Runs `script` with `arguments`; returns its standard output, throws with its standard error.
+    static func run(
+        _ script: String, arguments: [String] = [], environment: [String: String] = [:]
+    ) async throws
+        -> String
+    {
+        let result = try await Task.detached { try runSync(["-c", script] + arguments, environment: environment) }.value
+        guard result.status == 0 else {
+            throw PythonFailure(description: "python3 exited \(result.status): \(result.error)")
+        }
+        return result.output
+    }
+
+    struct PythonFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private static func runSync(
+        _ arguments: [String], environment: [String: String]
+    ) throws -> (
+        status: Int32, output: String, error: String
+    ) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3"] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        let err = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+    }
+}
