@@ -168,3 +168,20 @@ public final class WebPushEmulator: Sendable {
         return Data(base64Encoded: standard).map { Array($0) }
     }
 }
+
+extension WebPushEmulator {
+    /// A VAPID key pair for development: the private key as a PKCS #8 PEM (to write to a private
+    /// file) and the public key (the `applicationServerKey`, 65 bytes).
+    public static func makeVAPIDKey() -> (privateKeyPEM: String, publicKey: [UInt8]) {
+        let key = P256.Signing.PrivateKey()
+        return (key.pemRepresentation, Array(key.publicKey.x963Representation))
+    }
+
+    /// The public key (65 bytes) of a VAPID private key PEM; `nil` when the text is not a P-256 key.
+    public static func vapidPublicKey(fromPEM pem: String) -> [UInt8]? {
+        (try? P256.Signing.PrivateKey(pemRepresentation: pem)).map { Array($0.publicKey.x963Representation) }
+    }
+
+    /// `bytes` in URL-safe base64 without padding (how keys are printed and passed to browsers).
+    public static func base64URLString(_ bytes: [UInt8]) -> String { base64URL(bytes) }
+}
