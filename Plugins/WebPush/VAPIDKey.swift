@@ -6,7 +6,7 @@ public import HubCore
 /// `applicationServerKey` a page passes to `pushManager.subscribe`.
 ///
 /// The private key is never printed: `description` shows only the public key.
-public struct VAPIDKey: Sendable, CustomStringConvertible {
+public struct VAPIDKey: Sendable, Hashable, CustomStringConvertible {
     let privateKey: P256.Signing.PrivateKey
 
     public init(_ privateKey: P256.Signing.PrivateKey) {
@@ -55,10 +55,15 @@ public struct VAPIDKey: Sendable, CustomStringConvertible {
     public var pemRepresentation: Secret { Secret(privateKey.pemRepresentation, source: "generated") }
 
     public var description: String { "VAPID key \(publicKeyBase64URL)" }
+
+    /// Keys are equal when their public halves are (a private key has one public key).
+    public static func == (lhs: VAPIDKey, rhs: VAPIDKey) -> Bool { lhs.publicKey == rhs.publicKey }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(publicKey) }
 }
 
 /// One app's VAPID identity: its key and the contact (`sub`) push services may use to reach the operator.
-public struct VAPIDCredentials: Sendable, CustomStringConvertible {
+public struct VAPIDCredentials: Sendable, Hashable, CustomStringConvertible {
     public var key: VAPIDKey
     /// A `mailto:` or `https:` URL.
     public var subject: String
