@@ -22,7 +22,7 @@ import Synchronization
 /// How answers map to outcomes: 2xx (201) → accepted; 404, 410 → endpoint gone; 429 and 5xx →
 /// retry (after `Retry-After` when given); 401, 403 (the push service refuses the VAPID token or
 /// key) and an app without a usable VAPID key → suspended, logged once per app; 400, 413, a
-/// payload past 3,993 bytes, a subscription or URL the policy refuses → rejected; no answer → retry.
+/// subscription or URL the policy refuses → rejected; no answer → retry.
 public final class WebPushTransport: Transport {
     public let id = TransportID.webpush
     /// The client that talks to push services; usable on its own.
@@ -101,13 +101,30 @@ public final class WebPushTransport: Transport {
             fields["body"] = visual.body
             let remaining = shown.expirationDateTime.timeIntervalSince(configuration.now())
             return WebPushMessage(
-                payload: Self.json(fields), timeToLive: max(0, Int(remaining.rounded(.down))), urgency: urgency,
+                payload: Self.fitting(fields), timeToLive: max(0, Int(remaining.rounded(.down))), urgency: urgency,
                 topic: WebPushTopic(deriving: shown.appNotificationId))
         }
         let fields = ["hub": "tap", "app": outbound.app.id, "v": String(delivery.changeVersion)]
         return WebPushMessage(
             payload: Self.json(fields), timeToLive: Int(configuration.tapTimeToLive.components.seconds),
             urgency: urgency, topic: WebPushTopic("hubtap"))
+    }
+
+    /// The JSON of `fields`, with the body (then the title) cut short and ended with "…" when the
+    /// whole would not fit the one record a Web Push message has.
+    static func fitting(_ fields: [String: String]) -> [UInt8] {
+        var fields = fields
+        var payload = json(fields)
+        for key in ["body", "title"] {
+            while payload.count > WebPushEncryption.maximumPlaintextSize, let text = fields[key], !text.isEmpty {
+                let excess = payload.count - WebPushEncryption.maximumPlaintextSize
+                let kept = text.hasSuffix("…") ? String(text.dropLast()) : text
+                fields[key] = String(kept.dropLast(max(1, excess / 2))) + "…"
+                if fields[key] == "…" { fields[key] = "" }
+                payload = json(fields)
+            }
+        }
+        return payload
     }
 
     /// A flat JSON object of strings, keys sorted.
@@ -129,8 +146,8 @@ extension WebPushTransport {
         case .unauthorized, .vapidUnavailable:
             return suspended(
                 endpoint, error.code,
-                "the push service refuses this app's VAPID identity (\(reason)): check credentials.webpush holds the key "
-                    + "the page subscribed with; deliveries are suspended until the hub restarts with this fixed",
+                "webpush deliveries of this app are suspended until the hub restarts with credentials.webpush fixed: "
+                    + reason,
                 reason: reason)
         default:
             if let status = error.status, (500...599).contains(status) {

@@ -58,15 +58,34 @@ struct WebPushSendTests {
         }
     }
 
-    @Test("a visual too large for one record is rejected before sending")
+    @Test("a visual too large for one record is cut short to fit, and still decrypts")
     func tooLarge() async throws {
         try await WebPushFixture.with { fixture in
             let subscription = fixture.subscription()
-            let notification = WebPushFixture.notification(body: String(repeating: "x", count: 4000))
+            let body = String(repeating: "ž\"", count: 3000)
+            let notification = WebPushFixture.notification(title: String(repeating: "T", count: 600), body: body)
             let outcome = await fixture.transport.send(
                 fixture.outbound(subscription, kind: .visible, notification: notification))
-            #expect(outcome.isRejected)
-            #expect(outcome.reason.contains("3993"))
+            #expect(outcome == .accepted)
+            let message = try #require(fixture.emulator.received(by: subscription).first)
+            #expect(message.plaintext.count <= WebPushEncryption.maximumPlaintextSize)
+            #expect(message.plaintext.count > WebPushEncryption.maximumPlaintextSize - 64)
+            let fields = try JSONSerialization.jsonObject(with: Data(message.plaintext)) as? [String: String]
+            #expect(fields?["title"] == String(repeating: "T", count: 600))
+            #expect(fields?["body"]?.hasSuffix("…") == true)
+            #expect(body.hasPrefix(String(fields?["body"]?.dropLast() ?? "x")))
+        }
+    }
+
+    @Test("a payload past 3,993 bytes is refused by the client before sending")
+    func clientRefusesOversized() async throws {
+        try await WebPushFixture.with { fixture in
+            let subscription = try WebPushSubscription(token: fixture.subscription().json)
+            await #expect(throws: WebPushError.self) {
+                _ = try await fixture.transport.client.send(
+                    WebPushMessage(payload: Array(repeating: 1, count: 3994), timeToLive: 60), to: subscription,
+                    vapid: fixture.vapid)
+            }
             #expect(fixture.emulator.received.isEmpty)
         }
     }
