@@ -17,25 +17,27 @@ import Foundation
 ///   private, loopback, link-local, shared, multicast or unspecified range (IPv4 in any form
 ///   `inet_aton` reads, such as `0x7f.1`; IPv6 including IPv4-mapped addresses), and the port is the
 ///   default (none or 443); and
-/// - when ``allowedHosts`` is not empty, the host matches one of its entries.
+/// - the host matches an entry of ``allowedHosts``, by default the push services of the major
+///   browsers (``wellKnownServices``).
 ///
 /// Entries of ``allowedHosts``: `host` (that host on the default port), `host:port` (exactly that
-/// host and port) or `*.domain` (any host under `domain` on a label boundary, default port). An
-/// exact entry also allows a private or loopback host: that is how tests and `hub emulate webpush`
-/// reach the emulator on `127.0.0.1:<port>`. A wildcard never does.
+/// host and port), `*.domain` (any host under `domain` on a label boundary, default port) or `*`
+/// (any public host). An exact entry also allows a private or loopback host: that is how tests and
+/// `hub emulate webpush` reach the emulator on `127.0.0.1:<port>`. A wildcard never does.
 ///
 /// The transport checks at registration and again before every send. Host names are not resolved:
 /// a public name that resolves to a private address is stopped only by the allow-list.
 public struct WebPushEndpointPolicy: Sendable, Hashable {
-    /// The push services of the major browsers, for an allow-list that admits only them.
+    /// The push services of the major browsers: Chrome and the Chromium family (FCM), Firefox
+    /// (autopush), Edge (WNS) and Safari (Apple). The default allow-list.
     public static let wellKnownServices = [
         "fcm.googleapis.com", "*.push.services.mozilla.com", "*.notify.windows.com", "*.push.apple.com",
     ]
 
-    /// The push services allowed; empty allows any public https host.
+    /// The push services allowed; `*` allows any public https host.
     public var allowedHosts: [String]
 
-    public init(allowedHosts: [String] = []) {
+    public init(allowedHosts: [String] = Self.wellKnownServices) {
         self.allowedHosts = allowedHosts
     }
 
@@ -59,7 +61,7 @@ public struct WebPushEndpointPolicy: Sendable, Hashable {
         if allowedHosts.contains(where: { Self.isExact(entry: $0, host: host, port: port) }) { return nil }
         if let problem = Self.privateProblem(host: host) { return problem }
         guard port == 443 else { return "must use the default https port; port \(port) is not allowed" }
-        if !allowedHosts.isEmpty && !allowedHosts.contains(where: { Self.isWildcard(entry: $0, host: host) }) {
+        if !allowedHosts.contains(where: { Self.isWildcard(entry: $0, host: host) }) {
             return
                 "names the push service '\(host)', which is not on this hub's allow-list (transports.webpush.allowedHosts)"
         }
@@ -76,6 +78,7 @@ public struct WebPushEndpointPolicy: Sendable, Hashable {
     /// Whether `entry` is `*.domain` and `host` is under it (or `entry` names `host` itself).
     private static func isWildcard(entry: String, host: String) -> Bool {
         let lower = entry.lowercased()
+        if lower == "*" { return true }
         if lower.hasPrefix("*.") {
             let suffix = String(lower.dropFirst(1))
             return host.hasSuffix(suffix) && host.count > suffix.count

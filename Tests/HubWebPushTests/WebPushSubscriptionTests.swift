@@ -40,9 +40,14 @@ struct WebPushSubscriptionTests {
         }
     }
 
-    @Test("https push services on public hosts and the default port are allowed")
+    @Test("by default the browsers' push services are allowed, and with '*' any public https host")
     func publicHosts() {
-        let policy = WebPushEndpointPolicy()
+        let defaults = WebPushEndpointPolicy()
+        #expect(defaults.problem(with: "https://fcm.googleapis.com/fcm/send/x") == nil)
+        #expect(defaults.problem(with: "https://updates.push.services.mozilla.com/wpush/v2/x") == nil)
+        #expect(defaults.problem(with: "https://web.push.apple.com/QO") == nil)
+        #expect(defaults.problem(with: "https://push.example.com/x")?.contains("allow-list") == true)
+        let policy = WebPushEndpointPolicy(allowedHosts: ["*"])
         for url in [
             "https://fcm.googleapis.com/fcm/send/x", "https://updates.push.services.mozilla.com/wpush/v2/x",
             "https://web.push.apple.com/QO", "https://wns2-by3p.notify.windows.com/w/?token=x",
@@ -64,7 +69,7 @@ struct WebPushSubscriptionTests {
             "https://printer.local/x", "https://push.example.com:8443/x", "https://push.example.com/a b", "not a url",
         ])
     func refused(_ url: String) {
-        #expect(WebPushEndpointPolicy().problem(with: url) != nil)
+        #expect(WebPushEndpointPolicy(allowedHosts: ["*"]).problem(with: url) != nil)
     }
 
     @Test("an allow-list admits only its services; an exact entry admits an emulator on loopback")
