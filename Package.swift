@@ -180,6 +180,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Plugins/WebPush",
             swiftSettings: strictness
@@ -241,7 +242,7 @@ let package = Package(
         // `hub`: HubCLI with the first-party plugins (Sources/hub/main.swift).
         .executableTarget(
             name: "hub",
-            dependencies: ["HubCLI", "HubPolling", "HubAPNS", "HubFCM", "HubWNS"],
+            dependencies: ["HubCLI", "HubPolling", "HubAPNS", "HubFCM", "HubWNS", "HubWebPush"],
             swiftSettings: strictness,
             linkerSettings: releaseLinking
         ),
@@ -359,7 +360,7 @@ let package = Package(
         .testTarget(
             name: "HubWebPushTests",
             dependencies: [
-                "HubWebPush", "HubTesting", "HubEmulators",
+                "HubWebPush", "HubTesting", "HubEmulators", "HubConfig",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

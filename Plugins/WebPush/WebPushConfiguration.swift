@@ -1,14 +1,13 @@
 public import Foundation
 
-/// How the `webpush` transport reaches push services, and each app's VAPID identity.
+/// How the `webpush` transport reaches push services. Each app's VAPID identity is its
+/// ``WebPushCredentials`` (`credentials.webpush`).
 ///
-/// Embedders fill it in code; `hub serve` fills it from hub.yaml (`transports.webpush` and each
-/// app's `credentials.webpush`).
+/// Embedders fill it in code; `hub serve` fills it from hub.yaml's `transports.webpush`
+/// (``WebPushPlugin``).
 public struct WebPushConfiguration: Sendable {
     /// Which push-service URLs subscriptions may name.
     public var endpointPolicy: WebPushEndpointPolicy
-    /// Each app's VAPID key and subject, by cross-device app ID.
-    public var credentials: [String: VAPIDCredentials]
     /// The longest one request may take, connection included.
     public var requestTimeout: Duration
     /// Certificates trusted besides the system's (an emulator's CA).
@@ -22,13 +21,12 @@ public struct WebPushConfiguration: Sendable {
     public var now: @Sendable () -> Date
 
     public init(
-        endpointPolicy: WebPushEndpointPolicy = WebPushEndpointPolicy(), credentials: [String: VAPIDCredentials] = [:],
-        requestTimeout: Duration = .seconds(15), trustRootsPEM: [String] = [],
+        endpointPolicy: WebPushEndpointPolicy = WebPushEndpointPolicy(), requestTimeout: Duration = .seconds(15),
+        trustRootsPEM: [String] = [],
         tapTimeToLive: Duration = .seconds(86_400),
         tokenLifetime: Duration = .seconds(12 * 3600), now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.endpointPolicy = endpointPolicy
-        self.credentials = credentials
         self.requestTimeout = requestTimeout
         self.trustRootsPEM = trustRootsPEM
         self.tapTimeToLive = tapTimeToLive

@@ -1,6 +1,7 @@
 import Foundation
 public import HubCore
 public import Logging
+import ServiceLifecycle
 import Synchronization
 
 /// The `webpush` transport: endpoints of the web platform through the browsers' push services
@@ -45,8 +46,17 @@ public final class WebPushTransport: Transport {
 
     var configuration: WebPushConfiguration { client.configuration }
 
+    /// Web Push serves the web platform.
+    public var platforms: Set<Platform> { [.web] }
+
+    /// Runs until graceful shutdown (after the hub has drained), then closes the connections.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        try await shutdown()
+    }
+
     public func send(_ outbound: OutboundDelivery) async -> DeliveryOutcome {
-        guard let vapid = configuration.credentials[outbound.app.id] else {
+        guard let vapid = outbound.app.credentials.webpush?.vapid else {
             return suspended(
                 outbound.endpoint, .vapidUnavailable,
                 "the app \(outbound.app.id) has no VAPID key on this hub: add credentials.webpush")
@@ -68,7 +78,7 @@ public final class WebPushTransport: Transport {
     /// Refuses endpoints of apps without a VAPID key, tokens that are not subscriptions and
     /// push-service URLs the policy does not allow.
     public func problem(registering endpoint: Endpoint, for app: CrossDeviceApp) -> String? {
-        if configuration.credentials[app.id] == nil {
+        if app.credentials.webpush == nil {
             return "the app \(app.id) has no VAPID key on this hub; register with transport polling instead"
         }
         let subscription: WebPushSubscription

@@ -30,11 +30,11 @@ struct EmulateWebPushTests {
         let transport = try WebPushTransport(
             configuration: WebPushConfiguration(
                 endpointPolicy: WebPushEndpointPolicy(allowedHosts: [host]),
-                credentials: [
-                    appID: try VAPIDCredentials(privateKey: Secret(keyText), subject: "mailto:dev@contoso.com")
-                ],
                 trustRootsPEM: [try String(contentsOfFile: caPath, encoding: .utf8)]))
-        let app = CrossDeviceApp(id: appID, name: "Notes", platforms: [.web: ["https://notes.contoso.com"]])
+        let vapid = try VAPIDCredentials(privateKey: Secret(keyText), subject: "mailto:dev@contoso.com")
+        let app = CrossDeviceApp(
+            id: appID, name: "Notes", platforms: [.web: ["https://notes.contoso.com"]],
+            credentials: PushCredentials([WebPushCredentials(vapid: vapid)]))
         let outcome = await transport.send(
             EmulateCommandTests.outbound(
                 app: app, platform: .web, appID: "https://notes.contoso.com", transport: .webpush, token: subscription))

@@ -137,7 +137,7 @@ struct WebPushSendTests {
 
     @Test("an app without a VAPID key → suspended; its endpoints are refused at registration")
     func noCredentials() async throws {
-        try await WebPushFixture.with(configure: { $0.credentials = [:] }) { fixture in
+        try await WebPushFixture.with(withCredentials: false) { fixture in
             let subscription = fixture.subscription()
             #expect(await fixture.transport.send(fixture.outbound(subscription)).isSuspended)
             let problem = fixture.transport.problem(registering: fixture.endpoint(subscription), for: fixture.app)

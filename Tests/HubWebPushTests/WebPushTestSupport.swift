@@ -16,16 +16,19 @@ struct WebPushFixture {
 
     /// Runs `body` with a fresh emulator and transport, and shuts both down afterwards.
     static func with(
-        configure: (inout WebPushConfiguration) -> Void = { _ in }, _ body: (WebPushFixture) async throws -> Void
+        withCredentials: Bool = true, configure: (inout WebPushConfiguration) -> Void = { _ in },
+        _ body: (WebPushFixture) async throws -> Void
     ) async throws {
         let emulator = try await WebPushEmulator.start()
         let vapid = try VAPIDCredentials(key: .generate(), subject: subject)
         var configuration = WebPushConfiguration(
-            endpointPolicy: WebPushEndpointPolicy(allowedHosts: [emulator.host]), credentials: [appID: vapid],
-            trustRootsPEM: [emulator.trustRootPEM])
+            endpointPolicy: WebPushEndpointPolicy(allowedHosts: [emulator.host]), trustRootsPEM: [emulator.trustRootPEM]
+        )
         configure(&configuration)
         let transport = try WebPushTransport(configuration: configuration)
-        let app = CrossDeviceApp(id: appID, name: "Notes", platforms: [.web: [origin]])
+        let app = CrossDeviceApp(
+            id: appID, name: "Notes", platforms: [.web: [origin]],
+            credentials: withCredentials ? PushCredentials([WebPushCredentials(vapid: vapid)]) : PushCredentials())
         let fixture = WebPushFixture(emulator: emulator, transport: transport, vapid: vapid, app: app)
         do {
             try await body(fixture)

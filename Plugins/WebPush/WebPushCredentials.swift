@@ -1,0 +1,20 @@
+public import HubCore
+
+extension PushCredentials {
+    /// The app's `credentials.webpush`.
+    public var webpush: WebPushCredentials? {
+        get { self[WebPushCredentials.self] }
+        set { self[WebPushCredentials.self] = newValue }
+    }
+}
+
+/// One app's Web Push credentials: its VAPID key pair and contact.
+public struct WebPushCredentials: TransportCredentials {
+    public static let transport = TransportID.webpush
+    public var vapid: VAPIDCredentials
+
+    public init(vapid: VAPIDCredentials) { self.vapid = vapid }
+
+    /// The public key (what pages subscribe with) and the subject; never the private key.
+    public var summary: String { "VAPID key \(vapid.key.publicKeyBase64URL) (\(vapid.subject))" }
+}
