@@ -1,0 +1,97 @@
+import Foundation
+import HubEmulators
+import Testing
+
+/// `hub serve` with the webpush plugin from hub.yaml, driven as examples/web drives it: a browser's
+/// subscription registered as a web endpoint, a publish, the push decrypted at the (emulated) push
+/// service, the feed synced with the user's token.
+@Suite("hub serve: Web Push from hub.yaml, as examples/web uses it", .serialized)
+struct ServeWebPushTests {
+    @Test("a subscription registers as a webpush endpoint; publishes reach it encrypted; the feed syncs")
+    func endToEnd() async throws {
+        let push = try await WebPushEmulator.start()
+        defer { Task { try? await push.shutdown() } }
+        let workspace = try makeWorkspace()
+        let key = WebPushEmulator.makeVAPIDKey()
+        try key.privateKeyPEM.write(
+            to: workspace.appendingPathComponent("vapid.pem"), atomically: true, encoding: .utf8)
+        try push.trustRootPEM.write(
+            to: workspace.appendingPathComponent("webpush-ca.pem"), atomically: true, encoding: .utf8)
+        try writeWebConfig(in: workspace, allowedHost: push.host)
+        let hub = try RunningHub(directory: workspace)
+        let http = HubHTTP(base: hub.baseURL)
+        let token = try await http.userToken("alice")
+
+        // What examples/web/hub.js sends: the PushSubscription's JSON as the token.
+        let subscription = push.makeSubscription(applicationServerKey: key.publicKey)
+        let registered = try await http.request(
+            .PUT, "/v1/apps/notes.contoso.com/me/endpoints/web-1", bearer: token,
+            json: Self.registration(token: subscription.json))
+        #expect(registered.status == 201, "\(registered.body)")
+
+        // A private push-service host and a token that is not a subscription are refused.
+        let private10 = subscription.json.replacingOccurrences(of: push.host, with: "10.0.0.1")
+        let refused = try await http.request(
+            .PUT, "/v1/apps/notes.contoso.com/me/endpoints/web-2", bearer: token,
+            json: Self.registration(token: private10))
+        #expect(refused.status == 400)
+        #expect(refused.body.contains("private"), "\(refused.body)")
+        let notJSON = try await http.request(
+            .PUT, "/v1/apps/notes.contoso.com/me/endpoints/web-3", bearer: token,
+            json: Self.registration(token: "just-a-token"))
+        #expect(notJSON.status == 400)
+
+        #expect(try await http.publish(user: "alice", id: "welcome") == 201)
+        let tapped = try await eventuallyAsync { !push.received(by: subscription).isEmpty }
+        #expect(tapped, "\(hub.log)")
+        let tap = try #require(push.received(by: subscription).first)
+        let fields = try JSONSerialization.jsonObject(with: Data(tap.plaintext)) as? [String: String]
+        #expect(fields?["hub"] == "tap")
+        #expect(fields?["app"] == "notes.contoso.com")
+        #expect(tap.subject == "mailto:ops@contoso.com")
+        #expect(tap.vapidKey == WebPushEmulator.base64URLString(key.publicKey))
+        // The service worker's sync: the feed has what the tap announced.
+        #expect(try await http.feedIDs(user: "alice") == ["welcome"])
+
+        // The user unsubscribed: the push service answers 410 and the endpoint turns inactive.
+        push.expire(subscription)
+        #expect(try await http.publish(user: "alice", id: "second") == 201)
+        let inactive = try await eventuallyAsync {
+            let body = try await http.request(.GET, "/v1/apps/notes.contoso.com/me/endpoints", bearer: token).body
+            return body.contains("inactive")
+        }
+        #expect(inactive)
+        #expect(!hub.log.contains(key.privateKeyPEM.split(separator: "\n")[1]), "the VAPID key must never be logged")
+        hub.signal(SIGTERM)
+        #expect(hub.waitForExit() == 0)
+    }
+
+    static func registration(token: String) -> String {
+        let escaped = token.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        return #"{"platform":"web","appId":"https://notes.contoso.com","transport":"webpush","token":"\#(escaped)"}"#
+    }
+
+    /// hub.yaml with one app on the web platform, its VAPID key, and the emulator allowed.
+    func writeWebConfig(in directory: URL, allowedHost: String) throws {
+        try "test-admin-token-0123456789".write(
+            to: directory.appendingPathComponent("admin.token"), atomically: true, encoding: .utf8)
+        try "test-user-token-secret-0123456789".write(
+            to: directory.appendingPathComponent("user.secret"), atomically: true, encoding: .utf8)
+        let yaml = """
+            server: { listen: "127.0.0.1:0", adminToken: file:admin.token, instanceId: test-hub }
+            store: { sqlite: { path: data/hub.sqlite } }
+            transports:
+              webpush: { allowedHosts: ["\(allowedHost)"], trustRoots: file:webpush-ca.pem, timeout: 10s }
+            apps:
+              - id: notes.contoso.com
+                platforms:
+                  web: { appIds: ["https://notes.contoso.com"] }
+                identity:
+                  - { issuer: "https://login.contoso.com", audiences: [contoso-notes], secret: file:user.secret }
+                publishers: [ { name: backend, key: file:publisher.key } ]
+                credentials:
+                  webpush: { vapidPrivateKey: file:vapid.pem, subject: "mailto:ops@contoso.com" }
+            """
+        try yaml.write(to: directory.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
+    }
+}
