@@ -226,7 +226,7 @@ let package = Package(
                 // The first-party plugins for `hub emulate` and the map-app flags of their credentials;
                 // `serve`, `config check` and `map-app`'s checks know the plugins they are given.
                 "HubCore", "HubConfig", "HubSQLite", "HubServer", "HubEmulators", "HubAPNS", "HubFCM", "HubWNS",
-                "HubPostgres",
+                "HubPostgres", "HubWebPush",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -65,6 +65,10 @@ extension MapAppCommand {
                     Written under the app's credentials.<ID> and read by that plugin, e.g. \
                     --credentials webhook='{secret: env:NOTES_WEBHOOK_SECRET}'.
                     """)) var credentials: [String] = []
+        @Option(help: "Web Push VAPID contact: a mailto: or https: URL. Writes credentials.webpush.")
+        var webpushSubject: String?
+        @Option(help: "Web Push VAPID private key file (PEM); generated (mode 0600) when it does not exist.")
+        var webpushKey: String?
         @Option(help: "Publisher as NAME=env:VAR or NAME=file:path (repeatable).") var publisher: [String] = []
         @Option(help: "shoulderTap or visible.") var deliveryMode: String?
         @Flag(help: "Print the change instead of writing it.") var dryRun = false
@@ -162,6 +166,7 @@ extension MapAppCommand {
                 wns.clientID = wnsClientId
                 request.wns = wns
             }
+            if let webpush = try webpushCredentials(app: app, base: base) { request.credentials.append(webpush) }
             for entry in publisher {
                 guard let equals = entry.firstIndex(of: "="), equals != entry.startIndex else {
                     throw ValidationError("--publisher takes NAME=env:VAR or NAME=file:path, not '\(entry)'")
