@@ -1,6 +1,7 @@
 import Foundation
 import HubCore
 import HubEmulators
+import HubTesting
 import Logging
 import Synchronization
 import Testing
@@ -164,20 +165,11 @@ extension DeliveryOutcome {
         if case .retry(let after, _) = self { return after }
         return nil
     }
-    var isRejected: Bool {
-        if case .rejected = self { return true }
-        return false
-    }
     var reasonText: String {
         switch self {
         case .accepted: "accepted"
         case .retry(_, let reason), .rejected(let reason), .endpointGone(_, let reason), .suspended(let reason):
             reason
         }
-    }
-
-    var isSuspended: Bool {
-        if case .suspended = self { return true }
-        return false
     }
 }

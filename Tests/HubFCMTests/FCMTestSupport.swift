@@ -2,6 +2,7 @@ import Foundation
 import HubCore
 import HubEmulators
 import HubFCM
+import HubTesting
 import Logging
 import Synchronization
 
@@ -112,26 +113,5 @@ struct FCMFixture {
             id: "n-1", appId: appID, userId: "alice", appNotificationId: appNotificationId,
             payload: NotificationPayload(visualContent: VisualContent(title: title, body: body)),
             expirationDateTime: now.addingTimeInterval(lifetime), createdDateTime: now, lastModifiedDateTime: now)
-    }
-}
-
-extension DeliveryOutcome {
-    /// The retry delay, if this is a retry.
-    var retryDelay: Duration?? {
-        if case .retry(let after, _) = self { return .some(after) }
-        return nil
-    }
-
-    var reason: String {
-        switch self {
-        case .accepted: ""
-        case .retry(_, let reason), .endpointGone(_, let reason), .rejected(let reason), .suspended(let reason):
-            reason
-        }
-    }
-
-    var isSuspended: Bool {
-        if case .suspended = self { return true }
-        return false
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HubCore
 import HubEmulators
+import HubTesting
 import HubWNS
 
 /// A WNS emulator with one classic (package SID) app and one Entra ID app, and a transport that
@@ -89,36 +90,5 @@ struct WNSFixture {
             id: "n-1", appId: appID, userId: "alice", appNotificationId: appNotificationId, groupName: groupName,
             payload: NotificationPayload(visualContent: VisualContent(title: title, body: body)),
             expirationDateTime: now.addingTimeInterval(lifetime), createdDateTime: now, lastModifiedDateTime: now)
-    }
-}
-
-extension DeliveryOutcome {
-    /// The retry delay, if this is a retry.
-    var retryDelay: Duration?? {
-        if case .retry(let after, _) = self { return .some(after) }
-        return nil
-    }
-
-    var reason: String {
-        switch self {
-        case .accepted: ""
-        case .retry(_, let reason), .endpointGone(_, let reason), .rejected(let reason), .suspended(let reason):
-            reason
-        }
-    }
-
-    var isRejected: Bool {
-        if case .rejected = self { return true }
-        return false
-    }
-
-    var isGone: Bool {
-        if case .endpointGone = self { return true }
-        return false
-    }
-
-    var isSuspended: Bool {
-        if case .suspended = self { return true }
-        return false
     }
 }

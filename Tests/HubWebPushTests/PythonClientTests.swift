@@ -16,11 +16,8 @@ struct PythonClientTests {
     func pywebpushToEmulator() async throws {
         try await WebPushFixture.with { fixture in
             let subscription = fixture.subscription()
-            let folder = try PythonWebPush.folder()
-            let keyPath = folder.appendingPathComponent("vapid.pem").path
-            let caPath = folder.appendingPathComponent("ca.pem").path
-            try fixture.vapid.key.pemRepresentation.reveal().write(toFile: keyPath, atomically: true, encoding: .utf8)
-            try fixture.emulator.trustRootPEM.write(toFile: caPath, atomically: true, encoding: .utf8)
+            let (keyPath, caPath) = try PythonWebPush.files(
+                key: fixture.vapid.key, trust: fixture.emulator.trustRootPEM)
             let script = """
                 import json, sys
                 from pywebpush import webpush
@@ -45,11 +42,7 @@ struct PythonClientTests {
     func pywebpushWrongKey() async throws {
         try await WebPushFixture.with { fixture in
             let subscription = fixture.subscription()
-            let folder = try PythonWebPush.folder()
-            let keyPath = folder.appendingPathComponent("other.pem").path
-            let caPath = folder.appendingPathComponent("ca.pem").path
-            try VAPIDKey.generate().pemRepresentation.reveal().write(toFile: keyPath, atomically: true, encoding: .utf8)
-            try fixture.emulator.trustRootPEM.write(toFile: caPath, atomically: true, encoding: .utf8)
+            let (keyPath, caPath) = try PythonWebPush.files(key: .generate(), trust: fixture.emulator.trustRootPEM)
             let script = """
                 import json, sys
                 from pywebpush import webpush, WebPushException
@@ -103,11 +96,16 @@ enum PythonWebPush {
         (try? runSync(["-c", "import pywebpush, http_ece"], environment: [:]).status) == 0
     }()
 
-    /// A fresh temporary folder.
-    static func folder() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("webpush-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
+    /// `key` as a PEM file and `trust` as a CA file in a fresh temporary folder, for pywebpush
+    /// (`vapid_private_key`) and requests (`REQUESTS_CA_BUNDLE`).
+    static func files(key: VAPIDKey, trust: String) throws -> (key: String, ca: String) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("webpush-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let keyPath = folder.appendingPathComponent("vapid.pem").path
+        let caPath = folder.appendingPathComponent("ca.pem").path
+        try key.pemRepresentation.reveal().write(toFile: keyPath, atomically: true, encoding: .utf8)
+        try trust.write(toFile: caPath, atomically: true, encoding: .utf8)
+        return (keyPath, caPath)
     }
 
     /// Runs `script` with `arguments`; returns its standard output, throws with its standard error.

@@ -1,6 +1,7 @@
 import Foundation
 import HubCore
 import HubEmulators
+import HubTesting
 import HubWebPush
 
 /// A Web Push emulator and a transport that allows its host and holds a VAPID key for the app.
@@ -78,38 +79,6 @@ struct WebPushFixture {
             expirationDateTime: now.addingTimeInterval(lifetime), createdDateTime: now, lastModifiedDateTime: now)
     }
 }
-
-extension DeliveryOutcome {
-    /// The retry delay, if this is a retry.
-    var retryDelay: Duration?? {
-        if case .retry(let after, _) = self { return .some(after) }
-        return nil
-    }
-
-    var reason: String {
-        switch self {
-        case .accepted: ""
-        case .retry(_, let reason), .endpointGone(_, let reason), .rejected(let reason), .suspended(let reason):
-            reason
-        }
-    }
-
-    var isRejected: Bool {
-        if case .rejected = self { return true }
-        return false
-    }
-
-    var isGone: Bool {
-        if case .endpointGone = self { return true }
-        return false
-    }
-
-    var isSuspended: Bool {
-        if case .suspended = self { return true }
-        return false
-    }
-}
-
 /// URL-safe base64 for test vectors.
 enum B64 {
     static func decode(_ text: String) -> [UInt8] {
