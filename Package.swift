@@ -361,6 +361,7 @@ let package = Package(
             name: "HubWebPushTests",
             dependencies: [
                 "HubWebPush", "HubTesting", "HubEmulators", "HubConfig",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -49,10 +49,15 @@ public final class WebPushTransport: Transport {
     /// Web Push serves the web platform.
     public var platforms: Set<Platform> { [.web] }
 
-    /// Runs until graceful shutdown (after the hub has drained), then closes the connections.
+    /// Runs until graceful shutdown (after the hub has drained), then closes the connections. A
+    /// failure to close is logged, not thrown: it must not fail the shutdown of `hub serve`.
     public func run() async throws {
         try? await gracefulShutdown()
-        try await shutdown()
+        do {
+            try await shutdown()
+        } catch {
+            logger.warning("closing the Web Push connections failed", metadata: ["error": "\(error)"])
+        }
     }
 
     public func send(_ outbound: OutboundDelivery) async -> DeliveryOutcome {
