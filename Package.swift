@@ -200,7 +200,7 @@ let package = Package(
         ),
         .target(
             name: "HubTesting",
-            dependencies: ["HubCore"],
+            dependencies: ["HubCore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictness
         ),
         .target(

@@ -1,6 +1,7 @@
 import Foundation
 import HubCore
 import HubEmulators
+import HubTesting
 import Testing
 
 @testable import HubAPNS

@@ -16,44 +16,6 @@ final class ManualClock: Sendable {
     func advance(minutes: Double) { current.withLock { $0 = $0.addingTimeInterval(minutes * 60) } }
 }
 
-/// Collects log records so tests can count them.
-final class LogCapture: Sendable {
-    private let records = Mutex<[(level: Logger.Level, message: String, metadata: String)]>([])
-
-    var logger: Logger {
-        Logger(label: "apns-test") { _ in CapturingLogHandler(capture: self) }
-    }
-
-    func append(_ level: Logger.Level, _ message: String, _ metadata: String) {
-        records.withLock { $0.append((level, message, metadata)) }
-    }
-
-    /// How many records at `level` or above mention `text`.
-    func count(_ text: String, atLeast level: Logger.Level = .warning) -> Int {
-        records.withLock { $0.filter { $0.level >= level && $0.message.contains(text) }.count }
-    }
-
-    /// Every record with its metadata, for failure messages.
-    var all: [String] { records.withLock { $0.map { "\($0.level) \($0.message) \($0.metadata)" } } }
-}
-
-struct CapturingLogHandler: LogHandler {
-    let capture: LogCapture
-    var logLevel: Logger.Level = .trace
-    var metadata: Logger.Metadata = [:]
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
-        capture.append(
-            event.level, event.message.description, merged.map { "\($0)=\($1)" }.sorted().joined(separator: " "))
-    }
-}
-
 /// An emulator with a registered key, and a transport pointed at it that trusts its CA.
 struct APNSHarness {
     static let bundleID = "com.contoso.notes"

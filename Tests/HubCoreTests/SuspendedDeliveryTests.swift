@@ -59,8 +59,8 @@ struct SuspendedDeliveryTests {
 
     @Test("the first suspension of an app and transport is logged at error level with its reason, later ones not")
     func loggedOncePerAppAndTransport() async throws {
-        let errors = ErrorLog()
-        let logger = Logger(label: "hub") { _ in ErrorCollector(errors: errors) }
+        let logs = LogCapture()
+        let logger = logs.logger(label: "hub")
         var count = 0
         let apns = RecordingTransport(id: .apns) { _ in .suspended(reason: "\(Self.reason) (apns-id \(UUID()))") }
         let test = try TestHub(apns: apns, logger: logger)
@@ -70,10 +70,13 @@ struct SuspendedDeliveryTests {
             }
             try await test.publish("n1")
             #expect(try await eventually { try await test.hub.deliveryStatistics().suspended.first?.count == 3 })
-            count = errors.records.filter { $0.contains("deliveries suspended") }.count
+            count = logs.messages(atLeast: .error).filter { $0.contains("deliveries suspended") }.count
         }
-        #expect(count == 1, "\(errors.records)")
-        #expect(errors.records.first { $0.contains("deliveries suspended") }?.contains("InvalidProviderToken") == true)
+        #expect(count == 1, "\(logs.all)")
+        #expect(
+            logs.messages(atLeast: .error).first { $0.contains("deliveries suspended") }?.contains(
+                "InvalidProviderToken")
+                == true)
     }
 
     @Test("deliveries of a transport the hub does not run are parked, and sent by a hub that runs it")
@@ -127,29 +130,5 @@ struct SuspendedDeliveryTests {
             }
             #expect(settled, "delivered, nothing parked")
         }
-    }
-}
-
-/// Error-level records (message and metadata) for ``SuspendedDeliveryTests``.
-final class ErrorLog: Sendable {
-    private let entries = Mutex<[String]>([])
-    var records: [String] { entries.withLock { $0 } }
-    func append(_ record: String) { entries.withLock { $0.append(record) } }
-}
-
-struct ErrorCollector: LogHandler {
-    let errors: ErrorLog
-    var logLevel: Logger.Level = .trace
-    var metadata: Logger.Metadata = [:]
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        guard event.level >= .error else { return }
-        let metadata = (event.metadata ?? [:]).map { "\($0)=\($1)" }.sorted().joined(separator: " ")
-        errors.append("\(event.message) \(metadata)")
     }
 }

@@ -13,39 +13,6 @@ final class TestClock: Sendable {
     func advance(by seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
 }
 
-/// Collects log messages, to check what is logged and how often.
-final class LogCapture: Sendable {
-    private let entries = Mutex<[(level: Logger.Level, message: String)]>([])
-
-    var logger: Logger {
-        Logger(label: "test") { _ in Handler(capture: self) }
-    }
-
-    func messages(at level: Logger.Level) -> [String] {
-        entries.withLock { $0.filter { $0.level == level }.map(\.message) }
-    }
-
-    fileprivate func append(_ level: Logger.Level, _ message: String) {
-        entries.withLock { $0.append((level, message)) }
-    }
-
-    private struct Handler: LogHandler {
-        let capture: LogCapture
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            let metadata = (event.metadata ?? [:]).map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
-            capture.append(event.level, "\(event.message) \(metadata)")
-        }
-    }
-}
-
 /// An FCM emulator with the primary test account registered, and a transport pointed at it.
 struct FCMFixture {
     static let appID = "notes.contoso.com"

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HubServer
+import HubTesting
 import HummingbirdTesting
 import Logging
 import NIOCore
@@ -198,8 +199,8 @@ struct HTTPHygieneTests {
     func accessLog() async throws {
         let harness = try await Harness()
         let alice = try await harness.token(user: "alice@contoso")
-        let records = LogRecords()
-        var logger = Logger(label: "access-log-test") { _ in RecordingLogHandler(records: records) }
+        let logs = LogCapture()
+        var logger = logs.logger(label: "access-log-test")
         logger.logLevel = .info
         let secrets = try await harness.run(.live, logger: logger) { client in
             let published = try await client.publish(notification("n-secret-id"), user: "alice%40contoso")
@@ -214,7 +215,7 @@ struct HTTPHygieneTests {
             _ = try await client.send(.get, "/v1/apps/unknown.example.com/me/feed", bearer: alice)
             return [alice, Harness.notesKey, cursor, "wrong-token", "query-secret", "n-secret-id", "alice@contoso"]
         }
-        let lines = records.all.filter { $0.message == "request" }
+        let lines = logs.records.filter { $0.message == "request" }
         let summary = lines.map {
             "\($0.metadata["method"] ?? "-") \($0.metadata["route"] ?? "-") \($0.metadata["status"] ?? "-") \($0.metadata["app"] ?? "-")"
         }
@@ -229,41 +230,9 @@ struct HTTPHygieneTests {
                 "GET /v1/apps/{app}/me/feed 404 -",
             ], "\(summary)")
         #expect(lines.allSatisfy { $0.level == .info && Double($0.metadata["duration_ms"] ?? "") != nil })
-        let everything = records.all.map { "\($0.message) \($0.metadata)" }.joined(separator: "\n")
+        let everything = logs.records.map { "\($0.message) \($0.metadata)" }.joined(separator: "\n")
         for secret in secrets {
             #expect(!everything.contains(secret), "the log holds \(secret.prefix(12))…")
         }
-    }
-}
-
-/// Log records kept for a test.
-final class LogRecords: Sendable {
-    struct Record: Sendable {
-        var level: Logger.Level
-        var message: String
-        var metadata: [String: String]
-    }
-
-    private let records = Mutex<[Record]>([])
-    var all: [Record] { records.withLock { $0 } }
-    func append(_ record: Record) { records.withLock { $0.append(record) } }
-}
-
-struct RecordingLogHandler: LogHandler {
-    let records: LogRecords
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(
-        level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String,
-        file: String, function: String, line: UInt
-    ) {
-        let merged = metadata.merging(explicit ?? [:]) { $1 }
-        records.append(.init(level: level, message: "\(message)", metadata: merged.mapValues { "\($0)" }))
     }
 }
