@@ -30,9 +30,29 @@ public final class FeedSignals: Sendable {
     /// The receiving instance passes them to ``receive(_:_:)``.
     public typealias Relay = @Sendable (_ key: FeedKey, _ audience: Audience) -> Void
 
+    /// How a waiter is resumed: a suspended task, or a callback of a request that waits without one.
+    private enum Resume {
+        case continuation(CheckedContinuation<Bool, Never>)
+        case callback(@Sendable (Bool) -> Void)
+    }
+
     private struct Waiter {
-        let continuation: CheckedContinuation<Bool, Never>
+        let resume: Resume
         let deadline: ContinuousClock.Instant
+
+        func callAsFunction(_ woken: Bool) {
+            switch resume {
+            case .continuation(let continuation): continuation.resume(returning: woken)
+            case .callback(let callback): callback(woken)
+            }
+        }
+    }
+
+    /// A wait started by ``park(_:endpoint:after:timeout:_:)``, to end with ``unpark(_:)``.
+    public struct Parking: Sendable {
+        let id: UInt64
+        let key: FeedKey
+        let endpoint: String?
     }
 
     /// What the signals know of one feed.
@@ -110,37 +130,79 @@ public final class FeedSignals: Sendable {
     /// - Returns: `true` when woken, `false` on timeout or cancellation.
     public func wait(_ key: FeedKey, endpoint: String?, after ticket: UInt64, timeout: Duration) async -> Bool {
         let deadline = ContinuousClock.now.advanced(by: timeout)
-        let id = state.withLock { state -> UInt64 in
-            state.nextWaiter += 1
-            return state.nextWaiter
-        }
+        let id = nextWaiterID()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-                let (immediate, reaper) = state.withLock { state -> (Bool?, UInt64?) in
-                    if state.feeds[key]?.woke(endpoint, after: ticket) == true { return (true, nil) }
-                    if Task.isCancelled || timeout <= .zero || state.isShutDown { return (false, nil) }
-                    state.feeds[key, default: Feed()].waiters[endpoint, default: [:]][id] = Waiter(
-                        continuation: continuation, deadline: deadline)
-                    state.feeds[key]?.touched = state.clock
-                    state.waiterCount += 1
-                    Self.push(Deadline(at: deadline, id: id, key: key, endpoint: endpoint), into: &state.deadlines)
-                    // Woken and cancelled waits leave their deadline behind; rebuild when most are
-                    // stale (amortized: the heap at least halves), also while no deadline comes due.
-                    if state.deadlines.count > 2 * state.waiterCount + 1024 { Self.rebuildDeadlines(&state) }
-                    if let reaper = state.reaper, reaper.wakesAt <= deadline { return (nil, nil) }
-                    state.reaperGeneration += 1
-                    state.reaper = (state.reaperGeneration, deadline)
-                    return (nil, state.reaperGeneration)
-                }
-                if let immediate { continuation.resume(returning: immediate) }
-                if let reaper { Task { await self.reap(generation: reaper, at: deadline) } }
+                enqueue(
+                    Waiter(resume: .continuation(continuation), deadline: deadline), id: id, key: key,
+                    endpoint: endpoint, after: ticket, cancelled: Task.isCancelled || timeout <= .zero)
             }
         } onCancel: {
             let waiter = state.withLock { state -> Waiter? in
                 Self.removeWaiter(id, key: key, endpoint: endpoint, from: &state)
             }
-            waiter?.continuation.resume(returning: false)
+            waiter?(false)
         }
+    }
+
+    /// Waits like ``wait(_:endpoint:after:timeout:)`` without a task: calls `resume` once, with
+    /// `true` when woken and `false` at the deadline or on ``shutDown()``, from the thread that
+    /// ended the wait (the waker's, or the deadline task's), so it should only hand the work on.
+    /// A wake-up that came after `ticket` calls it with `true` before `park` returns.
+    ///
+    /// For a request parked in a connection's pipeline: it costs one waiter entry and the
+    /// callback's context, where a waiting task costs its whole stack of async frames.
+    /// - Returns: the wait, for ``unpark(_:)``.
+    public func park(
+        _ key: FeedKey, endpoint: String?, after ticket: UInt64, timeout: Duration,
+        _ resume: @escaping @Sendable (Bool) -> Void
+    ) -> Parking {
+        let id = nextWaiterID()
+        enqueue(
+            Waiter(resume: .callback(resume), deadline: ContinuousClock.now.advanced(by: timeout)), id: id, key: key,
+            endpoint: endpoint, after: ticket, cancelled: timeout <= .zero)
+        return Parking(id: id, key: key, endpoint: endpoint)
+    }
+
+    /// Ends a parked wait without calling its callback (its client went away, say).
+    /// - Returns: `false` when the wait had already ended (its callback was or is being called).
+    @discardableResult
+    public func unpark(_ parking: Parking) -> Bool {
+        state.withLock { state in
+            Self.removeWaiter(parking.id, key: parking.key, endpoint: parking.endpoint, from: &state) != nil
+        }
+    }
+
+    private func nextWaiterID() -> UInt64 {
+        state.withLock { state -> UInt64 in
+            state.nextWaiter += 1
+            return state.nextWaiter
+        }
+    }
+
+    /// Registers `waiter`, or resumes it at once: woken when a wake-up came after `ticket`, not
+    /// woken when `cancelled` or shut down.
+    private func enqueue(
+        _ waiter: Waiter, id: UInt64, key: FeedKey, endpoint: String?, after ticket: UInt64, cancelled: Bool
+    ) {
+        let deadline = waiter.deadline
+        let (immediate, reaper) = state.withLock { state -> (Bool?, UInt64?) in
+            if state.feeds[key]?.woke(endpoint, after: ticket) == true { return (true, nil) }
+            if cancelled || state.isShutDown { return (false, nil) }
+            state.feeds[key, default: Feed()].waiters[endpoint, default: [:]][id] = waiter
+            state.feeds[key]?.touched = state.clock
+            state.waiterCount += 1
+            Self.push(Deadline(at: deadline, id: id, key: key, endpoint: endpoint), into: &state.deadlines)
+            // Woken and cancelled waits leave their deadline behind; rebuild when most are
+            // stale (amortized: the heap at least halves), also while no deadline comes due.
+            if state.deadlines.count > 2 * state.waiterCount + 1024 { Self.rebuildDeadlines(&state) }
+            if let reaper = state.reaper, reaper.wakesAt <= deadline { return (nil, nil) }
+            state.reaperGeneration += 1
+            state.reaper = (state.reaperGeneration, deadline)
+            return (nil, state.reaperGeneration)
+        }
+        if let immediate { waiter(immediate) }
+        if let reaper { Task { await self.reap(generation: reaper, at: deadline) } }
     }
 
     /// Ends the waits whose deadline passed, sleeping until the earliest deadline, until no wait
@@ -167,7 +229,7 @@ public final class FeedSignals: Sendable {
                 state.reaper = (generation, top.at)
                 return (expired, top.at)
             }
-            for waiter in expired { waiter.continuation.resume(returning: false) }
+            for waiter in expired { waiter(false) }
             guard let next else { return }
             wakesAt = next
         }
@@ -203,7 +265,7 @@ public final class FeedSignals: Sendable {
             state.reaper = nil
             return waiters
         }
-        for waiter in waiters { waiter.continuation.resume(returning: false) }
+        for waiter in waiters { waiter(false) }
     }
 
     /// Whether ``shutDown()`` was called: waits return at once, not woken.
@@ -270,7 +332,7 @@ public final class FeedSignals: Sendable {
             state.waiterCount -= woken.count
             return woken
         }
-        for waiter in woken { waiter.continuation.resume(returning: true) }
+        for waiter in woken { waiter(true) }
         return woken.count
     }
 
