@@ -10,13 +10,14 @@ public struct HubRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The peer of the connection (for the `clientIP` rate limit).
     public let remoteAddress: SocketAddress?
-    /// The connection, for ``ConnectionCloseCallbacks``.
-    let connection: ObjectIdentifier
+    /// The connection: for ``ConnectionCloseCallbacks`` and to park a request (``ParkingHandler``).
+    let channel: any Channel
+    var connection: ObjectIdentifier { ObjectIdentifier(channel) }
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = CoreRequestContextStorage(source: source)
         self.remoteAddress = source.channel.remoteAddress
-        self.connection = ObjectIdentifier(source.channel)
+        self.channel = source.channel
     }
 }
 

@@ -4,37 +4,6 @@ import NIOCore
 import NIOHTTPTypes
 import Synchronization
 
-/// The hub's HTTP/1.1 child channel: Hummingbird's ``HTTP1Channel`` behind a ``ConnectionGuard``
-/// that counts the connection in (or refuses it) and enforces the ``ConnectionLimits`` timeouts.
-struct GuardedHTTP1Channel: ServerChildChannel {
-    typealias Value = HTTP1Channel.Value
-
-    let inner: HTTP1Channel
-    let registry: ConnectionRegistry
-
-    init(responder: @escaping HTTPChannelHandler.Responder, registry: ConnectionRegistry) {
-        // Hummingbird's own idle timeout stays off: it restarts with every body part, so a
-        // trickled body would never be cut, and it does not tell a slow head from an idle connection.
-        self.inner = HTTP1Channel(
-            responder: responder,
-            configuration: .init(additionalChannelHandlers: [RequestHeadGuard(), RequestPhaseHandler()]))
-        self.registry = registry
-    }
-
-    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        do {
-            try channel.pipeline.syncOperations.addHandler(ConnectionGuard(registry: registry))
-        } catch {
-            return channel.eventLoop.makeFailedFuture(error)
-        }
-        return inner.setup(channel: channel, logger: logger)
-    }
-
-    func handle(value: Value, logger: Logger) async {
-        await inner.handle(value: value, logger: logger)
-    }
-}
-
 /// First in a connection's pipeline (bytes): counts the connection in and out of the
 /// ``ConnectionRegistry``, refuses it with a bare 503 when over a cap, and closes it when the
 /// deadline of its current phase passes. ``RequestPhaseHandler``, after the HTTP decoder, moves it
@@ -110,6 +79,10 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
         // A client that leaves half-closes first (the server allows it): its waits end now.
         if let event = event as? ChannelEvent, event == .inputClosed {
             ConnectionCloseCallbacks.shared.closed(ObjectIdentifier(context.channel))
+        }
+        // The server shuts down gracefully: parked requests, which have no task to be told, answer now.
+        if event is ChannelShouldQuiesceEvent {
+            ConnectionCloseCallbacks.shared.quiescing(ObjectIdentifier(context.channel))
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -225,20 +198,31 @@ extension RequestPhaseHandler: Sendable {}
 /// registers how to end its wait, so a client that goes away releases it at once. Costs one
 /// dictionary entry per waiting request, no task (Hummingbird's
 /// `consumeWithCancellationOnInboundClose` costs three tasks and the connection's keep-alive).
+/// A parked request (``ParkingHandler``), which has no task to see a graceful shutdown, also
+/// registers what to do when the server quiesces the connection.
 final class ConnectionCloseCallbacks: Sendable {
     static let shared = ConnectionCloseCallbacks()
 
+    private struct Callbacks {
+        let closed: @Sendable () -> Void
+        let quiescing: (@Sendable () -> Void)?
+    }
+
     private struct State {
-        var callbacks: [ObjectIdentifier: [UInt64: @Sendable () -> Void]] = [:]
+        var callbacks: [ObjectIdentifier: [UInt64: Callbacks]] = [:]
         var next: UInt64 = 0
     }
     private let state = Mutex(State())
 
-    /// Runs `callback` when the connection `connection` closes, unless removed before.
-    func register(_ connection: ObjectIdentifier, _ callback: @escaping @Sendable () -> Void) -> UInt64 {
+    /// Runs `callback` when the connection `connection` closes, and `quiescing` when the server
+    /// shuts down gracefully while it is open, unless removed before.
+    func register(
+        _ connection: ObjectIdentifier, quiescing: (@Sendable () -> Void)? = nil,
+        _ callback: @escaping @Sendable () -> Void
+    ) -> UInt64 {
         state.withLock { state in
             state.next += 1
-            state.callbacks[connection, default: [:]][state.next] = callback
+            state.callbacks[connection, default: [:]][state.next] = Callbacks(closed: callback, quiescing: quiescing)
             return state.next
         }
     }
@@ -253,6 +237,12 @@ final class ConnectionCloseCallbacks: Sendable {
     /// Called by ``ConnectionGuard`` when its connection closed.
     func closed(_ connection: ObjectIdentifier) {
         let callbacks = state.withLock { $0.callbacks.removeValue(forKey: connection) }
-        for callback in callbacks?.values ?? [:].values { callback() }
+        for callback in callbacks?.values ?? [:].values { callback.closed() }
+    }
+
+    /// Called by ``ConnectionGuard`` when the server asks its connection to quiesce.
+    func quiescing(_ connection: ObjectIdentifier) {
+        let callbacks = state.withLock { $0.callbacks[connection].map { Array($0.values) } ?? [] }
+        for callback in callbacks { callback.quiescing?() }
     }
 }

@@ -23,17 +23,19 @@ struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
         let status: HTTPResponse.Status
         do {
             let response = try await next(request, context)
+            // A parked request records itself when it is answered (``ParkedRequestLog``).
+            if response.headers[ParkingHandler.marker] != nil { return response }
             status = response.status
-            record(route: context.endpointPath, status: status, start: start)
+            Self.record(route: context.endpointPath, status: status, start: start)
             return response
         } catch {
             status = (error as? any HTTPResponseError)?.status ?? .internalServerError
-            record(route: context.endpointPath, status: status, start: start)
+            Self.record(route: context.endpointPath, status: status, start: start)
             throw error
         }
     }
 
-    private func record(route: String?, status: HTTPResponse.Status, start: UInt64) {
+    static func record(route: String?, status: HTTPResponse.Status, start: UInt64) {
         let route = route ?? "NotFound"
         Counter(label: "hub_http_requests_total", dimensions: [("route", route), ("status", "\(status.code)")])
             .increment()

@@ -95,13 +95,19 @@ struct Problem: Error, Sendable {
 
     /// The problem as an HTTP response.
     var response: Response {
+        let (headers, body) = rendered
+        return Response(status: kind.status, headers: headers, body: ResponseBody(byteBuffer: body))
+    }
+
+    /// The headers and body of ``response``.
+    var rendered: (headers: HTTPFields, body: ByteBuffer) {
         let body = Body(
             type: Self.typeBase + kind.slug, title: kind.title, status: kind.status.code, detail: detail,
             errors: errors.isEmpty ? nil : errors)
         var headers = headers
         headers[.contentType] = "application/problem+json"
         let data = (try? JSON.data(body)) ?? Data("{}".utf8)
-        return Response(status: kind.status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+        return (headers, ByteBuffer(bytes: data))
     }
 }
 
@@ -123,6 +129,11 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     static func problem(for error: any Error, context: Context) -> Problem {
+        problem(for: error, logger: context.logger, path: context.endpointPath)
+    }
+
+    /// ``problem(for:context:)`` outside a request's handler (a parked request's late answer).
+    static func problem(for error: any Error, logger: Logger, path: String?) -> Problem {
         switch error {
         case let problem as Problem:
             return problem
@@ -135,10 +146,9 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         case let responseError as any HTTPResponseError:
             return problem(status: responseError.status, message: nil)
         default:
-            let requestID = context.logger[metadataKey: "hb.request.id"].map { "\($0)" } ?? "unknown"
-            context.logger.error(
-                "request failed",
-                metadata: ["error": "\(String(reflecting: error))", "path": "\(context.endpointPath ?? "?")"])
+            let requestID = logger[metadataKey: "hb.request.id"].map { "\($0)" } ?? "unknown"
+            logger.error(
+                "request failed", metadata: ["error": "\(String(reflecting: error))", "path": "\(path ?? "?")"])
             return Problem(
                 .internalError,
                 "The request failed unexpectedly; the server log has the details (request \(requestID)).")

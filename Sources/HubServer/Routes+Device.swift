@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import HubCore
 import Hummingbird
@@ -45,8 +46,9 @@ extension HubAPI {
             return Response(status: .noContent)
         }
         router.get(RouterPath(me + "/feed")) { request, context in
+            let start = DispatchTime.now().uptimeNanoseconds
             let (app, user) = try await authenticateDevice(request, context: context)
-            return try await feed(request, app: app, user: user, connection: context.connection)
+            return try await feed(request, context: context, app: app, user: user, start: start)
         }
         router.get(RouterPath(me + "/notifications")) { request, context in
             let (app, user) = try await authenticateDevice(request, context: context)
@@ -93,7 +95,7 @@ extension HubAPI {
 
     /// `GET …/me/feed`: one page (poll or long-poll) or, with `Accept: text/event-stream`, a stream.
     private func feed(
-        _ request: Request, app: CrossDeviceApp, user: String, connection: ObjectIdentifier
+        _ request: Request, context: HubRequestContext, app: CrossDeviceApp, user: String, start: UInt64
     ) async throws -> Response {
         let query = request.uri.queryParameters
         var errors: [HubError.FieldError] = []
@@ -119,21 +121,59 @@ extension HubAPI {
         let version = try cursor.map { try self.version(fromCursor: $0, app: app, user: user) } ?? 0
         let binding = try await binding(of: try callerEndpoint(request), app: app, user: user)
         if streaming {
-            return serverSentEvents(request, app: app, user: user, after: version, binding: binding)
+            return serverSentEvents(
+                request, context: context, app: app, user: user, after: version, binding: binding, start: start)
         }
         let page: FeedPage
         if let wait, wait > .zero {
+            let feed = ParkedLongPoll.Feed(app: app, user: user, version: version, limit: limit, binding: binding)
+            if let parked = try await parkedLongPoll(feed, wait: wait, request: request, context: context, start: start)
+            {
+                return parked
+            }
             page = try await longPoll(
-                connection: connection, app: app, user: user, after: version, limit: limit, wait: wait, binding: binding
-            )
+                connection: context.connection, app: app, user: user, after: version, limit: limit, wait: wait,
+                binding: binding)
         } else {
             page = try await sync(app: app, user: user, after: version, limit: limit, wait: nil, binding: binding)
         }
         HubMetrics.sync(app: app.id, mode: (wait ?? .zero) > .zero ? .longpoll : .poll)
-        return JSON.response(
-            FeedPageResource(
-                changes: page.changes.map(NotificationResource.init),
-                cursor: tokens.cursor(version: page.version, app: app.id, user: user), hasMore: page.hasMore))
+        return JSON.response(pageResource(page, app: app, user: user))
+    }
+
+    func pageResource(_ page: FeedPage, app: CrossDeviceApp, user: String) -> FeedPageResource {
+        FeedPageResource(
+            changes: page.changes.map(NotificationResource.init),
+            cursor: tokens.cursor(version: page.version, app: app.id, user: user), hasMore: page.hasMore)
+    }
+
+    /// A long-poll on a connection that can park it (``ParkingHandler``): reads the feed (unless
+    /// the cursor is at the newest version this instance committed) and answers when it found
+    /// changes; otherwise returns the placeholder of a ``ParkedLongPoll``, which waits without a
+    /// task and answers later. `nil` when the connection cannot park (a router test): the caller
+    /// waits in its task.
+    private func parkedLongPoll(
+        _ feed: ParkedLongPoll.Feed, wait: Duration, request: Request, context: HubRequestContext, start: UInt64
+    ) async throws -> Response? {
+        guard let parked = ParkedResponse.make(on: context.channel) else { return nil }
+        let signals = hub.signals
+        let ticket = signals.ticket()
+        if !signals.isCurrent(FeedKey(appId: feed.app.id, userId: feed.user), version: feed.version) {
+            let page = try await sync(
+                app: feed.app, user: feed.user, after: feed.version, limit: feed.limit, wait: nil, binding: feed.binding
+            )
+            if !page.changes.isEmpty {
+                HubMetrics.sync(app: feed.app.id, mode: .longpoll)
+                return JSON.response(pageResource(page, app: feed.app, user: feed.user))
+            }
+        }
+        if signals.isShutDown { throw Problem.shuttingDown }
+        let poll = ParkedLongPoll(
+            api: self, feed: feed, response: parked,
+            log: ParkedRequestLog(request, context: context, app: feed.app.id, start: start),
+            connection: context.connection)
+        poll.park(after: ticket, wait: wait)
+        return Response(status: .ok, headers: parked.placeholderHeaders)
     }
 
     /// A sync that waits: ends at once when the client goes away (its waiter is released; the

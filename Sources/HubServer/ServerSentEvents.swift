@@ -13,8 +13,12 @@ extension HubAPI {
     /// writes a `: keepalive` comment, so proxies keep the connection open. The stream ends when
     /// the client goes away, or when the server shuts down gracefully, with a last
     /// `event: shutdown` (`retry: 1000`, `data: {"retryAfter":1}`).
+    ///
+    /// On the hub's own server the stream waits without a task (``ParkedEventStream``); elsewhere
+    /// (a router test) in the response body's task.
     func serverSentEvents(
-        _ request: Request, app: CrossDeviceApp, user: String, after version: Int64, binding: EndpointBinding
+        _ request: Request, context: HubRequestContext, app: CrossDeviceApp, user: String, after version: Int64,
+        binding: EndpointBinding, start: UInt64
     ) -> Response {
         HubMetrics.sync(app: app.id, mode: .sse)
         let headers: HTTPFields = [
@@ -22,6 +26,15 @@ extension HubAPI {
             .cacheControl: "no-cache",
             HTTPField.Name("X-Accel-Buffering")!: "no",
         ]
+        if let parked = ParkedResponse.make(on: context.channel) {
+            let stream = ParkedEventStream(
+                api: self,
+                feed: ParkedLongPoll.Feed(app: app, user: user, version: version, limit: 100, binding: binding),
+                response: parked, log: ParkedRequestLog(request, context: context, app: app.id, start: start),
+                connection: context.connection)
+            stream.start(headers: headers)
+            return Response(status: .ok, headers: parked.placeholderHeaders)
+        }
         let stream = EventStream(api: self, app: app, user: user, binding: binding)
         return Response(
             status: .ok, headers: headers,
@@ -45,12 +58,8 @@ private struct EventStream: Sendable {
     let user: String
     let binding: HubAPI.EndpointBinding
 
-    /// The last event of a stream the server ends because it shuts down gracefully: the client
-    /// reconnects after `retry` (1 s) with the last event ID it saw, here or on another instance.
-    static let shutdownEvent = "retry: 1000\nevent: shutdown\ndata: {\"retryAfter\":1}\n\n"
-
     /// Writes events until cancelled (client gone) or graceful shutdown, which ends the stream
-    /// with ``shutdownEvent``.
+    /// with ``EventStreamText/shutdown``.
     ///
     /// The store is read at the start and after each wake-up of the feed, never for a heartbeat:
     /// a wait that times out writes `: keepalive` and waits again with the ticket taken before
@@ -76,7 +85,7 @@ private struct EventStream: Sendable {
                         app: app, user: user, after: version, limit: 100, wait: nil, binding: binding)
                     if Task.isCancelled { return }
                     if !page.changes.isEmpty {
-                        try await writer.write(events(page.changes))
+                        try await writer.write(api.events(page.changes, app: app, user: user))
                         version = max(page.version, page.changes.last?.changeVersion ?? version)
                         if page.hasMore { continue }
                     }
@@ -87,19 +96,22 @@ private struct EventStream: Sendable {
                 read = woken || signals.epoch != epoch
                 if !read { try await writer.write(ByteBuffer(string: ": keepalive\n\n")) }
             }
-            if !Task.isCancelled { try await writer.write(ByteBuffer(string: Self.shutdownEvent)) }
+            if !Task.isCancelled { try await writer.write(ByteBuffer(string: EventStreamText.shutdown)) }
         } onGracefulShutdown: {
             // Ends this stream's wait (and every other one) at once rather than at the next heartbeat.
             signals.shutDown()
         }
     }
 
+}
+
+extension HubAPI {
     /// One `notification` event per change, with the cursor after it as the event ID.
-    private func events(_ changes: [UserNotification]) throws -> ByteBuffer {
+    func events(_ changes: [UserNotification], app: CrossDeviceApp, user: String) -> ByteBuffer {
         var buffer = ByteBuffer()
         for change in changes {
             let data = JSON.data(NotificationResource(change))
-            let cursor = api.tokens.cursor(version: change.changeVersion, app: app.id, user: user)
+            let cursor = tokens.cursor(version: change.changeVersion, app: app.id, user: user)
             buffer.writeString("id: \(cursor)\nevent: notification\ndata: ")
             buffer.writeBytes(data)
             buffer.writeString("\n\n")
