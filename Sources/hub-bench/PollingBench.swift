@@ -18,7 +18,8 @@ struct PollingBench: AsyncParsableCommand {
             temporary folder), parks --connections long-polls (one user each) from this process, reads VmRSS from \
             /proc before and after, publishes to --wakes of those users at --rate per second and \
             times each publish to the first byte of its long-poll's answer, then sends SIGTERM and \
-            times the exit. Then the same hub fresh with as many event streams. Needs \
+            times the exit. Then the same hub fresh with as many event streams, and once more with as \
+            many connections that send nothing (the floor every connection costs). Needs \
             --connections file descriptors in each process (the soft limit is raised to the hard one). Run a \
             release build: swift build -c release && .build/release/hub-bench polling.
             """)
@@ -115,6 +116,20 @@ struct PollingBench: AsyncParsableCommand {
                 format: "SIGTERM with %d event streams: exited in %.2f s (target ≤ 2 s)", connections,
                 streamExit.seconds))
         for connection in streams { connection.close() }
+
+        // Connections that sent nothing: what any connection costs before its first request.
+        hub = try await ServedHub.start(executable: executable, directory: directory)
+        let idleThird = try await hub.settledRSS()
+        var idle: [BenchConnection] = []
+        for _ in 0..<connections { idle.append(try await BenchConnection.open(port: hub.port)) }
+        let idleRSS3 = try await hub.settledRSS()
+        print(
+            String(
+                format:
+                    "idle RSS %.1f MB; with %d connections that sent nothing %.1f MB: %.1f KiB per connection (the floor under both: NIO channel and pipeline, Hummingbird's connection task)",
+                idleThird / 1024, connections, idleRSS3 / 1024, (idleRSS3 - idleThird) / Double(connections)))
+        _ = try await hub.stop()
+        for connection in idle { connection.close() }
     }
 }
 
@@ -273,7 +288,7 @@ enum BenchFiles {
         let yaml = """
             server:
               listen: "127.0.0.1:0"
-              connections: { max: 100000, maxPerClient: 100000 }
+              connections: { max: 100000, maxPerClient: 100000, headerTimeout: 1h }
             store: { sqlite: { path: hub.sqlite } }
             logging: { level: notice }
             rateLimits: { publisherKey: off, userPublishes: off, deviceToken: off, clientIP: off }
