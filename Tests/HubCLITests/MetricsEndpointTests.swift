@@ -59,7 +59,13 @@ struct MetricsEndpointTests {
             of: "instanceId: test-hub }", with: "instanceId: test-hub, metricsListen: \"127.0.0.1:\(metricsPort)\" }"
         ).write(to: config, atomically: true, encoding: .utf8)
         let hub = try RunningHub(directory: workspace)
-        #expect(hub.log.contains("metrics listening on http://127.0.0.1:\(metricsPort)/metrics"), "\(hub.log)")
+        // The two listeners start side by side: the metrics line may follow "hub listening".
+        let announced = "metrics listening on http://127.0.0.1:\(metricsPort)/metrics"
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !hub.log.contains(announced), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(hub.log.contains(announced), "\(hub.log)")
         let api = HubHTTP(base: hub.baseURL)
         #expect(try await api.publish(user: "alice", id: "n1") == 201)
         #expect(try await api.request(.GET, "/metrics", bearer: "").status == 404)
