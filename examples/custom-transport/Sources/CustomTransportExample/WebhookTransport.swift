@@ -13,7 +13,9 @@ import NIOHTTP1
 /// and ``WebhookSignature`` signs it in the `X-Hub-Signature-256` header.
 ///
 /// The receiver's answer decides the outcome: 2xx `accepted`; 404 or 410 `endpointGone` (the hub
-/// deactivates the endpoint); 408, 429 and 5xx `retry`, honouring `Retry-After`; other 4xx
+/// deactivates the endpoint); 408, 429 and 5xx `retry`, honouring `Retry-After`; 401 and 403
+/// `suspended` (the receiver refuses the signature: the secret is wrong for it, a configuration
+/// fault — the hub parks the deliveries until it restarts with the right secret); other 4xx
 /// `rejected`. A connection failure, timeout or cancellation is a `retry`.
 ///
 /// The posts of an app with `credentials.webhook` are signed with that app's secret, the others
@@ -109,6 +111,8 @@ public struct WebhookTransport: Transport {
         case 200..<300: return .accepted
         case 404, 410: return .endpointGone(since: nil, reason: "the receiver answered \(status)")
         case 408, 429, 500..<600: return .retry(after: delay, reason: "the receiver answered \(status)")
+        case 401, 403:
+            return .suspended(reason: "the receiver answered \(status): check the webhook secret it and the hub share")
         default: return .rejected(reason: "the receiver answered \(status)")
         }
     }

@@ -66,7 +66,7 @@ struct WebhookTransportTests {
         }
     }
 
-    @Test("maps the receiver's answers: 503 is a retry after Retry-After, silence a retry at the timeout")
+    @Test("maps the receiver's answers: 503 is a retry after Retry-After, silence a retry at the timeout, 401 suspends")
     func outcomes() async throws {
         try await WebhookReceiver.run { receiver in
             let transport = Self.transport(receiver, timeout: .milliseconds(500))
@@ -83,6 +83,15 @@ struct WebhookTransportTests {
                 return
             }
             #expect(ContinuousClock.now - start < .seconds(5))
+            let wrongSecret = WebhookTransport(
+                configuration: .init(url: receiver.url, secret: Secret("not-the-receivers", source: "test")))
+            #expect(
+                await wrongSecret.send(
+                    TransportConformance.delivery(
+                        .shoulderTap, to: TransportConformance.endpoint(transport: transport.id, token: "device-1"),
+                        app: Self.app)
+                ).isSuspended,
+                "a refused signature is a configuration fault: parked, not dropped")
             #expect(transport.problem(registering: busy, for: Self.app) == nil)
             var spaced = busy
             spaced.token = "two words"
