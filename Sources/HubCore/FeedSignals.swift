@@ -82,14 +82,6 @@ public final class FeedSignals: Sendable {
         var waiterCount: Int { waiters.values.reduce(0) { $0 + $1.count } }
     }
 
-    /// One entry of the deadline heap; stale once its waiter was woken or cancelled.
-    private struct Deadline {
-        let at: ContinuousClock.Instant
-        let id: UInt64
-        let key: FeedKey
-        let endpoint: String?
-    }
-
     private struct State {
         var clock: UInt64 = 0
         var feeds: [FeedKey: Feed] = [:]
@@ -97,8 +89,8 @@ public final class FeedSignals: Sendable {
         var pruneAt = 10_000
         var waiterCount = 0
         var nextWaiter: UInt64 = 0
-        /// The deadlines of the waits, earliest first (a binary min-heap).
-        var deadlines: [Deadline] = []
+        /// The deadlines of the waits, earliest first.
+        var deadlines = DeadlineHeap()
         /// The reaper task that ends waits at their deadline: its generation and when it wakes.
         var reaper: (generation: UInt64, wakesAt: ContinuousClock.Instant)?
         var reaperGeneration: UInt64 = 0
@@ -192,7 +184,7 @@ public final class FeedSignals: Sendable {
             state.feeds[key, default: Feed()].waiters[endpoint, default: [:]][id] = waiter
             state.feeds[key]?.touched = state.clock
             state.waiterCount += 1
-            Self.push(Deadline(at: deadline, id: id, key: key, endpoint: endpoint), into: &state.deadlines)
+            state.deadlines.push(.init(at: deadline, id: id, key: key, endpoint: endpoint))
             // Woken and cancelled waits leave their deadline behind; rebuild when most are
             // stale (amortized: the heap at least halves), also while no deadline comes due.
             if state.deadlines.count > 2 * state.waiterCount + 1024 { Self.rebuildDeadlines(&state) }
@@ -216,7 +208,7 @@ public final class FeedSignals: Sendable {
                 guard state.reaper?.generation == generation else { return ([], nil) }
                 var expired: [Waiter] = []
                 while let top = state.deadlines.first, top.at <= now {
-                    Self.popFirst(from: &state.deadlines)
+                    state.deadlines.removeFirst()
                     if let waiter = Self.removeWaiter(top.id, key: top.key, endpoint: top.endpoint, from: &state) {
                         expired.append(waiter)
                     }
@@ -261,7 +253,7 @@ public final class FeedSignals: Sendable {
                 state.feeds[key]?.waiters = [:]
             }
             state.waiterCount = 0
-            state.deadlines = []
+            state.deadlines = DeadlineHeap()
             state.reaper = nil
             return waiters
         }
@@ -387,49 +379,16 @@ public final class FeedSignals: Sendable {
     /// How many requests are waiting, for metrics.
     public var waiterCount: Int { state.withLock { $0.waiterCount } }
 
-    // MARK: Deadline heap
-
-    private static func push(_ entry: Deadline, into heap: inout [Deadline]) {
-        heap.append(entry)
-        var child = heap.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard heap[child].at < heap[parent].at else { break }
-            heap.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    private static func popFirst(from heap: inout [Deadline]) {
-        guard heap.count > 1 else {
-            heap.removeAll(keepingCapacity: true)
-            return
-        }
-        heap[0] = heap.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var smallest = parent
-            if left < heap.count && heap[left].at < heap[smallest].at { smallest = left }
-            if right < heap.count && heap[right].at < heap[smallest].at { smallest = right }
-            guard smallest != parent else { return }
-            heap.swapAt(parent, smallest)
-            parent = smallest
-        }
-    }
-
     private static func rebuildDeadlines(_ state: inout State) {
-        var live: [Deadline] = []
+        var live: [DeadlineHeap.Entry] = []
         live.reserveCapacity(state.waiterCount)
         for (key, feed) in state.feeds {
             for (endpoint, group) in feed.waiters {
                 for (id, waiter) in group {
-                    live.append(Deadline(at: waiter.deadline, id: id, key: key, endpoint: endpoint))
+                    live.append(.init(at: waiter.deadline, id: id, key: key, endpoint: endpoint))
                 }
             }
         }
-        live.sort { $0.at < $1.at }  // a sorted array is a valid min-heap
-        state.deadlines = live
+        state.deadlines = DeadlineHeap(entries: live)
     }
 }
