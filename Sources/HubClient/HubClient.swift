@@ -65,10 +65,15 @@ public final class HubClient: Sendable {
     /// finished traps in Foundation ("Trying to access a behaviour for a task that in not in the
     /// registry"), as a long poll or event stream cancelled at the end of its wait can be.
     public static func uncachedConfiguration() -> URLSessionConfiguration {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        return configuration
+        withoutCache(.ephemeral)
+    }
+
+    /// A copy of `configuration` without a URL cache (see ``uncachedConfiguration()``).
+    static func withoutCache(_ configuration: URLSessionConfiguration) -> URLSessionConfiguration {
+        let copy = (configuration.copy() as? URLSessionConfiguration) ?? .ephemeral
+        copy.urlCache = nil
+        copy.requestCachePolicy = .reloadIgnoringLocalCacheData
+        return copy
     }
 
     /// Creates a client; it sends nothing until it is used.

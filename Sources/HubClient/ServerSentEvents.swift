@@ -98,9 +98,7 @@ final class StreamingResponse: NSObject, URLSessionDataDelegate, @unchecked Send
         (parts, continuation) = AsyncThrowingStream.makeStream(of: Part.self)
         super.init()
         // No URL cache whatever the client's session has (see HubClient.uncachedConfiguration()).
-        let configuration = (configuration.copy() as? URLSessionConfiguration) ?? HubClient.uncachedConfiguration()
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        let configuration = HubClient.withoutCache(configuration)
         let session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
         continuation.onTermination = { termination in
             // A finished exchange has nothing to cancel: cancelling a completed task is what traps.

@@ -219,9 +219,14 @@ enum JSON {
     }
 
     static func data(_ value: some JSONWritable) -> Data {
+        Data(bytes(value))
+    }
+
+    /// The JSON of a resource that writes itself.
+    static func bytes(_ value: some JSONWritable) -> [UInt8] {
         var writer = JSONWriter()
         value.write(to: &writer)
-        return Data(writer.bytes)
+        return writer.bytes
     }
 
     /// A JSON response.
@@ -240,9 +245,7 @@ enum JSON {
     ) -> Response {
         var headers = headers
         headers[.contentType] = "application/json; charset=utf-8"
-        var writer = JSONWriter()
-        value.write(to: &writer)
         return Response(
-            status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: writer.bytes)))
+            status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes(value))))
     }
 }
