@@ -102,7 +102,7 @@ extension SQLiteStore {
     /// Records when the endpoint last synced its feed. Unknown endpoints are ignored.
     public func touchEndpoint(_ key: FeedKey, id: String, syncedAt: Date) async throws {
         try Identifier.checkBeforeStoring(key, id: id)
-        return try await write { db in
+        return try await write(.relaxed) { db in
             try db.cachedStatement(sql: "UPDATE endpoint SET lastSyncAt = ? WHERE appId = ? AND userId = ? AND id = ?")
                 .execute(arguments: [syncedAt.storedSeconds, key.appId, key.userId, id])
         }

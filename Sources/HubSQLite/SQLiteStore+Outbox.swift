@@ -31,7 +31,7 @@ extension SQLiteStore {
                 arguments: laneArguments + [now.canonical.storedSeconds, now.canonical.storedSeconds]) ?? false
         }
         guard anyDue else { return [] }
-        return try await write { db in
+        return try await write(.relaxed) { db in
             let now = now.canonical
             let ids = try Int64.fetchAll(
                 db.cachedStatement(
@@ -111,7 +111,7 @@ extension SQLiteStore {
     public func renewLeases(_ ids: [Int64], owner: String, until: Date) async throws {
         guard !ids.isEmpty else { return }
         let idList = JSONText.array(ids.map(JSONText.number))
-        try await write { db in
+        try await write(.relaxed) { db in
             try db.cachedStatement(
                 sql: """
                     UPDATE delivery SET leaseUntil = ?
@@ -138,7 +138,7 @@ extension SQLiteStore {
     /// `suspendedReason` set) until ``resumeSuspended(at:)``.
     public func recordOutcomes(_ outcomes: [OutboxOutcome]) async throws {
         guard !outcomes.isEmpty else { return }
-        try await write { db in
+        try await write(.relaxed) { db in
             var plain: [(Int64, DeliveryResult, String?)] = []
             var plainAt = Date.distantPast
             for outcome in outcomes {
@@ -239,7 +239,7 @@ extension SQLiteStore {
     /// Un-parks every suspended delivery, due at once (see ``OutboxStore/resumeSuspended(at:)``).
     @discardableResult
     public func resumeSuspended(at now: Date) async throws -> Int {
-        try await write { db in
+        try await write(.relaxed) { db in
             try db.cachedStatement(
                 sql: """
                     UPDATE delivery SET suspendedAt = NULL, suspendedReason = NULL, dueAt = MIN(dueAt, ?)
@@ -254,7 +254,7 @@ extension SQLiteStore {
     /// crash), so a restarted instance of the same name sends them at once instead of waiting for
     /// the leases to expire. A released tap whose endpoint has a newer pending tap is superseded.
     public func releaseLeases(owner: String) async throws {
-        try await write { db in
+        try await write(.relaxed) { db in
             let leased = try DeliveryRecord.filter(sql: "state = 'pending' AND leaseOwner = ?", arguments: [owner])
                 .fetchAll(db)
             for var record in leased {

@@ -5,7 +5,9 @@ public import HubCore
 /// The embedded default ``Store``: one SQLite database file, accessed through GRDB.
 ///
 /// - Durability: a file store runs in WAL mode with `synchronous = FULL`, so every method that
-///   returned has its transaction on disk (a publish answered with 2xx survives a power loss).
+///   returned has its transaction on disk (a publish answered with 2xx survives a power loss) —
+///   except the dispatcher's bookkeeping (claims, leases, outcomes, sync times), which commits
+///   without an fsync of its own: lost in a power cut, it only means a delivery is sent again.
 /// - Transactions: every ``Store`` method is atomic: a read transaction, or a write in its own
 ///   savepoint of a group transaction that commits concurrent writes together (one fsync for many;
 ///   each caller is answered after the commit). Reads run concurrently with writes (file store).
@@ -99,10 +101,14 @@ public final class SQLiteStore: Store {
     // MARK: Transactions
 
     /// Runs `updates` atomically (its own savepoint in a group transaction, see ``GroupCommit``)
-    /// and returns once that transaction committed, translating busy errors.
-    func write<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    /// and returns once that transaction committed, translating busy errors. Writes whose loss in
+    /// a power cut only means a delivery is sent again (outcomes, leases, sync times) pass
+    /// `.relaxed`: they commit without an fsync of their own.
+    func write<T: Sendable>(
+        _ durability: GroupCommit.Durability = .durable, _ updates: @escaping @Sendable (Database) throws -> T
+    ) async throws -> T {
         let groupCommit = self.groupCommit
-        return try await Self.translatingErrors { try await groupCommit.write(updates) }
+        return try await Self.translatingErrors { try await groupCommit.write(durability, updates) }
     }
 
     /// Runs `value` in one read transaction (a snapshot), translating busy errors.

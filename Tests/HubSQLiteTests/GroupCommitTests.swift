@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HubTesting
 import Testing
 
 @testable import HubSQLite
@@ -66,5 +67,58 @@ struct GroupCommitTests {
         #expect(results.count == 20)
         for (index, succeeded) in results { #expect(succeeded == (index % 5 != 0), "job \(index)") }
         #expect(try names(queue) == Set((0..<20).filter { $0 % 5 != 0 }.map { "item-\($0)" }))
+    }
+
+    /// The `synchronous` level the job's transaction commits with (1 NORMAL, 2 FULL).
+    @Sendable private static func level(_ db: Database) throws -> Int {
+        try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1
+    }
+
+    @Test("relaxed jobs commit without an fsync; a durable job, alone or in their batch, with one")
+    func durability() async throws {
+        let queue = try queue()
+        let commit = GroupCommit(writer: queue)
+        #expect(try await commit.write(.relaxed, Self.level) == 1)
+        #expect(try await commit.write(.relaxed, Self.level) == 1)
+        #expect(try await commit.write(.durable, Self.level) == 2)
+        #expect(try await commit.write { try Self.level($0) } == 2, "durable unless said otherwise")
+        #expect(try await commit.write(.relaxed, Self.level) == 1)
+
+        // A batch of relaxed jobs with one durable job among them commits with an fsync.
+        let (held, hold) = AsyncStream.makeStream(of: Void.self)
+        let blocker = Task {
+            try await commit.write(.relaxed) { _ in
+                hold.yield()
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+        }
+        var iterator = held.makeAsyncIterator()
+        _ = await iterator.next()
+        let levels = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<10 {
+                group.addTask { try await commit.write(index == 7 ? .durable : .relaxed, Self.level) }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        try await blocker.value
+        #expect(levels == Array(repeating: 2, count: 10))
+    }
+
+    @Test("the commit thread ends when idle and starts again with the next write")
+    func idleThreadEnds() async throws {
+        let queue = try queue()
+        let commit = GroupCommit(writer: queue, idleTimeout: .milliseconds(20))
+        try await commit.write { db in try db.execute(sql: "INSERT INTO item (name) VALUES ('first')") }
+        #expect(await eventually(timeout: .seconds(5)) { !commit.isRunning })
+        try await commit.write { db in try db.execute(sql: "INSERT INTO item (name) VALUES ('second')") }
+        #expect(try names(queue) == ["first", "second"])
+        // Writes racing the thread's end are never stranded.
+        for round in 0..<50 {
+            try await Task.sleep(for: .milliseconds(round % 3 == 0 ? 21 : 1))
+            try await commit.write { db in
+                try db.execute(sql: "INSERT INTO item (name) VALUES (?)", arguments: ["race-\(round)"])
+            }
+        }
+        #expect(try names(queue).count == 52)
     }
 }

@@ -104,6 +104,35 @@ struct SQLiteStoreTests {
         try store.close()
     }
 
+    @Test("Publishes commit with an fsync; the dispatcher's bookkeeping without one")
+    func durabilityPerWrite() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteStore(path: directory.databasePath)
+        let key = FeedKey(appId: "notes.contoso.com", userId: "user-0")
+        _ = try await store.upsertEndpoint(
+            Endpoint(
+                id: "e1", appId: key.appId, userId: key.userId, platform: .ios,
+                platformAppId: "com.contoso.notes", transport: .apns, token: "tok", registeredAt: Date()))
+        // `pragma` reads the writer connection's level, which stays as the last commit set it.
+        let published = try await store.publish(request(key, "d-1")).notification
+        #expect(try await store.pragma("synchronous") == "2", "a publish commits with one")
+        let now = Date()
+        let due = try await store.claimDeliveries(
+            .all, limit: 10, now: now, owner: "a", leaseUntil: now.addingTimeInterval(30))
+        #expect(due.count == 1)
+        #expect(try await store.pragma("synchronous") == "1", "a claim commits without an fsync")
+        let delivered = OutboxOutcome.Change.finish(.delivered, detail: nil, goneSince: nil)
+        try await store.recordOutcomes(due.map { OutboxOutcome(id: $0.delivery.id, delivered, at: now) })
+        #expect(try await store.pragma("synchronous") == "1", "outcomes commit without an fsync")
+        try await store.touchEndpoint(key, id: "e1", syncedAt: now)
+        #expect(try await store.pragma("synchronous") == "1")
+        _ = try await store.updateState(
+            StateChange(
+                key: key, id: published.id, readState: .read, userActionState: nil, exceptEndpoint: nil, now: now))
+        #expect(try await store.pragma("synchronous") == "2", "a state change commits with one")
+        try store.close()
+    }
+
     @Test("Concurrent publishes get distinct, increasing versions", arguments: StoreKind.allCases)
     func concurrentPublishes(kind: StoreKind) async throws {
         let directory = try TemporaryDirectory()
