@@ -52,11 +52,17 @@ final class GroupCommit: Sendable {
     private let maxBatch: Int
     /// How long the commit thread waits for work before it ends.
     private let idleTimeout: DispatchTimeInterval
+    /// Called on the commit thread after each transaction that committed.
+    private let afterCommit: (@Sendable () -> Void)?
 
-    init(writer: any DatabaseWriter, maxBatch: Int = 256, idleTimeout: DispatchTimeInterval = .seconds(1)) {
+    init(
+        writer: any DatabaseWriter, maxBatch: Int = 256, idleTimeout: DispatchTimeInterval = .seconds(1),
+        afterCommit: (@Sendable () -> Void)? = nil
+    ) {
         self.writer = writer
         self.maxBatch = maxBatch
         self.idleTimeout = idleTimeout
+        self.afterCommit = afterCommit
     }
 
     /// Runs `work` in a savepoint of the next group transaction; returns after that transaction
@@ -133,7 +139,7 @@ final class GroupCommit: Sendable {
     private func commit(_ batch: [Job]) -> [Result<any Sendable, any Error>] {
         let durability: Durability = batch.contains { $0.durability == .durable } ? .durable : .relaxed
         do {
-            return try writer.writeWithoutTransaction { db in
+            let results = try writer.writeWithoutTransaction { db in
                 try setSynchronous(durability, db)
                 var results: [Result<any Sendable, any Error>] = []
                 if batch.count == 1 {
@@ -151,6 +157,8 @@ final class GroupCommit: Sendable {
                 }
                 return results
             }
+            afterCommit?()
+            return results
         } catch {
             return batch.map { _ in .failure(error) }
         }

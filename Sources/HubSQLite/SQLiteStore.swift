@@ -22,6 +22,8 @@ public final class SQLiteStore: Store {
     let writer: any DatabaseWriter
     /// Batches concurrent writes into shared transactions (one fsync for many publishes).
     let groupCommit: GroupCommit
+    /// Copies the log into the database file off the commit path (file stores).
+    let checkpointer: Checkpointer?
 
     /// The database file, or `nil` for an in-memory store.
     public let path: String?
@@ -34,17 +36,27 @@ public final class SQLiteStore: Store {
     /// The parent directory is created if missing. Several processes may open the same file;
     /// they take turns to write (waiting up to ``busyTimeout`` for the lock).
     public convenience init(path: String) throws {
+        try self.init(path: path, checkpointInterval: .milliseconds(200))
+    }
+
+    /// A file store whose checkpointer runs every `checkpointInterval` while commits come in.
+    convenience init(path: String, checkpointInterval: Duration) throws {
         let url = URL(fileURLWithPath: path)
         try FileManager.default.createDirectory(
             at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         let pool = try Self.translatingErrors {
             let pool = try DatabasePool(path: url.path, configuration: Self.configuration())
-            // GRDB sets `synchronous = NORMAL` when it enables WAL mode; NORMAL may lose the last
-            // transactions on power loss, which would break "a 2xx publish is durable".
-            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            try pool.writeWithoutTransaction { db in
+                // GRDB sets `synchronous = NORMAL` when it enables WAL mode; NORMAL may lose the last
+                // transactions on power loss, which would break "a 2xx publish is durable".
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                // Checkpoints run on the checkpointer's connection; the writer's only as a backstop.
+                try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Checkpointer.backstopPages)")
+            }
             return pool
         }
-        try self.init(writer: pool, path: url.path)
+        try self.init(
+            writer: pool, path: url.path, checkpointer: Checkpointer(path: url.path, interval: checkpointInterval))
     }
 
     /// A store in memory, for tests: fast, private to this instance, gone when released.
@@ -54,9 +66,12 @@ public final class SQLiteStore: Store {
     }
 
     /// Wraps an opened connection and brings its schema up to date.
-    init(writer: any DatabaseWriter, path: String?) throws {
+    init(writer: any DatabaseWriter, path: String?, checkpointer: Checkpointer? = nil) throws {
         self.writer = writer
-        self.groupCommit = GroupCommit(writer: writer)
+        self.checkpointer = checkpointer
+        var afterCommit: (@Sendable () -> Void)?
+        if let checkpointer { afterCommit = { checkpointer.committed() } }
+        self.groupCommit = GroupCommit(writer: writer, afterCommit: afterCommit)
         self.path = path
         try Self.translatingErrors { try Self.migrator.migrate(writer) }
     }
@@ -89,6 +104,7 @@ public final class SQLiteStore: Store {
 
     /// Closes the database connections. Further use of the store fails.
     public func close() throws {
+        checkpointer?.close()
         try Self.translatingErrors {
             if let pool = writer as? DatabasePool {
                 try pool.close()

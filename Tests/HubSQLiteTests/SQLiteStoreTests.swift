@@ -104,6 +104,35 @@ struct SQLiteStoreTests {
         try store.close()
     }
 
+    @Test("A file store checkpoints its log off the commit path, so the log starts over", arguments: [true, false])
+    func checkpointer(running: Bool) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteStore(path: directory.databasePath, checkpointInterval: .milliseconds(20))
+        // The writer's own checkpoint is only a backstop.
+        #expect(try await store.pragma("wal_autocheckpoint") == "\(Checkpointer.backstopPages)")
+        let checkpointer = try #require(store.checkpointer)
+        if !running { checkpointer.close() }  // as if there were none: only the backstop is left
+        let key = FeedKey(appId: "notes.contoso.com", userId: "user-0")
+        for index in 0..<400 {
+            _ = try await store.publish(request(key, "n-\(index)"))
+            if index % 50 == 49 { try await Task.sleep(for: .milliseconds(60)) }
+        }
+        let walPath = directory.databasePath + "-wal"
+        let walSize = try #require(try FileManager.default.attributesOfItem(atPath: walPath)[.size] as? Int)
+        let pageSize = try #require(Int(try await store.pragma("page_size") ?? ""))
+        if running {
+            #expect(checkpointer.checkpoints >= 3)
+            // 400 commits write ~2,700 frames; a log that starts over after each checkpoint holds one
+            // burst of 50 commits (~350).
+            #expect(walSize < 1_000 * pageSize, "log of \(walSize / pageSize) pages")
+            #expect(await eventually(timeout: .seconds(5)) { !checkpointer.isRunning }, "the thread ends when idle")
+        } else {
+            #expect(checkpointer.checkpoints == 0)
+            #expect(walSize > 2_000 * pageSize, "log of \(walSize / pageSize) pages")
+        }
+        try store.close()
+    }
+
     @Test("Publishes commit with an fsync; the dispatcher's bookkeeping without one")
     func durabilityPerWrite() async throws {
         let directory = try TemporaryDirectory()
