@@ -70,7 +70,7 @@ public struct ConfigLoader: Sendable {
             (root, reader.overrides) = EnvironmentOverrides.apply(
                 to: root, environment: environment, firstLine: firstLine, plugins: plugins, reader: &reader)
         }
-        let topKeys = ["server", "store", "logging", "limits", "rateLimits", "transports", "apps"]
+        let topKeys = EnvironmentOverrides.sections
         guard let top = reader.mapping(root, at: "hub.yaml", allowed: topKeys) else {
             return Result(file: nil, diagnostics: reader.diagnostics)
         }
@@ -81,6 +81,7 @@ public struct ConfigLoader: Sendable {
         if let node = top["store"], let store = reader.readStore(node) { file.store = store }
         if let node = top["logging"] { file.logging = reader.readLogging(node) }
         if let node = top["limits"] { file.limits = reader.readLimits(node) }
+        if let node = top["dispatcher"] { file.dispatcher = reader.readDispatcher(node) }
         file.transports = reader.readTransports(top["transports"])
         if let node = top["apps"] { file.apps = reader.readApps(node) }
         if let node = top["rateLimits"] { file.rateLimits = reader.readRateLimits(node, at: "rateLimits") }

@@ -20,12 +20,12 @@ import Yams
 ///   those the plugins declare (``TransportPlugin/settingKeys``, ``TransportPlugin/credentialKeys``).
 ///
 /// Only variables whose first part names a section (`HUB_SERVER…`, `HUB_STORE…`, `HUB_LOGGING…`,
-/// `HUB_LIMITS…`, `HUB_RATE_LIMITS…`, `HUB_TRANSPORTS…`, `HUB_APPS…`) are overrides. A variable of a
+/// `HUB_LIMITS…`, `HUB_DISPATCHER…`, `HUB_RATE_LIMITS…`, `HUB_TRANSPORTS…`, `HUB_APPS…`) are overrides. A variable of a
 /// section that names no key is an error, with a suggestion. The variables of earlier versions that
 /// named a transport's setting without the section (`HUB_APNS_SERVER`, `HUB_FCM_SEND_URL`, …: `HUB_` +
 /// the plugin ID + the key) still apply, with a warning that names their new name.
 struct EnvironmentOverrides {
-    static let sections = ["server", "store", "logging", "limits", "rateLimits", "transports", "apps"]
+    static let sections = ["server", "store", "logging", "limits", "dispatcher", "rateLimits", "transports", "apps"]
 
     /// The keys of each mapping, by path (`*` for an app); lists other than `apps` are set whole.
     static let baseSchema: [String: [String]] = [
@@ -38,6 +38,7 @@ struct EnvironmentOverrides {
         "store": ["sqlite", "postgres"], "store.sqlite": ["path"], "store.postgres": ["url", "poolSize"],
         "logging": ["format", "level"],
         "limits": ["defaultLifetime", "maxLifetime", "maxPayloadBytes", "retention"],
+        "dispatcher": ConfigReader.dispatcherKeys,
         "apps.*": ConfigReader.appKeys,
         "apps.*.platforms": Platform.known.map(\.rawValue),
         "apps.*.platforms.*": ["appIds"],
@@ -51,6 +52,7 @@ struct EnvironmentOverrides {
     static func schema(plugins: [any TransportPlugin]) -> [String: [String]] {
         var schema = baseSchema
         schema["transports"] = plugins.map(\.id.rawValue)
+        schema["dispatcher.lanes"] = plugins.map(\.id.rawValue)
         schema["apps.*.credentials"] = plugins.map(\.id.rawValue)
         for plugin in plugins {
             schema["transports.\(plugin.id)"] = plugin.settingKeys

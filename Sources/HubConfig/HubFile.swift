@@ -1,6 +1,6 @@
 public import HubCore
 
-/// hub.yaml as loaded: server, store, limits, logging and the cross-device apps.
+/// hub.yaml as loaded: server, store, limits, logging, dispatcher and the cross-device apps.
 public struct HubFile: Sendable {
     /// The path it was loaded from.
     public var path: String
@@ -16,12 +16,15 @@ public struct HubFile: Sendable {
     public var rateLimits = RateLimitSettings()
     /// `apps[].rateLimits`: the apps' own, by app ID (what they do not give comes from `rateLimits`).
     public var appRateLimits: [String: RateLimitSettings] = [:]
+    /// `dispatcher`: how this instance works the outbox.
+    public var dispatcher = DispatcherSettings()
 
     /// The values `Hub` runs on.
     public func hubConfiguration() -> HubConfiguration {
         HubConfiguration(
             apps: apps, defaultLifetime: limits.defaultLifetime, maxLifetime: limits.maxLifetime,
-            maxPayloadBytes: limits.maxPayloadBytes, retention: limits.retention)
+            maxPayloadBytes: limits.maxPayloadBytes, retention: limits.retention,
+            dispatcher: dispatcher.applied(to: DispatcherConfiguration()))
     }
 }
 

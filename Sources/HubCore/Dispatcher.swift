@@ -69,7 +69,10 @@ final class Dispatcher: Sendable {
     func run() async {
         logger.info(
             "dispatcher started",
-            metadata: ["instance": "\(instanceID)", "lanes": "\(lanes.map(\.name).joined(separator: ","))"])
+            metadata: [
+                "instance": "\(instanceID)",
+                "lanes": "\(lanes.map { "\($0.name):\($0.concurrency)" }.joined(separator: ","))",
+            ])
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.runRecorder() }

@@ -21,6 +21,21 @@ struct ConfigFromEnvironmentTests {
         #expect(!hub.log.contains("env-admin-token-123"))
     }
 
+    @Test(
+        "dispatcher.concurrency and dispatcher.lanes set the lanes hub serve runs",
+        arguments: [
+            (["HUB_DISPATCHER_CONCURRENCY": "33"], "polling:33"),
+            (["HUB_DISPATCHER_CONCURRENCY": "33", "HUB_DISPATCHER_LANES_POLLING": "7"], "polling:7"),
+        ])
+    func dispatcherLanes(environment: [String: String], lane: String) async throws {
+        let workspace = try makeWorkspace()
+        try writeServeConfig(in: workspace)
+        let hub = try RunningHub(directory: workspace, environment: environment)
+        #expect(try await eventuallyAsync { hub.log.contains("dispatcher started") }, "\(hub.log)")
+        let line = try #require(hub.log.split(separator: "\n").first { $0.contains("dispatcher started") })
+        #expect(line.contains("lanes=\(lane),other:4"), "\(line)")
+    }
+
     @Test("hub config print shows the effective configuration with secrets redacted")
     func print() throws {
         let workspace = try makeWorkspace()

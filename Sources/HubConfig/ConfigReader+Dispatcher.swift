@@ -1,0 +1,72 @@
+public import HubCore
+import Yams
+
+/// The `dispatcher:` section: how this instance works the outbox (HubCore's
+/// ``DispatcherConfiguration`` has the same defaults and says what each one does).
+public struct DispatcherSettings: Sendable, Equatable {
+    /// `concurrency`: sends in flight at once per transport lane.
+    public var concurrency: Int = DispatcherConfiguration().concurrency
+    /// `lanes.<transport>`: sends in flight at once for one transport's lane.
+    public var lanes: [TransportID: Int] = [:]
+    /// `lease`: how long a claim holds before another instance may take a delivery over.
+    public var lease: Duration = DispatcherConfiguration().lease
+    /// `maxAttempts`: attempts before a delivery is given up.
+    public var maxAttempts: Int = DispatcherConfiguration().maxAttempts
+    /// `maxAge`: age after which a delivery is given up, whatever its attempts.
+    public var maxAge: Duration = DispatcherConfiguration().maxAge
+    public init() {}
+
+    /// `configuration` with these settings.
+    public func applied(to configuration: DispatcherConfiguration) -> DispatcherConfiguration {
+        var configuration = configuration
+        configuration.concurrency = concurrency
+        configuration.laneConcurrency = lanes
+        configuration.lease = lease
+        configuration.maxAttempts = maxAttempts
+        configuration.maxAge = maxAge
+        return configuration
+    }
+}
+
+extension ConfigReader {
+    static let dispatcherKeys = ["concurrency", "lanes", "lease", "maxAttempts", "maxAge"]
+    /// The most sends one lane keeps in flight.
+    static let maxLaneConcurrency = 10_000
+
+    mutating func readDispatcher(_ node: Node) -> DispatcherSettings {
+        var settings = DispatcherSettings()
+        let path = "dispatcher"
+        guard let entries = mapping(node, at: path, allowed: Self.dispatcherKeys) else { return settings }
+        let lanes = 1...Self.maxLaneConcurrency
+        if let value = integer(entries["concurrency"], at: "\(path).concurrency", in: lanes) {
+            settings.concurrency = value
+        }
+        if let node = entries["lanes"] {
+            let known = plugins.map(\.id.rawValue)
+            if let perLane = mapping(node, at: "\(path).lanes", allowed: known) {
+                for (id, value) in perLane.values.sorted(by: { $0.key < $1.key }) {
+                    guard let count = integer(value, at: "\(path).lanes.\(id)", in: lanes) else { continue }
+                    settings.lanes[TransportID(id)] = count
+                }
+            }
+        }
+        if let node = entries["lease"], let value = duration(node, at: "\(path).lease") {
+            if value < .seconds(2) || value > .seconds(300) {
+                error(node, "'\(path).lease' must be from 2s to 5m (a lease is renewed every third of it)")
+            } else {
+                settings.lease = value
+            }
+        }
+        if let value = integer(entries["maxAttempts"], at: "\(path).maxAttempts", in: 1...100) {
+            settings.maxAttempts = value
+        }
+        if let node = entries["maxAge"], let value = duration(node, at: "\(path).maxAge") {
+            if value < .seconds(60) || value > .seconds(30 * 86_400) {
+                error(node, "'\(path).maxAge' must be from 1m to 30d")
+            } else {
+                settings.maxAge = value
+            }
+        }
+        return settings
+    }
+}
