@@ -1,73 +1,132 @@
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
+import NIOHTTPTypesHTTP1
+import ServiceLifecycle
+import Synchronization
 
-/// The hub's HTTP/1.1 child channel: Hummingbird's ``HTTP1Channel`` behind a ``ConnectionGuard``
+/// The hub's HTTP/1.1 child channel: Hummingbird's HTTP/1.1 pipeline behind a ``ConnectionGuard``
 /// that counts the connection in (or refuses it) and enforces the ``ConnectionLimits`` timeouts,
-/// with a ``ParkingHandler`` for requests that wait without a task.
+/// with a ``ParkingHandler`` for requests that wait without a task, and a ``RequestDispatcher``
+/// instead of Hummingbird's task per connection.
 ///
 /// What a waiting connection costs is kept small (README, "Waiting"):
-/// - each request runs in a child task of the connection's task, so the async frames of its
-///   handling are freed when it ends (a task keeps the memory of its deepest stack until it ends,
-///   and a connection's task lives as long as the connection);
+/// - a connection has no task of its own: its requests are parsed in the pipeline and each runs
+///   in a task that ends with it (Hummingbird's task per connection, with its frame slabs and its
+///   `NIOAsyncChannel`, cost ~10 KiB per connection even before its first request);
 /// - the receive buffer starts at 512 bytes (a request head's size) instead of NIO's 2 KiB and
 ///   grows for connections that read more (publishes).
+///
+/// Hummingbird's server waits for its connections' tasks before it stops; here one task per
+/// server (``ServedConnections``) waits, after a graceful shutdown began, until every connection
+/// closed, so the hub still stops after the last parked answer went out.
 struct GuardedHTTP1Channel: ServerChildChannel {
-    typealias Value = HTTP1Channel.Value
+    /// A connection set up; nothing is left to do in a task of its own.
+    struct Value: ServerChildChannelValue {
+        let channel: any Channel
+    }
 
-    let inner: HTTP1Channel
+    let responder: HTTPChannelHandler.Responder
     let registry: ConnectionRegistry
+    let served = ServedConnections()
 
     init(responder: @escaping HTTPChannelHandler.Responder, registry: ConnectionRegistry) {
-        // Hummingbird's own idle timeout stays off: it restarts with every body part, so a
-        // trickled body would never be cut, and it does not tell a slow head from an idle connection.
-        self.inner = HTTP1Channel(
-            responder: Self.inChildTask(responder),
-            configuration: .init(additionalChannelHandlers: [RequestHeadGuard(), RequestPhaseHandler()]))
+        self.responder = responder
         self.registry = registry
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        do {
-            try channel.pipeline.syncOperations.addHandler(ConnectionGuard(registry: registry))
+        channel.eventLoop.makeCompletedFuture {
             try channel.syncOptions?.setOption(
                 ChannelOptions.recvAllocator,
                 value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65536))
-        } catch {
-            return channel.eventLoop.makeFailedFuture(error)
-        }
-        return inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
-            // After Hummingbird's connection state handler, so it sees only real responses.
-            let operations = channel.pipeline.syncOperations
-            let state = try operations.handler(type: HTTPConnectionStateHandler.self)
-            try operations.addHandler(ParkingHandler(), position: .after(state))
-            return value
+            let pipeline = channel.pipeline.syncOperations
+            try pipeline.addHandler(ConnectionGuard(registry: registry))
+            // As Hummingbird's HTTP1Channel (with its default decoder limits), without NIOAsyncChannel.
+            var limits = NIOHTTPDecoderLimitConfiguration()
+            limits.maxHeaderFieldSize = 80 * 1024
+            limits.maxHeaderListSize = 80 * 1024
+            limits.maxHeaderFieldCount = 1000
+            try pipeline.configureHTTPServerPipeline(
+                withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
+                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
+            try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+            try pipeline.addHandler(RequestHeadGuard())
+            try pipeline.addHandler(RequestPhaseHandler())
+            // Hummingbird's own idle timeout stays off: it restarts with every body part, so a
+            // trickled body would never be cut, and it does not tell a slow head from an idle connection.
+            try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))
+            // After the connection state handler, so it sees only real responses.
+            try pipeline.addHandler(ParkingHandler())
+            try pipeline.addHandler(RequestDispatcher(responder: responder, logger: logger))
+            served.opened(channel)
+            return Value(channel: channel)
         }
     }
 
+    /// Returns at once (the connection lives on in its pipeline), except in the one task per server
+    /// that keeps the server running, after a graceful shutdown began, until its connections closed.
     func handle(value: Value, logger: Logger) async {
-        await inner.handle(value: value, logger: logger)
-    }
-
-    /// `responder`, run in a child task per request.
-    private static func inChildTask(
-        _ responder: @escaping HTTPChannelHandler.Responder
-    ) -> HTTPChannelHandler.Responder {
-        { request, writer, channel in
-            let box = WriterBox(writer)
-            try await withThrowingDiscardingTaskGroup { group in
-                group.addTask { try await responder(request, box.take(), channel) }
-            }
+        guard served.claimKeeper() else { return }
+        do {
+            try await gracefulShutdown()
+        } catch {
+            served.releaseKeeper()
+            return
         }
+        await served.drained()
     }
 }
 
-/// Carries a connection's (non-copyable) response writer into the task that answers a request.
-private final class WriterBox: @unchecked Sendable {
-    private var writer: ResponseWriter?
+/// The open connections of one ``GuardedHTTP1Channel``, so its server stops after the last.
+final class ServedConnections: Sendable {
+    private struct State {
+        var open = 0
+        var keeper = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = Mutex(State())
 
-    init(_ writer: consuming ResponseWriter) { self.writer = consume writer }
+    /// Counts `channel` in until it closes.
+    func opened(_ channel: any Channel) {
+        state.withLock { $0.open += 1 }
+        channel.closeFuture.whenComplete { _ in self.closed() }
+    }
 
-    /// The writer; once. The box goes to one child task, which takes it before anything else.
-    func take() -> ResponseWriter { writer.take()! }
+    private func closed() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.open -= 1
+            guard state.open == 0 else { return [] }
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// `true` once, for the connection task that is to wait for the others at shutdown.
+    func claimKeeper() -> Bool {
+        state.withLock { state in
+            if state.keeper { return false }
+            state.keeper = true
+            return true
+        }
+    }
+
+    /// The keeper's task ended early (cancelled): the next connection's task takes over.
+    func releaseKeeper() {
+        state.withLock { $0.keeper = false }
+    }
+
+    /// Returns once no connection is open.
+    func drained() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                if state.open == 0 { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
 }

@@ -1,0 +1,321 @@
+import HTTPTypes
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+
+/// The last handler of a hub connection: hands each request to the responder in a task of its
+/// own, which ends with the request, so a connection between requests (idle, or with a parked
+/// long-poll or event stream) has no task at all (README, "Waiting").
+///
+/// It does what Hummingbird's connection task did (`HTTPChannelHandler.handleHTTP`):
+/// - one request at a time: the parts of later (pipelined) requests wait, and reads stop while
+///   more than ``maxQueuedParts`` of them wait;
+/// - a body that arrived with its head in one read is handed over whole; a longer one streams to
+///   the route with back pressure (reads stop while the route does not take it);
+/// - what the route did not read of a body is read and dropped before the next request;
+/// - `Connection: close` (or a client that half-closed) closes the output after the response;
+/// - a malformed body (a parse error after the head) ends the request's body with the error, and
+///   the connection closes after its response (a bare 400 when no request is being answered).
+///
+/// A request's response goes through a `NIOAsyncChannelOutboundWriter` whose parts a second task
+/// of the request writes to the channel, in order; both tasks end with the request.
+final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    /// Parts of later requests held while one is answered before reads stop.
+    static let maxQueuedParts = 16
+
+    /// Where reading the current request is.
+    private enum Reading {
+        /// Waiting for a head.
+        case head
+        /// Head (and maybe body) read in this read burst; not handed over yet.
+        case collecting(HTTPRequest, ByteBuffer?)
+        /// Handed over; the rest of the body goes to the route.
+        case streaming(RequestBodySource)
+        /// The route is done with the body (or never wanted it): the rest is dropped.
+        case discarding
+    }
+
+    private let responder: HTTPChannelHandler.Responder
+    private let logger: Logger
+    private var context: ChannelHandlerContext?
+    private var reading = Reading.head
+    /// A request's task is running.
+    private var responding = false
+    /// The output closes once the current response went.
+    private var closeAfterResponse = false
+    /// No more requests are read (the output closed, or is about to).
+    private var finished = false
+    /// Parts of the requests after the one being answered.
+    private var queued: [HTTPRequestPart] = []
+    /// The body's reader asked for no more for now.
+    private var bodyFull = false
+    /// A read was held back.
+    private var readHeld = false
+
+    init(responder: @escaping HTTPChannelHandler.Responder, logger: Logger) {
+        self.responder = responder
+        self.logger = logger
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let part = unwrapInboundIn(data)
+        if finished { return }
+        if !queued.isEmpty || (responding && isBetweenRequests) {
+            queued.append(part)
+            return
+        }
+        process(part, context: context)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if !responding { handOverCollected(context: context) }
+        context.fireChannelReadComplete()
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if bodyFull || queued.count >= Self.maxQueuedParts {
+            readHeld = true
+            return
+        }
+        context.read()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        finished = true
+        queued = []
+        if case .streaming(let source) = reading { source.finish(ChannelError.eof) }
+        reading = .discarding
+        context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed {
+            if isCollecting && !responding { handOverCollected(context: context) }
+            if case .streaming(let source) = reading { source.finish(ChannelError.eof) }
+            if responding || isCollecting {
+                closeAfterResponse = true
+            } else if !finished {
+                finished = true
+                context.close(mode: .output, promise: nil)
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard error is HTTPParserError else {
+            context.fireErrorCaught(error)
+            return
+        }
+        // The head was fine (a bad head is answered by RequestHeadErrorHandler): the body is not.
+        if case .streaming(let source) = reading { source.finish(error) }
+        reading = .discarding
+        queued = []
+        if responding {
+            closeAfterResponse = true
+            return
+        }
+        guard !finished else { return }
+        finished = true
+        logger.debug("HTTP parse error, closing connection")
+        let head = HTTPResponse(status: .badRequest, headerFields: [.connection: "close", .contentLength: "0"])
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        context.close(promise: nil)
+    }
+
+    private var isBetweenRequests: Bool {
+        if case .head = reading { return true }
+        return false
+    }
+
+    private var isCollecting: Bool {
+        if case .collecting = reading { return true }
+        return false
+    }
+
+    private func process(_ part: HTTPRequestPart, context: ChannelHandlerContext) {
+        switch (reading, part) {
+        case (.head, .head(let head)):
+            reading = .collecting(head, nil)
+        case (.collecting(let head, var body), .body(var buffer)):
+            if body == nil { body = buffer } else { body!.writeBuffer(&buffer) }
+            reading = .collecting(head, body)
+        case (.collecting(let head, let body), .end):
+            reading = .head
+            start(head, body: RequestBody(buffer: body ?? ByteBuffer()), context: context)
+        case (.streaming(let source), .body(let buffer)):
+            if source.yield(buffer) == .stopProducing { bodyFull = true }
+        case (.streaming(let source), .end):
+            source.finish()
+            reading = .head
+        case (.discarding, .end):
+            reading = .head
+        case (.discarding, .body):
+            break
+        default:
+            // The decoder sends head, body…, end: anything else is a bug; drop the connection.
+            finished = true
+            context.close(promise: nil)
+        }
+    }
+
+    /// Hands a request whose body is still arriving to the route, its body as a stream.
+    private func handOverCollected(context: ChannelHandlerContext) {
+        guard case .collecting(let head, let body) = reading else { return }
+        let source = RequestBodySource.make(handler: NIOLoopBound(self, eventLoop: context.eventLoop))
+        if let body, source.producer.yield(body) == .stopProducing { bodyFull = true }
+        reading = .streaming(source.producer)
+        start(head, body: RequestBody(asyncSequence: source.sequence), context: context)
+    }
+
+    private func start(_ head: HTTPRequest, body: RequestBody, context: ChannelHandlerContext) {
+        responding = true
+        if let connection = head.headerFields[.connection], connection.lowercased().contains("close") {
+            closeAfterResponse = true
+        }
+        let request = Request(head: head, body: body)
+        let channel = context.channel
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let responder = self.responder
+        let logger = self.logger
+        Task {
+            let succeeded = await respond(to: request, responder: responder, channel: channel, logger: logger)
+            handler.eventLoop.execute { handler.value.responded(succeeded: succeeded) }
+        }
+    }
+
+    /// The request's task ended: the connection closes, or reads the next request.
+    private func responded(succeeded: Bool) {
+        responding = false
+        guard let context else { return }
+        guard succeeded else {
+            finished = true
+            context.close(promise: nil)
+            return
+        }
+        switch reading {
+        case .streaming(let source):
+            // The route did not read all of its body: the rest is read and dropped.
+            source.finish()
+            reading = .discarding
+            resumeBody()
+        case .head, .collecting, .discarding:
+            break
+        }
+        if closeAfterResponse {
+            finished = true
+            queued = []
+            context.close(mode: .output, promise: nil)
+            return
+        }
+        while !queued.isEmpty && !responding {
+            process(queued.removeFirst(), context: context)
+        }
+        if !responding { handOverCollected(context: context) }
+        releaseHeldRead(context: context)
+    }
+
+    /// The route wants more of its body (or is done with it).
+    fileprivate func resumeBody() {
+        bodyFull = false
+        if let context { releaseHeldRead(context: context) }
+    }
+
+    /// The route let go of its body before its end: the rest is dropped.
+    fileprivate func bodyAbandoned() {
+        if case .streaming = reading { reading = .discarding }
+        resumeBody()
+    }
+
+    private func releaseHeldRead(context: ChannelHandlerContext) {
+        guard readHeld, !bodyFull, queued.count < Self.maxQueuedParts else { return }
+        readHeld = false
+        context.read()
+    }
+}
+
+@available(*, unavailable)
+extension RequestDispatcher: Sendable {}
+
+/// Runs the responder for `request`, its response parts written to `channel` as they come;
+/// `false` when the response could not be written whole.
+private func respond(
+    to request: Request, responder: @escaping HTTPChannelHandler.Responder, channel: any Channel, logger: Logger
+) async -> Bool {
+    let (writer, sink) = NIOAsyncChannelOutboundWriter<HTTPResponsePart>.makeTestingWriter()
+    return await withTaskGroup(of: Bool.self) { group in
+        group.addTask {
+            var written = true
+            for await part in sink where written {
+                do {
+                    switch part {
+                    case .head: channel.write(part, promise: nil)
+                    case .body, .end: try await channel.writeAndFlush(part)
+                    }
+                } catch {
+                    written = false
+                }
+            }
+            return written
+        }
+        var succeeded = true
+        do {
+            try await responder(request, ResponseWriter(outbound: writer), channel)
+        } catch {
+            logger.trace("Failed to write a response: \(error)")
+            succeeded = false
+        }
+        writer.finish()
+        for await written in group where !written { succeeded = false }
+        return succeeded
+    }
+}
+
+/// The producer of a streamed request body.
+typealias RequestBodySource = NIOThrowingAsyncSequenceProducer<
+    ByteBuffer, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, RequestBodyDelegate
+>.Source
+
+/// Tells a connection's ``RequestDispatcher`` when its route wants more of a streamed body.
+struct RequestBodyDelegate: NIOAsyncSequenceProducerDelegate {
+    fileprivate let handler: NIOLoopBound<RequestDispatcher>
+
+    func produceMore() {
+        let handler = self.handler
+        handler.eventLoop.execute { handler.value.resumeBody() }
+    }
+
+    func didTerminate() {
+        let handler = self.handler
+        handler.eventLoop.execute { handler.value.bodyAbandoned() }
+    }
+}
+
+extension RequestBodySource {
+    /// A body stream for the request of `handler`: its producer and the sequence the route reads.
+    fileprivate static func make(
+        handler: NIOLoopBound<RequestDispatcher>
+    ) -> (
+        producer: RequestBodySource,
+        sequence: NIOThrowingAsyncSequenceProducer<
+            ByteBuffer, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, RequestBodyDelegate
+        >
+    ) {
+        let made = NIOThrowingAsyncSequenceProducer.makeSequence(
+            elementType: ByteBuffer.self, failureType: (any Error).self,
+            backPressureStrategy: .init(lowWatermark: 2, highWatermark: 8), finishOnDeinit: false,
+            delegate: RequestBodyDelegate(handler: handler))
+        return (made.source, made.sequence)
+    }
+}
