@@ -109,18 +109,31 @@ extension HTTPServerBuilder {
     }
 }
 
-/// What every route handler needs.
+/// What every route handler needs. One reference wide: a parked long-poll or event stream keeps
+/// a copy, and the server's configuration is not copied into each (README, "Waiting").
 struct HubAPI: Sendable {
-    let hub: Hub
-    let configuration: HubServerConfiguration
-    let identity: IdentityVerifier
-    let tokens: TokenCodec
+    private final class Storage: Sendable {
+        let hub: Hub
+        let configuration: HubServerConfiguration
+        let identity: IdentityVerifier
+        let tokens: TokenCodec
+
+        init(hub: Hub, configuration: HubServerConfiguration, identity: IdentityVerifier) {
+            self.hub = hub
+            self.configuration = configuration
+            self.identity = identity
+            self.tokens = TokenCodec(key: configuration.cursorKey)
+        }
+    }
+    private let storage: Storage
+
+    var hub: Hub { storage.hub }
+    var configuration: HubServerConfiguration { storage.configuration }
+    var identity: IdentityVerifier { storage.identity }
+    var tokens: TokenCodec { storage.tokens }
 
     init(hub: Hub, configuration: HubServerConfiguration, identity: IdentityVerifier) {
-        self.hub = hub
-        self.configuration = configuration
-        self.identity = identity
-        self.tokens = TokenCodec(key: configuration.cursorKey)
+        self.storage = Storage(hub: hub, configuration: configuration, identity: identity)
     }
 }
 

@@ -22,6 +22,8 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Requests whose head was read and whose response has not ended.
     private var inFlight = 0
+    /// The server quiesces: the connection closes once no request is in flight.
+    private var closeWhenIdle = false
     /// Whether a request's head was read and its end not yet.
     private var readingBody = false
     /// The deadline of the current phase and what passing it means; `nil`: a response is in progress.
@@ -83,6 +85,14 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
         // The server shuts down gracefully: parked requests, which have no task to be told, answer now.
         if event is ChannelShouldQuiesceEvent {
             ConnectionCloseCallbacks.shared.quiescing(ObjectIdentifier(context.channel))
+            // As Hummingbird's connection state handler did: idle connections close now, the
+            // others after their response (see `responseEndWritten`).
+            if inFlight == 0 {
+                context.close(promise: nil)
+            } else {
+                closeWhenIdle = true
+            }
+            return
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -119,9 +129,12 @@ final class ConnectionGuard: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
-    func responseEndWritten() {
+    /// `true` when the connection is to close after this response (the server quiesces).
+    func responseEndWritten() -> Bool {
         inFlight = max(0, inFlight - 1)
+        if closeWhenIdle && inFlight == 0 { return true }
         if inFlight == 0 && !readingBody { arm(.now() + .init(limits.idleTimeout), .idleTimeout) }
+        return false
     }
 
     // MARK: Timer
@@ -183,7 +196,11 @@ final class RequestPhaseHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { connection?.responseEndWritten() }
+        if case .end = unwrapOutboundIn(data), connection?.responseEndWritten() == true {
+            context.writeAndFlush(data, promise: promise)
+            context.close(promise: nil)
+            return
+        }
         context.write(data, promise: promise)
     }
 }

@@ -52,12 +52,12 @@ struct GuardedHTTP1Channel: ServerChildChannel {
                 withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
                 withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-            try pipeline.addHandler(RequestHeadGuard())
+            try RequestHeadGuard.install(in: pipeline)
+            // Instead of Hummingbird's HTTPConnectionStateHandler: ConnectionGuard keeps the
+            // timeouts (Hummingbird's idle timeout restarts with every body part, so a trickled
+            // body would never be cut) and closes the connection when the server quiesces.
             try pipeline.addHandler(RequestPhaseHandler())
-            // Hummingbird's own idle timeout stays off: it restarts with every body part, so a
-            // trickled body would never be cut, and it does not tell a slow head from an idle connection.
-            try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))
-            // After the connection state handler, so it sees only real responses.
+            // After the phase handler, so it sees only real responses.
             try pipeline.addHandler(ParkingHandler())
             try pipeline.addHandler(RequestDispatcher(responder: responder, logger: logger))
             served.opened(channel)

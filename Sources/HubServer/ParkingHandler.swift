@@ -9,9 +9,9 @@ import Synchronization
 /// request's waiter writes the real response later through ``ParkedResponse``. Hummingbird's
 /// connection task meanwhile goes back to reading the connection, as after any response.
 ///
-/// Sits between Hummingbird's `HTTPConnectionStateHandler` and the `NIOAsyncChannel`, so the
-/// state handler and the hub's ``RequestPhaseHandler`` see only the real response: the connection
-/// is not idle while a response is parked, and a server shutting down closes it after the real end.
+/// Sits between the hub's ``RequestPhaseHandler`` and its ``RequestDispatcher``, so the phase
+/// handler sees only the real response: the connection is not idle while a response is parked,
+/// and a server shutting down closes it after the real end.
 /// Responses to later (pipelined) requests wait until the parked one ended.
 final class ParkingHandler: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPResponsePart

@@ -63,26 +63,19 @@ struct RequestHeadLimitMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 }
 
-/// Added to each HTTP/1 connection (Hummingbird's `additionalChannelHandlers`): puts a
-/// ``RequestLineSniffer`` before NIO's request decoder and a ``RequestHeadErrorHandler`` right
-/// after it; itself passes everything on.
-final class RequestHeadGuard: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = NIOAny
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        let pipeline = context.pipeline.syncOperations
-        do {
-            let decoder = try pipeline.context(handlerType: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            let state = RequestHeadState()
-            try pipeline.addHandler(RequestLineSniffer(state: state), position: .before(decoder.handler))
-            try pipeline.addHandler(RequestHeadErrorHandler(state: state), position: .after(decoder.handler))
-        } catch {
-            // Without an HTTP/1 decoder there is nothing to guard.
-        }
+/// Puts a ``RequestLineSniffer`` before NIO's request decoder of an HTTP/1 pipeline and a
+/// ``RequestHeadErrorHandler`` right after it (no handler of its own stays in the pipeline: each
+/// one costs a waiting connection memory).
+enum RequestHeadGuard {
+    /// Adds the two handlers around the `ByteToMessageHandler<HTTPRequestDecoder>` of `pipeline`.
+    static func install(in pipeline: ChannelPipeline.SynchronousOperations) throws {
+        let decoder = try pipeline.context(handlerType: ByteToMessageHandler<HTTPRequestDecoder>.self)
+        let state = RequestHeadState()
+        try pipeline.addHandler(RequestLineSniffer(state: state), position: .before(decoder.handler))
+        try pipeline.addHandler(RequestHeadErrorHandler(state: state), position: .after(decoder.handler))
     }
 }
 
-/// What the two handlers of one connection share (both run on its event loop).
 final class RequestHeadState {
     /// Whether the decoder is between requests or inside a head (not inside a body).
     var awaitingHead = true
