@@ -6,8 +6,8 @@ import Synchronization
 /// Lets a request answer after its handler returned, so a long-poll or an event stream waits
 /// without a task: the handler returns a placeholder response marked ``marker`` (its headers, CORS
 /// and Date included, are the template of the real one), this handler holds it back, and the
-/// request's waiter writes the real response later through ``ParkedResponse``. Hummingbird's
-/// connection task meanwhile goes back to reading the connection, as after any response.
+/// request's waiter writes the real response later through ``ParkedResponse``. The request's
+/// task ends meanwhile, and the ``RequestDispatcher`` reads the connection on, as after any response.
 ///
 /// Sits between the hub's ``RequestPhaseHandler`` and its ``RequestDispatcher``, so the phase
 /// handler sees only the real response: the connection is not idle while a response is parked,

@@ -126,7 +126,7 @@ struct PollingBench: AsyncParsableCommand {
         print(
             String(
                 format:
-                    "idle RSS %.1f MB; with %d connections that sent nothing %.1f MB: %.1f KiB per connection (the floor under both: NIO channel and pipeline, Hummingbird's connection task)",
+                    "idle RSS %.1f MB; with %d connections that sent nothing %.1f MB: %.1f KiB per connection (the floor under both: the NIO channel and its HTTP/1.1 pipeline)",
                 idleThird / 1024, connections, idleRSS3 / 1024, (idleRSS3 - idleThird) / Double(connections)))
         _ = try await hub.stop()
         for connection in idle { connection.close() }
