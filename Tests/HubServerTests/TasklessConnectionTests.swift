@@ -1,0 +1,95 @@
+import Foundation
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOPosix
+import Synchronization
+import Testing
+
+@testable import HubServer
+
+/// A connection of the hub's server has no task of its own (README, "Waiting"): Hummingbird's
+/// server gives each connection a task that runs `handle(value:)`, and the hub's returns at once.
+@Suite("Taskless connections")
+struct TasklessConnectionTests {
+    /// Counts the connections whose task (`handle(value:)`) has returned.
+    struct Counting: ServerChildChannel {
+        let inner: GuardedHTTP1Channel
+        let returned: SharedCounter
+
+        func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<GuardedHTTP1Channel.Value> {
+            inner.setup(channel: channel, logger: logger)
+        }
+
+        func handle(value: GuardedHTTP1Channel.Value, logger: Logger) async {
+            await inner.handle(value: value, logger: logger)
+            returned.value.add(1, ordering: .relaxed)
+        }
+    }
+
+    @Test("the task of a connection that sent nothing has ended, and the connection still answers")
+    func noTaskPerConnection() async throws {
+        let logger = Logger(label: "test")
+        let registry = ConnectionRegistry(limits: ConnectionLimits(), trustedProxies: [], logger: logger)
+        let guarded = GuardedHTTP1Channel(
+            responder: { _, writer, _ in
+                var writer = writer
+                try await writer.writeResponse(.init(status: .noContent))
+            }, registry: registry)
+        let returned = SharedCounter()
+        let port = Mutex<Int?>(nil)
+        let server = Counting(inner: guarded, returned: returned).server(
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in port.withLock { $0 = channel.localAddress?.port } },
+            eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger)
+        let running = Task { try await server.run() }
+        defer { running.cancel() }
+        var bound: Int?
+        for _ in 0..<200 where bound == nil {
+            try await Task.sleep(for: .milliseconds(10))
+            bound = port.withLock { $0 }
+        }
+        let serverPort = try #require(bound)
+
+        // Five silent connections: every task but the server's one keeper returns while they are open.
+        let silent = try (0..<5).map { _ in try SilentSocket(port: serverPort) }
+        var ended = 0
+        for _ in 0..<300 where ended < 4 {
+            try await Task.sleep(for: .milliseconds(10))
+            ended = returned.value.load(ordering: .relaxed)
+        }
+        #expect(ended == 4, "connection tasks still running for silent connections")
+
+        // A silent connection is still served.
+        let answer = try await RawConnection.exchange(
+            port: serverPort, [Array("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)])
+        #expect(answer.statuses == [204], "\(answer.text)")
+        withExtendedLifetime(silent) {}
+    }
+}
+
+/// An atomic counter to share.
+final class SharedCounter: Sendable {
+    let value = Atomic<Int>(0)
+}
+
+/// A connected TCP socket that sends nothing; closed when released.
+final class SilentSocket: Sendable {
+    let fd: Int32
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { throw RawHTTP.Failure(description: "connect() failed: errno \(errno)") }
+    }
+
+    deinit { close(fd) }
+}
