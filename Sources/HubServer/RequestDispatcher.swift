@@ -55,6 +55,9 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
     private var queued: [HTTPRequestPart] = []
     /// The body's reader asked for no more for now.
     private var bodyFull = false
+    /// The number of the latest streamed body: its reader's calls name it, so a late call about an
+    /// earlier request's body (its reader ended after the request) changes nothing.
+    private var bodyNumber: UInt64 = 0
     /// A read was held back.
     private var readHeld = false
 
@@ -173,7 +176,9 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
     /// Hands a request whose body is still arriving to the route, its body as a stream.
     private func handOverCollected(context: ChannelHandlerContext) {
         guard case .collecting(let head, let body) = reading else { return }
-        let source = RequestBodySource.make(handler: NIOLoopBound(self, eventLoop: context.eventLoop))
+        bodyNumber += 1
+        let source = RequestBodySource.make(
+            handler: NIOLoopBound(self, eventLoop: context.eventLoop), number: bodyNumber)
         if let body, source.producer.yield(body) == .stopProducing { bodyFull = true }
         reading = .streaming(source.producer)
         start(head, body: RequestBody(asyncSequence: source.sequence), context: context)
@@ -222,20 +227,27 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
         while !queued.isEmpty && !responding {
             process(queued.removeFirst(), context: context)
         }
+        if queued.isEmpty { queued = [] }  // no capacity kept while the connection waits
         if !responding { handOverCollected(context: context) }
         releaseHeldRead(context: context)
     }
 
-    /// The route wants more of its body (or is done with it).
-    fileprivate func resumeBody() {
-        bodyFull = false
-        if let context { releaseHeldRead(context: context) }
+    /// The route reading body `number` wants more of it.
+    fileprivate func resumeBody(number: UInt64) {
+        if number == bodyNumber { resumeBody() }
     }
 
-    /// The route let go of its body before its end: the rest is dropped.
-    fileprivate func bodyAbandoned() {
+    /// The route let go of body `number` before its end: the rest is dropped.
+    fileprivate func bodyAbandoned(number: UInt64) {
+        guard number == bodyNumber else { return }
         if case .streaming = reading { reading = .discarding }
         resumeBody()
+    }
+
+    /// Reads go on (the body's reader wants more, or the body is dropped).
+    private func resumeBody() {
+        bodyFull = false
+        if let context { releaseHeldRead(context: context) }
     }
 
     private func releaseHeldRead(context: ChannelHandlerContext) {
@@ -290,22 +302,25 @@ typealias RequestBodySource = NIOThrowingAsyncSequenceProducer<
 /// Tells a connection's ``RequestDispatcher`` when its route wants more of a streamed body.
 struct RequestBodyDelegate: NIOAsyncSequenceProducerDelegate {
     fileprivate let handler: NIOLoopBound<RequestDispatcher>
+    fileprivate let number: UInt64
 
     func produceMore() {
         let handler = self.handler
-        handler.eventLoop.execute { handler.value.resumeBody() }
+        let number = self.number
+        handler.eventLoop.execute { handler.value.resumeBody(number: number) }
     }
 
     func didTerminate() {
         let handler = self.handler
-        handler.eventLoop.execute { handler.value.bodyAbandoned() }
+        let number = self.number
+        handler.eventLoop.execute { handler.value.bodyAbandoned(number: number) }
     }
 }
 
 extension RequestBodySource {
     /// A body stream for the request of `handler`: its producer and the sequence the route reads.
     fileprivate static func make(
-        handler: NIOLoopBound<RequestDispatcher>
+        handler: NIOLoopBound<RequestDispatcher>, number: UInt64
     ) -> (
         producer: RequestBodySource,
         sequence: NIOThrowingAsyncSequenceProducer<
@@ -315,7 +330,7 @@ extension RequestBodySource {
         let made = NIOThrowingAsyncSequenceProducer.makeSequence(
             elementType: ByteBuffer.self, failureType: (any Error).self,
             backPressureStrategy: .init(lowWatermark: 2, highWatermark: 8), finishOnDeinit: false,
-            delegate: RequestBodyDelegate(handler: handler))
+            delegate: RequestBodyDelegate(handler: handler, number: number))
         return (made.source, made.sequence)
     }
 }
