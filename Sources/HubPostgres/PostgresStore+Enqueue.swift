@@ -58,14 +58,13 @@ extension PostgresStore {
         let written = try await enqueue(plan.map { OutboxRow($0, of: notification) }, now: now, on: db)
         let dueNow = written.filter { $0.dueAt <= now }.map(\.id)
         guard let handOff, !dueNow.isEmpty else { return Enqueued(leftForClaim: dueNow.count) }
-        let leased = try await db.rows(
-            """
-            UPDATE hub_delivery SET lease_owner = \(handOff.owner), lease_until = \(handOff.leaseUntil),
-                claimed_at = \(now), attempts = attempts + 1
-            WHERE id = ANY(\(dueNow)) AND state = 'pending' AND lease_owner IS NULL
-                AND transport = ANY(\(handOff.transports.map(\.rawValue)))
-            RETURNING \(unescaped: DeliveryColumns.list)
-            """)
+        var binds = PostgresBindings(capacity: 5)
+        binds.append(handOff.owner)
+        binds.append(handOff.leaseUntil)
+        binds.append(now)
+        binds.append(dueNow)
+        binds.append(handOff.transports.map(\.rawValue))
+        let leased = try await db.run(LeaseHandOff.self, binds)
         let handedOff = HandOff.claimed(
             try leased.map { try Delivery(row: $0) }, endpoints: endpoints, notification: notification)
         return Enqueued(handedOff: handedOff, leftForClaim: dueNow.count - handedOff.count)
@@ -99,7 +98,7 @@ extension PostgresStore {
         binds.append(rows.map(\.dueAt))
         binds.append(rows.map(\.coalesces))
         binds.append(now)
-        return try await db.rows(PostgresQuery(unsafeSQL: enqueueSQL, binds: binds)).map { row in
+        return try await db.run(Enqueue.self, binds).map { row in
             let (id, dueAt) = try row.decode((Int64, Date).self)
             return (id, dueAt)
         }
@@ -138,8 +137,24 @@ extension PostgresStore {
         return merged
     }
 
+    /// Leases the rows of a hand-off (`$4`, those due at once) whose transport the owner takes.
+    enum LeaseHandOff: NamedStatement {
+        static let name = "hub_lease_hand_off"
+        static let sql = """
+            UPDATE hub_delivery SET lease_owner = $1, lease_until = $2, claimed_at = $3, attempts = attempts + 1
+            WHERE id = ANY($4::bigint[]) AND state = 'pending' AND lease_owner IS NULL
+                AND transport = ANY($5::text[])
+            RETURNING \(DeliveryColumns.list)
+            """
+    }
+
     /// The one statement that writes a plan: taps upsert, the rest insert; it returns the ID and
     /// due time of each row written.
+    enum Enqueue: NamedStatement {
+        static let name = "hub_enqueue"
+        static let sql = enqueueSQL
+    }
+
     static let enqueueSQL = """
         WITH planned AS (
             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],

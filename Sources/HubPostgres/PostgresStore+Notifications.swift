@@ -135,16 +135,25 @@ extension PostgresStore {
     public func feed(_ key: FeedKey, after version: Int64, limit: Int) async throws -> FeedPage {
         try Identifier.checkBeforeStoring(key)
         let pageSize = min(max(limit, 0), Int(Int32.max) - 1)
-        let found = try await rows(
-            """
-            SELECT \(unescaped: NotificationColumns.list) FROM hub_notification
-            WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND change_version > \(version)
-            ORDER BY change_version LIMIT \(pageSize + 1)
-            """
-        ).map { try UserNotification(row: $0) }
+        var binds = PostgresBindings(capacity: 4)
+        binds.append(key.appId)
+        binds.append(key.userId)
+        binds.append(version)
+        binds.append(pageSize + 1)
+        let found = try await withSession { [binds] session in try await session.run(FeedChanges.self, binds) }
+            .map { try UserNotification(row: $0) }
         let changes = Array(found.prefix(pageSize))
         return FeedPage(
             changes: changes, version: changes.last?.changeVersion ?? version, hasMore: found.count > changes.count)
+    }
+
+    enum FeedChanges: NamedStatement {
+        static let name = "hub_feed_changes"
+        static let sql = """
+            SELECT \(NotificationColumns.list) FROM hub_notification
+            WHERE app_id = $1 AND user_id = $2 AND change_version > $3::bigint
+            ORDER BY change_version LIMIT $4::bigint
+            """
     }
 }
 
@@ -163,12 +172,19 @@ extension PostgresStore {
     static func fetchNotification(
         _ key: FeedKey, appNotificationId: String, _ db: Session
     ) async throws -> UserNotification? {
-        try await db.rows(
+        var binds = PostgresBindings(capacity: 3)
+        binds.append(key.appId)
+        binds.append(key.userId)
+        binds.append(appNotificationId)
+        return try await db.run(FetchByAppNotificationID.self, binds).first.map { try UserNotification(row: $0) }
+    }
+
+    enum FetchByAppNotificationID: NamedStatement {
+        static let name = "hub_fetch_by_app_notification_id"
+        static let sql = """
+            SELECT \(NotificationColumns.list) FROM hub_notification
+            WHERE app_id = $1 AND user_id = $2 AND app_notification_id = $3
             """
-            SELECT \(unescaped: NotificationColumns.list) FROM hub_notification
-            WHERE app_id = \(key.appId) AND user_id = \(key.userId) AND app_notification_id = \(appNotificationId)
-            """
-        ).first.map { try UserNotification(row: $0) }
     }
 
     /// By hub ID, else by `appNotificationId`.
@@ -182,32 +198,25 @@ extension PostgresStore {
     /// endpoints are then those the change's deliveries must be planned for.
     /// - Returns: the row as stored, and the endpoints.
     static func save(_ n: UserNotification, _ db: Session) async throws -> (UserNotification, [Endpoint]) {
-        let rows = try await db.rows(
-            """
-            WITH saved AS (
-                INSERT INTO hub_notification (\(unescaped: NotificationColumns.list))
-                VALUES (\(n.appId), \(n.userId), \(n.id), \(n.appNotificationId), \(n.groupName),
-                    \(n.priority.rawValue), \(JSONColumn(n.payload)), \(JSONColumn(n.targetPolicy)),
-                    \(n.displayTimeToLive), \(n.expirationDateTime), \(n.fallbackPolicy?.timeoutSeconds),
-                    \(n.deliveryMode?.rawValue), \(n.createdDateTime), \(n.lastModifiedDateTime),
-                    \(n.readState.rawValue), \(n.userActionState.rawValue), \(n.status.rawValue),
-                    nextval('hub_change_version'))
-                ON CONFLICT (app_id, user_id, id) DO UPDATE SET
-                    app_notification_id = EXCLUDED.app_notification_id, group_name = EXCLUDED.group_name,
-                    priority = EXCLUDED.priority, payload = EXCLUDED.payload, target_policy = EXCLUDED.target_policy,
-                    display_time_to_live = EXCLUDED.display_time_to_live,
-                    expiration_date_time = EXCLUDED.expiration_date_time,
-                    fallback_timeout_seconds = EXCLUDED.fallback_timeout_seconds,
-                    delivery_mode = EXCLUDED.delivery_mode, created_date_time = EXCLUDED.created_date_time,
-                    last_modified_date_time = EXCLUDED.last_modified_date_time, read_state = EXCLUDED.read_state,
-                    user_action_state = EXCLUDED.user_action_state, status = EXCLUDED.status,
-                    change_version = EXCLUDED.change_version
-                RETURNING \(unescaped: NotificationColumns.list)
-            )
-            SELECT saved.*, \(unescaped: EndpointColumns.joined)
-            FROM saved LEFT JOIN hub_endpoint e ON e.app_id = saved.app_id AND e.user_id = saved.user_id
-            ORDER BY e.id COLLATE "C"
-            """)
+        var binds = PostgresBindings(capacity: 17)
+        binds.append(n.appId)
+        binds.append(n.userId)
+        binds.append(n.id)
+        binds.append(n.appNotificationId)
+        binds.append(n.groupName)
+        binds.append(n.priority.rawValue)
+        try binds.append(JSONColumn(n.payload))
+        try binds.append(JSONColumn(n.targetPolicy))
+        binds.append(n.displayTimeToLive)
+        binds.append(n.expirationDateTime)
+        binds.append(n.fallbackPolicy?.timeoutSeconds)
+        binds.append(n.deliveryMode?.rawValue)
+        binds.append(n.createdDateTime)
+        binds.append(n.lastModifiedDateTime)
+        binds.append(n.readState.rawValue)
+        binds.append(n.userActionState.rawValue)
+        binds.append(n.status.rawValue)
+        let rows = try await db.run(Save.self, binds)
         guard let first = rows.first else {
             throw PostgresStoreError(.server, "saving notification \(n.id) returned no row")
         }
@@ -220,5 +229,32 @@ extension PostgresStore {
             endpoints.append(try Endpoint(row: row, .joined))
         }
         return (stored, endpoints)
+    }
+
+    /// Upserts a notification with the next change version and reads its user's endpoints.
+    /// Parameters that may be NULL have a cast, so that their type never depends on a first run.
+    enum Save: NamedStatement {
+        static let name = "hub_save_notification"
+        static let sql = """
+            WITH saved AS (
+                INSERT INTO hub_notification (\(NotificationColumns.list))
+                VALUES ($1, $2, $3, $4, $5::text, $6, $7::jsonb, $8::jsonb, $9::bigint, $10, $11::bigint, $12::text,
+                    $13, $14, $15, $16, $17, nextval('hub_change_version'))
+                ON CONFLICT (app_id, user_id, id) DO UPDATE SET
+                    app_notification_id = EXCLUDED.app_notification_id, group_name = EXCLUDED.group_name,
+                    priority = EXCLUDED.priority, payload = EXCLUDED.payload, target_policy = EXCLUDED.target_policy,
+                    display_time_to_live = EXCLUDED.display_time_to_live,
+                    expiration_date_time = EXCLUDED.expiration_date_time,
+                    fallback_timeout_seconds = EXCLUDED.fallback_timeout_seconds,
+                    delivery_mode = EXCLUDED.delivery_mode, created_date_time = EXCLUDED.created_date_time,
+                    last_modified_date_time = EXCLUDED.last_modified_date_time, read_state = EXCLUDED.read_state,
+                    user_action_state = EXCLUDED.user_action_state, status = EXCLUDED.status,
+                    change_version = EXCLUDED.change_version
+                RETURNING \(NotificationColumns.list)
+            )
+            SELECT saved.*, \(EndpointColumns.joined)
+            FROM saved LEFT JOIN hub_endpoint e ON e.app_id = saved.app_id AND e.user_id = saved.user_id
+            ORDER BY e.id COLLATE "C"
+            """
     }
 }

@@ -28,18 +28,21 @@ extension PostgresStore {
         binds.append(limit)
         binds.append(owner)
         binds.append(leaseUntil)
-        let sql: String
-        switch lane {
-        case .all:
-            sql = Self.claimAllSQL
-        case .transport(let id):
-            sql = Self.claimTransportSQL
-            binds.append(id.rawValue)
-        case .otherThan(let ids):
-            sql = Self.claimOthersSQL
-            binds.append(ids.map(\.rawValue))
+        let claimed = try await withSession { [binds] session in
+            switch lane {
+            case .all:
+                return try await session.run(ClaimAll.self, binds)
+            case .transport(let id):
+                var binds = binds
+                binds.append(id.rawValue)
+                return try await session.run(ClaimTransport.self, binds)
+            case .otherThan(let ids):
+                var binds = binds
+                binds.append(ids.map(\.rawValue))
+                return try await session.run(ClaimOthers.self, binds)
+            }
         }
-        return try await rows(PostgresQuery(unsafeSQL: sql, binds: binds)).map { row in
+        return try claimed.map { row in
             let row = row.makeRandomAccess()
             let notification: UserNotification? =
                 try row.value(NotificationColumns.Names.joined.id, as: String?.self) == nil
@@ -54,7 +57,7 @@ extension PostgresStore {
     /// `due` picks and locks the rows; `superseded` finishes those whose endpoint is gone or
     /// inactive; `claimed` leases the others; the final `SELECT` joins their endpoints and
     /// notifications (all in one snapshot, so a claimed row's endpoint is there).
-    private static func claimSQL(laneFilter: String) -> String {
+    fileprivate static func claimSQL(laneFilter: String) -> String {
         """
         WITH due AS (
             SELECT d.id, coalesce(e.state = 'active', false) AS deliverable
@@ -82,18 +85,37 @@ extension PostgresStore {
         """
     }
 
-    static let claimAllSQL = claimSQL(laneFilter: "")
-    static let claimTransportSQL = claimSQL(laneFilter: "\n        AND d.transport = $5")
-    static let claimOthersSQL = claimSQL(laneFilter: "\n        AND d.transport <> ALL($5::text[])")
+    enum ClaimAll: NamedStatement {
+        static let name = "hub_claim_all"
+        static let sql = claimSQL(laneFilter: "")
+    }
+
+    enum ClaimTransport: NamedStatement {
+        static let name = "hub_claim_transport"
+        static let sql = claimSQL(laneFilter: "\n        AND d.transport = $5")
+    }
+
+    enum ClaimOthers: NamedStatement {
+        static let name = "hub_claim_others"
+        static let sql = claimSQL(laneFilter: "\n        AND d.transport <> ALL($5::text[])")
+    }
 
     /// Extends `owner`'s leases of the pending deliveries `ids` to `until`; others are left alone.
     public func renewLeases(_ ids: [Int64], owner: String, until: Date) async throws {
         guard !ids.isEmpty else { return }
-        try await rows(
+        var binds = PostgresBindings(capacity: 3)
+        binds.append(until)
+        binds.append(ids)
+        binds.append(owner)
+        _ = try await withSession { [binds] session in try await session.run(RenewLeases.self, binds) }
+    }
+
+    enum RenewLeases: NamedStatement {
+        static let name = "hub_renew_leases"
+        static let sql = """
+            UPDATE hub_delivery SET lease_until = $1
+            WHERE id = ANY($2::bigint[]) AND lease_owner = $3 AND state = 'pending'
             """
-            UPDATE hub_delivery SET lease_until = \(until)
-            WHERE id = ANY(\(ids)) AND lease_owner = \(owner) AND state = 'pending'
-            """)
     }
 
     /// Records the outcomes of claimed deliveries in one transaction. Unknown or already finished
@@ -129,25 +151,24 @@ extension PostgresStore {
                 perRow.append(outcome)
             }
         }
-        var finish: PostgresQuery?
+        var finish: PostgresBindings?
         if !finished.isEmpty {
-            // Arrays cannot hold NULLs here: a detail travels as text plus whether it is there.
-            finish = """
-                UPDATE hub_delivery d SET state = 'finished', result = o.result,
-                    detail = CASE WHEN o.has_detail THEN o.detail END, finished_at = o.at,
-                    lease_owner = NULL, lease_until = NULL
-                FROM unnest(\(finished.map(\.id))::bigint[], \(finished.map(\.result))::text[],
-                    \(finished.map { $0.detail ?? "" })::text[], \(finished.map { $0.detail != nil })::boolean[],
-                    \(finished.map(\.at))::timestamptz[]) AS o(id, result, detail, has_detail, at)
-                WHERE d.id = o.id AND d.state = 'pending'
-                """
+            var binds = PostgresBindings(capacity: 5)
+            binds.append(finished.map(\.id))
+            binds.append(finished.map(\.result))
+            binds.append(finished.map { $0.detail ?? "" })
+            binds.append(finished.map { $0.detail != nil })
+            binds.append(finished.map(\.at))
+            finish = binds
         }
         guard !perRow.isEmpty else {
-            if let finish { try await rows(finish) }
+            if let finish {
+                _ = try await withSession { session in try await session.run(FinishDeliveries.self, finish) }
+            }
             return
         }
         try await transaction { [finish, perRow] db in
-            if let finish { try await db.rows(finish) }
+            if let finish { try await db.run(FinishDeliveries.self, finish) }
             try await Self.lockFeeds(ofDeliveries: perRow.map(\.id), on: db)
             var pending: [Int64: Delivery] = [:]
             for row in try await db.rows(
@@ -172,6 +193,20 @@ extension PostgresStore {
                 }
             }
         }
+    }
+
+    /// Finishes a batch of deliveries (other than `endpointGone`). Arrays cannot hold NULLs
+    /// here: a detail travels as text plus whether it is there.
+    enum FinishDeliveries: NamedStatement {
+        static let name = "hub_finish_deliveries"
+        static let sql = """
+            UPDATE hub_delivery d SET state = 'finished', result = o.result,
+                detail = CASE WHEN o.has_detail THEN o.detail END, finished_at = o.at,
+                lease_owner = NULL, lease_until = NULL
+            FROM unnest($1::bigint[], $2::text[], $3::text[], $4::boolean[], $5::timestamptz[])
+                AS o(id, result, detail, has_detail, at)
+            WHERE d.id = o.id AND d.state = 'pending'
+            """
     }
 
     /// Puts back the deliveries `owner` leased and never finished (an instance restarted under

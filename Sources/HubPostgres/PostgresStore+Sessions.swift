@@ -24,7 +24,8 @@ import Synchronization
 // pool's keep-alive (whose query can hang the same way and then holds the pool's `run()` at
 // shutdown). Instead:
 // - Every statement is issued *on the connection's event loop*, after checking there that the
-//   channel is still active. On the event loop, an active channel still has its handlers (they
+//   channel is still active. A session's whole body runs there (the loop is its preferred task
+//   executor), so the answer to one statement resumes it on the thread that read the answer. On the event loop, an active channel still has its handlers (they
 //   are removed in a later tick, after the channel became inactive), so the request reaches
 //   postgres-nio's handler, which completes it: with rows, the server's error, or a failure when
 //   the connection closes. A closed connection fails the statement at once as `unavailable`.
@@ -68,7 +69,7 @@ extension PostgresConnection {
             (continuation: CheckedContinuation<[PostgresRow], any Error>) in
             let once = ResumeOnce(continuation)
             let eventLoop = connection.eventLoop
-            eventLoop.execute {
+            let start: @Sendable () -> Void = {
                 guard !connection.isClosed else {
                     once.resume(.failure(SessionFailure.closed))
                     return
@@ -85,6 +86,8 @@ extension PostgresConnection {
                     once.resume(result.map(\.rows))
                 }
             }
+            // A session's work runs on its connection's event loop (see `withSession`).
+            if eventLoop.inEventLoop { start() } else { eventLoop.execute(start) }
         }
     }
 }
@@ -151,7 +154,11 @@ extension PostgresStore {
                 try await started.wait()
                 return try await client.withConnection { connection in
                     guard race.leased() else { throw SessionFailure.leaseTimedOut(leaseTimeout).hubError }
-                    return try await body(Session(connection: connection, logger: logger, timeout: statementTimeout))
+                    // On the connection's event loop: each statement is written there at once, and
+                    // its answer resumes `body` on the thread that read it (no hop per statement).
+                    return try await withTaskExecutorPreference(EventLoopExecutor(connection.eventLoop)) {
+                        try await body(Session(connection: connection, logger: logger, timeout: statementTimeout))
+                    }
                 }
             }
             group.addTask {
@@ -189,14 +196,14 @@ extension PostgresStore {
     static func inTransaction<Result: Sendable>(
         _ session: Session, _ body: @Sendable (Session) async throws -> Result
     ) async throws -> Result {
-        try await session.rows("BEGIN")
+        try await session.run(Begin.self)
         let value: Result
         do {
             value = try await body(session)
         } catch {
             if !session.connection.isClosed {
                 do {
-                    try await session.rows("ROLLBACK")
+                    try await session.run(Rollback.self)
                 } catch {
                     // Never hand a connection back to the pool in the middle of a transaction.
                     session.close()
@@ -204,9 +211,24 @@ extension PostgresStore {
             }
             throw error
         }
-        try await session.rows("COMMIT")
+        try await session.run(Commit.self)
         return value
     }
+}
+
+enum Begin: NamedStatement {
+    static let name = "hub_begin"
+    static let sql = "BEGIN"
+}
+
+enum Commit: NamedStatement {
+    static let name = "hub_commit"
+    static let sql = "COMMIT"
+}
+
+enum Rollback: NamedStatement {
+    static let name = "hub_rollback"
+    static let sql = "ROLLBACK"
 }
 
 /// A one-way door: ``wait()`` returns once ``open()`` was called (at once after that); a

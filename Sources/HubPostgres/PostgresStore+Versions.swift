@@ -37,10 +37,16 @@ extension PostgresStore {
     /// Locks the feed `key` until the end of the current transaction. Call before taking a
     /// change version, and run the statements that read or write the feed after it returns.
     static func lockFeed(_ key: FeedKey, on db: Session) async throws {
-        try await db.rows(
-            """
-            SELECT pg_advisory_xact_lock(\(feedLockSpace), hashtext(\(key.appId) || E'\\n' || \(key.userId)))
-            """)
+        var binds = PostgresBindings(capacity: 3)
+        binds.append(feedLockSpace)
+        binds.append(key.appId)
+        binds.append(key.userId)
+        try await db.run(LockFeed.self, binds)
+    }
+
+    enum LockFeed: NamedStatement {
+        static let name = "hub_lock_feed"
+        static let sql = "SELECT pg_advisory_xact_lock($1::integer, hashtext($2::text || E'\\n' || $3::text))"
     }
 
     /// Locks several feeds until the end of the current transaction, in the order given (callers

@@ -16,7 +16,7 @@ struct PostgresStoreTests {
         try await PostgresTestDatabase.withStore { store in try await check.run(store) }
     }
 
-    @Test("A lane's claim walks hub_delivery_lane: its predicate leaves suspended deliveries out, as the claim does")
+    @Test("A lane's claim walks hub_delivery_lane (custom and generic plans), which leaves suspended deliveries out")
     func laneClaimUsesItsIndex() async throws {
         try await PostgresTestDatabase.withStore { store in
             try await store.migrate()
@@ -29,11 +29,20 @@ struct PostgresStoreTests {
                 binds.append("owner")
                 binds.append(Date())
                 binds.append("apns")
-                return try await db.rows(
-                    PostgresQuery(unsafeSQL: "EXPLAIN " + PostgresStore.claimTransportSQL, binds: binds)
+                let custom = try await db.rows(
+                    PostgresQuery(unsafeSQL: "EXPLAIN " + PostgresStore.ClaimTransport.sql, binds: binds)
                 ).map { try $0.decode(String.self) }.joined(separator: "\n")
+                // The claim is a named statement: after a few runs PostgreSQL may plan it once for
+                // any values (a generic plan). That plan must walk the index too.
+                try await db.rows("SET LOCAL plan_cache_mode = force_generic_plan")
+                try await db.rows(PostgresQuery(unsafeSQL: "PREPARE lane_claim AS " + PostgresStore.ClaimTransport.sql))
+                let generic = try await db.rows("EXPLAIN EXECUTE lane_claim(now(), 10, 'owner', now(), 'apns')")
+                    .map { try $0.decode(String.self) }.joined(separator: "\n")
+                try await db.rows("DEALLOCATE lane_claim")
+                return (custom, generic)
             }
-            #expect(plan.contains("hub_delivery_lane"), "\(plan)")
+            #expect(plan.0.contains("hub_delivery_lane"), "\(plan.0)")
+            #expect(plan.1.contains("hub_delivery_lane"), "\(plan.1)")
         }
     }
 
@@ -156,6 +165,38 @@ struct PostgresStoreTests {
             }
             #expect(error?.code == .server)
             #expect(error?.sqlState == "42P01")
+        }
+    }
+
+    @Test("A named statement whose preparation failed works once the cause is gone (its connection is replaced)")
+    func failedPreparationIsNotRemembered() async throws {
+        // One connection, so that the second read is on the connection of the first unless the
+        // store closed it: postgres-nio remembers a failed preparation for a connection's life.
+        let store = try PostgresTestDatabase.makeStore(schema: PostgresTestDatabase.freshSchema(), poolSize: 1)
+        try await PostgresTestDatabase.running([store]) {
+            try await store.migrate()
+            let key = FeedKey(appId: "a", userId: "b")
+            try await Self.retryingUnavailable { try await store.rows("ALTER TABLE hub_notification RENAME TO away") }
+            let error = await #expect(throws: PostgresStoreError.self) {
+                try await store.feed(key, after: 0, limit: 1)
+            }
+            #expect(error?.sqlState == "42P01")
+            try await Self.retryingUnavailable { try await store.rows("ALTER TABLE away RENAME TO hub_notification") }
+            let page = try await Self.retryingUnavailable { try await store.feed(key, after: 0, limit: 1) }
+            #expect(page.changes.isEmpty)
+        }
+    }
+
+    /// Runs `body`, again while it fails as unavailable, for at most 2 s: the pool may hand out a
+    /// connection the store has just closed before it has seen the close.
+    static func retryingUnavailable<T>(_ body: () async throws -> T) async throws -> T {
+        let until = ContinuousClock.now + .seconds(2)
+        while true {
+            do {
+                return try await body()
+            } catch let error as HubError where error.code == .unavailable && ContinuousClock.now < until {
+                try await Task.sleep(for: .milliseconds(50))
+            }
         }
     }
 
