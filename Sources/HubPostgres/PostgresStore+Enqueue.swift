@@ -39,35 +39,14 @@ extension PostgresStore {
         }
     }
 
-    /// What ``enqueue(_:_:endpoints:planner:now:on:handOff:)`` did with the deliveries due at once.
-    struct Enqueued {
-        var handedOff: [ClaimedDelivery] = []
-        /// Due at once and left in the outbox for a claim.
-        var leftForClaim = 0
-    }
-
-    /// Plans the deliveries `change` of `notification` needs for `endpoints` and writes them. With
-    /// a `handOff`, the rows due at once whose transport it names are then leased to its owner, as
-    /// a claim would (one more statement), and returned with their endpoints and notification.
-    @discardableResult
+    /// Plans the deliveries `change` of `notification` needs for `endpoints` and writes them.
+    /// (Publishes write their plan with the notification, in `PostgresStore+Publish.swift`.)
     static func enqueue(
         _ notification: UserNotification, _ change: DeliveryPlanner.Change, endpoints: [Endpoint],
-        planner: DeliveryPlanner, now: Date, on db: Session, handOff: HandOff? = nil
-    ) async throws -> Enqueued {
+        planner: DeliveryPlanner, now: Date, on db: Session
+    ) async throws {
         let plan = planner.plan(notification, change, endpoints: endpoints, now: now)
-        let written = try await enqueue(plan.map { OutboxRow($0, of: notification) }, now: now, on: db)
-        let dueNow = written.filter { $0.dueAt <= now }.map(\.id)
-        guard let handOff, !dueNow.isEmpty else { return Enqueued(leftForClaim: dueNow.count) }
-        var binds = PostgresBindings(capacity: 5)
-        binds.append(handOff.owner)
-        binds.append(handOff.leaseUntil)
-        binds.append(now)
-        binds.append(dueNow)
-        binds.append(handOff.transports.map(\.rawValue))
-        let leased = try await db.run(LeaseHandOff.self, binds)
-        let handedOff = HandOff.claimed(
-            try leased.map { try Delivery(row: $0) }, endpoints: endpoints, notification: notification)
-        return Enqueued(handedOff: handedOff, leftForClaim: dueNow.count - handedOff.count)
+        try await enqueue(plan.map { OutboxRow($0, of: notification) }, now: now, on: db)
     }
 
     /// Writes `rows` to the outbox in one statement (nothing when empty).
@@ -135,17 +114,6 @@ extension PostgresStore {
             merged[at] = tap
         }
         return merged
-    }
-
-    /// Leases the rows of a hand-off (`$4`, those due at once) whose transport the owner takes.
-    enum LeaseHandOff: NamedStatement {
-        static let name = "hub_lease_hand_off"
-        static let sql = """
-            UPDATE hub_delivery SET lease_owner = $1, lease_until = $2, claimed_at = $3, attempts = attempts + 1
-            WHERE id = ANY($4::bigint[]) AND state = 'pending' AND lease_owner IS NULL
-                AND transport = ANY($5::text[])
-            RETURNING \(DeliveryColumns.list)
-            """
     }
 
     /// The one statement that writes a plan: taps upsert, the rest insert; it returns the ID and

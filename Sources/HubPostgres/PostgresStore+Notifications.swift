@@ -3,52 +3,9 @@ public import HubCore
 import Logging
 import PostgresNIO
 
-// Notifications and feeds: publish, delete, state changes and reads. The sweep is in
-// `PostgresStore+Sweep.swift`.
+// Notifications and feeds: delete, state changes and reads. Publishing is in
+// `PostgresStore+Publish.swift`, the sweep in `PostgresStore+Sweep.swift`.
 extension PostgresStore {
-    /// Upserts the notification `(app, user, appNotificationId)` and enqueues its deliveries, in
-    /// one transaction that holds the feed's lock (see `PostgresStore+Versions.swift`).
-    ///
-    /// - New: `id = request.newId`, created = last modified = `now`, unread, no interaction, active.
-    /// - Existing and active: content replaced, read/action state kept; `created == false`.
-    /// - Existing tombstone (expired or deleted): revived like a new one but keeping its `id`;
-    ///   `created == true`.
-    ///
-    /// Every case takes the next change version. Deliveries: what `request.planner` plans for
-    /// the user's endpoints as this transaction reads them (see `PostgresStore+Enqueue.swift`).
-    public func publish(_ request: PublishRequest) async throws -> PublishResult {
-        try Identifier.checkBeforeStoring(request)
-        return try await transaction { db in
-            let draft = request.draft
-            let key = request.key
-            try await Self.lockFeed(key, on: db)
-            let existing = try await Self.fetchNotification(key, appNotificationId: draft.appNotificationId, db)
-            var notification: UserNotification
-            let created: Bool
-            if var current = existing, current.status == .active {
-                current.apply(draft, expiration: request.expirationDateTime)
-                current.lastModifiedDateTime = request.now
-                notification = current
-                created = false
-            } else {
-                notification = UserNotification(
-                    id: existing?.id ?? request.newId, appId: key.appId, userId: key.userId,
-                    appNotificationId: draft.appNotificationId, payload: draft.payload,
-                    expirationDateTime: request.expirationDateTime, createdDateTime: request.now,
-                    lastModifiedDateTime: request.now)
-                notification.apply(draft, expiration: request.expirationDateTime)
-                created = true
-            }
-            let (stored, endpoints) = try await Self.save(notification, db)
-            let enqueued = try await Self.enqueue(
-                stored, .published(mode: request.deliveryMode), endpoints: endpoints, planner: request.planner,
-                now: request.now, on: db, handOff: request.handOff)
-            return PublishResult(
-                notification: stored, created: created, handedOff: enqueued.handedOff,
-                leftForClaim: enqueued.leftForClaim)
-        }
-    }
-
     /// Marks the notification (by `appNotificationId`, else by hub ID) deleted: a tombstone with a
     /// new change version, announced by the taps `planner` plans.
     ///
