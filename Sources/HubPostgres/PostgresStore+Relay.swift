@@ -187,13 +187,22 @@ extension PostgresStore {
                 logger.warning("wake-up relay queue full; wake-ups dropped", metadata: ["dropped": "\(dropped)"])
             }
             for payload in Self.payloads(for: wakes, from: instanceID, logger: logger) {
-                try await session.rows("SELECT pg_notify(\(wakeChannel), \(payload))")
+                var binds = PostgresBindings(capacity: 2)
+                binds.append(wakeChannel)
+                binds.append(payload)
+                try await session.run(Notify.self, binds)
             }
             if wakes.isEmpty {
                 _ = await relayDoorbell.wait(Self.doorbellKey, endpoint: nil, after: ticket, timeout: .seconds(60))
                 try Task.checkCancellation()
             }
         }
+    }
+
+    /// Sends one wake-up notification (`$2`) on the channel `$1`.
+    enum Notify: NamedStatement {
+        static let name = "hub_notify"
+        static let sql = "SELECT pg_notify($1::text, $2::text)"
     }
 
     /// The NOTIFY payloads carrying `wakes`, each under ``payloadLimit`` bytes.
