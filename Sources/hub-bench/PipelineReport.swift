@@ -19,6 +19,9 @@ struct PipelineFigures: Sendable {
     var latencyP50 = Double.nan
     var latencyP99 = Double.nan
     var cpuPerThousandPublishes = Double.nan
+    /// PostgreSQL with two instances: publish on one → a long-poll on the other answers (ms).
+    var wakeP50 = Double.nan
+    var wakeP99 = Double.nan
 
     init(setup: PipelineSetup) { self.setup = setup }
 
@@ -31,7 +34,7 @@ struct PipelineFigures: Sendable {
         emit("\nsummary")
         let header: [(String, Int)] = [
             ("publishes/s", 11), ("deliveries/s", 12), ("in-run", 6), ("users", 5), ("CPU-s/1k del", 12),
-            ("÷ transport", 11), ("p50 ms", 8), ("p99 ms", 8), ("CPU-s/1k pub", 12),
+            ("÷ transport", 11), ("p50 ms", 8), ("p99 ms", 8), ("CPU-s/1k pub", 12), ("wake p99", 8),
         ]
         let labelWidth = results.map(\.setup.label.count).max() ?? 0
         emit(String(repeating: " ", count: labelWidth) + header.map { cell($0.0, $0.1) }.joined())
@@ -42,7 +45,7 @@ struct PipelineFigures: Sendable {
                 number(figures.deliveredInWindowShare * 100, "%.1f%%"), users,
                 number(figures.cpuPerThousandDeliveries, "%.3f"), number(figures.ratio, "%.2f"),
                 number(figures.latencyP50, "%.2f"), number(figures.latencyP99, "%.2f"),
-                number(figures.cpuPerThousandPublishes, "%.3f"),
+                number(figures.cpuPerThousandPublishes, "%.3f"), number(figures.wakeP99, "%.2f"),
             ]
             emit(
                 figures.setup.label + String(repeating: " ", count: labelWidth - figures.setup.label.count)
@@ -87,10 +90,14 @@ struct PipelineTargets {
         setup.endpointsPerUser >= 100 ? verdict("≥ 0.5", value >= 0.5) : ""
     }
 
-    /// 1 endpoint per user at 1,000 publishes/s: p99 ≤ 10 ms; across two instances ≤ 20 ms.
+    /// 1 endpoint per user, one instance, at 1,000 publishes/s: p99 ≤ 10 ms.
     func latencyP99(_ value: Double) -> String {
-        if crossInstance { return verdict("cross-instance wake p99 ≤ 20 ms", value <= 20) }
-        return oneEndpoint ? verdict("p99 ≤ 10 ms at 1,000 publishes/s", value <= 10) : ""
+        oneEndpoint && setup.instances == 1 ? verdict("p99 ≤ 10 ms at 1,000 publishes/s", value <= 10) : ""
+    }
+
+    /// PostgreSQL, two instances: cross-instance wake p99 ≤ 20 ms.
+    func crossInstanceWake(_ value: Double) -> String {
+        crossInstance ? verdict("cross-instance wake p99 ≤ 20 ms", value <= 20) : ""
     }
 
     /// 1 endpoint per user, one instance, at 1,000 publishes/s: ≤ 0.3 CPU-s per 1,000 publishes.

@@ -94,6 +94,7 @@ struct PipelineRun {
             tracker.reset()
             try await phases.latency(into: &figures)
             report(refusalsOf: tracker, phase: "latency")
+            if setup.store == "postgres" && setup.instances == 2 { try await phases.crossInstanceWake(into: &figures) }
             outcome = .success(())
         } catch {
             outcome = .failure(error)

@@ -67,9 +67,20 @@ struct PublishBench: AsyncParsableCommand {
             [(store, FeedSignals())], label: "sqlite (WAL, synchronous=FULL)")
     }
 
-    /// `count` instances, each with its own store (pool and relay) and signals, on one fresh schema.
     private func runPostgres(instances count: Int) async throws -> String {
         guard let url else { throw ValidationError("no PostgreSQL URL") }
+        return try await Self.onPostgres(url: url, instances: count, poolSize: poolSize) { pairs, label in
+            try await PublishBenchmark(instances: pairs, users: users, endpointsPerUser: endpoints, label: label)
+                .run(publishes: publishes, concurrency: concurrency, rate: rate, seconds: seconds)
+        }.text
+    }
+
+    /// Runs `body` with `count` instances, each with its own store (pool and relay) and signals, on
+    /// one fresh schema of the server at `url`, dropped afterwards.
+    static func onPostgres(
+        url: Secret, instances count: Int, poolSize: Int,
+        _ body: @Sendable @escaping ([(any Store, FeedSignals)], String) async throws -> PublishBenchmark.Result
+    ) async throws -> PublishBenchmark.Result {
         let schema = "bench_" + String(UInt64.random(in: 1 ... .max), radix: 16)
         let stores = try (0..<count).map { _ in
             PostgresStore(
@@ -77,11 +88,16 @@ struct PublishBench: AsyncParsableCommand {
                 logger: PublishBenchmark.quietLogger)
         }
         try await stores[0].migrate()
-        let outcome: Result<String, any Error>
+        let outcome: Swift.Result<PublishBenchmark.Result, any Error>
         do {
             outcome = .success(
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    for store in stores { group.addTask { await store.run() } }
+                try await withThrowingTaskGroup(of: PublishBenchmark.Result?.self) { group in
+                    for store in stores {
+                        group.addTask {
+                            await store.run()
+                            return nil
+                        }
+                    }
                     defer { group.cancelAll() }
                     let pairs = stores.map { store in
                         let signals = FeedSignals()
@@ -89,7 +105,7 @@ struct PublishBench: AsyncParsableCommand {
                         return (store as any Store, signals)
                     }
                     let label = "postgres, \(count) instance\(count == 1 ? "" : "s") (pool \(poolSize) each)"
-                    return try await benchmark(pairs, label: label)
+                    return try await body(pairs, label)
                 })
         } catch {
             outcome = .failure(error)
@@ -101,7 +117,7 @@ struct PublishBench: AsyncParsableCommand {
     private func benchmark(_ instances: [(any Store, FeedSignals)], label: String) async throws -> String {
         try await PublishBenchmark(
             instances: instances, users: users, endpointsPerUser: endpoints, label: label
-        ).run(publishes: publishes, concurrency: concurrency, rate: rate, seconds: seconds)
+        ).run(publishes: publishes, concurrency: concurrency, rate: rate, seconds: seconds).text
     }
 }
 
@@ -118,7 +134,15 @@ struct PublishBenchmark {
     let endpointsPerUser: Int
     let label: String
 
-    func run(publishes: Int, concurrency: Int, rate: Int, seconds: Int) async throws -> String {
+    /// The figures of ``run(publishes:concurrency:rate:seconds:)``: its report, and publish-to-wake
+    /// p50/p99 in milliseconds.
+    struct Result {
+        var text: String
+        var wakeP50: Double
+        var wakeP99: Double
+    }
+
+    func run(publishes: Int, concurrency: Int, rate: Int, seconds: Int) async throws -> Result {
         var configuration = HubConfiguration(apps: [Self.app])
         configuration.dispatcher.idleInterval = .milliseconds(200)
         let hubs = try instances.enumerated().map { index, instance in
@@ -257,7 +281,7 @@ struct PublishBenchmark {
                 rate, achievedRate, across, percentile(0.5), percentile(0.99), sorted.last ?? .nan, sorted.count,
                 expected, latencyCPU * 1000 / Double(rate * seconds)))
         lines.append("resident memory: \(Self.residentMegabytes()) MB")
-        return lines.joined(separator: "\n")
+        return Result(text: lines.joined(separator: "\n"), wakeP50: percentile(0.5), wakeP99: percentile(0.99))
     }
 
     /// Warnings and errors only: the benchmark registers thousands of endpoints.
