@@ -138,15 +138,7 @@ extension PostgresStore {
             ON CONFLICT (app_id, user_id, endpoint_id)
                 WHERE state = 'pending' AND kind = 'shoulderTap' AND lease_owner IS NULL
             DO UPDATE SET
-                transport = CASE WHEN EXCLUDED.change_version >= d.change_version
-                    THEN EXCLUDED.transport ELSE d.transport END,
-                notification_id = CASE WHEN EXCLUDED.change_version >= d.change_version
-                    THEN EXCLUDED.notification_id ELSE d.notification_id END,
-                change_version = GREATEST(d.change_version, EXCLUDED.change_version),
-                priority = CASE WHEN EXCLUDED.urgency > d.urgency THEN EXCLUDED.priority ELSE d.priority END,
-                urgency = GREATEST(d.urgency, EXCLUDED.urgency),
-                due_at = LEAST(d.due_at, EXCLUDED.due_at),
-                suspended_at = NULL, suspended_reason = NULL
+                \(DeliveryColumns.tapMerge)
             RETURNING d.id, d.due_at
         ), others AS (
             INSERT INTO hub_delivery (app_id, user_id, endpoint_id, transport, kind, notification_id, change_version,

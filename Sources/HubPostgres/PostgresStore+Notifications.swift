@@ -155,25 +155,7 @@ extension PostgresStore {
     /// endpoints are then those the change's deliveries must be planned for.
     /// - Returns: the row as stored, and the endpoints.
     static func save(_ n: UserNotification, _ db: Session) async throws -> (UserNotification, [Endpoint]) {
-        var binds = PostgresBindings(capacity: 17)
-        binds.append(n.appId)
-        binds.append(n.userId)
-        binds.append(n.id)
-        binds.append(n.appNotificationId)
-        binds.append(n.groupName)
-        binds.append(n.priority.rawValue)
-        try binds.append(JSONColumn(n.payload))
-        try binds.append(JSONColumn(n.targetPolicy))
-        binds.append(n.displayTimeToLive)
-        binds.append(n.expirationDateTime)
-        binds.append(n.fallbackPolicy?.timeoutSeconds)
-        binds.append(n.deliveryMode?.rawValue)
-        binds.append(n.createdDateTime)
-        binds.append(n.lastModifiedDateTime)
-        binds.append(n.readState.rawValue)
-        binds.append(n.userActionState.rawValue)
-        binds.append(n.status.rawValue)
-        let rows = try await db.run(Save.self, binds)
+        let rows = try await db.run(Save.self, try notificationBindings(n))
         guard let first = rows.first else {
             throw PostgresStoreError(.server, "saving notification \(n.id) returned no row")
         }
@@ -194,20 +176,7 @@ extension PostgresStore {
         static let name = "hub_save_notification"
         static let sql = """
             WITH saved AS (
-                INSERT INTO hub_notification (\(NotificationColumns.list))
-                VALUES ($1, $2, $3, $4, $5::text, $6, $7::jsonb, $8::jsonb, $9::bigint, $10, $11::bigint, $12::text,
-                    $13, $14, $15, $16, $17, nextval('hub_change_version'))
-                ON CONFLICT (app_id, user_id, id) DO UPDATE SET
-                    app_notification_id = EXCLUDED.app_notification_id, group_name = EXCLUDED.group_name,
-                    priority = EXCLUDED.priority, payload = EXCLUDED.payload, target_policy = EXCLUDED.target_policy,
-                    display_time_to_live = EXCLUDED.display_time_to_live,
-                    expiration_date_time = EXCLUDED.expiration_date_time,
-                    fallback_timeout_seconds = EXCLUDED.fallback_timeout_seconds,
-                    delivery_mode = EXCLUDED.delivery_mode, created_date_time = EXCLUDED.created_date_time,
-                    last_modified_date_time = EXCLUDED.last_modified_date_time, read_state = EXCLUDED.read_state,
-                    user_action_state = EXCLUDED.user_action_state, status = EXCLUDED.status,
-                    change_version = EXCLUDED.change_version
-                RETURNING \(NotificationColumns.list)
+                \(NotificationColumns.upsert)
             )
             SELECT saved.*, \(EndpointColumns.joined)
             FROM saved LEFT JOIN hub_endpoint e ON e.app_id = saved.app_id AND e.user_id = saved.user_id

@@ -185,20 +185,7 @@ extension PostgresStore {
         static let name = "hub_write_for_publish"
         static let sql = """
             WITH saved AS (
-                INSERT INTO hub_notification AS n (\(NotificationColumns.list))
-                VALUES ($1, $2, $3, $4, $5::text, $6, $7::jsonb, $8::jsonb, $9::bigint, $10, $11::bigint, $12::text,
-                    $13, $14, $15, $16, $17, nextval('hub_change_version'))
-                ON CONFLICT (app_id, user_id, id) DO UPDATE SET
-                    app_notification_id = EXCLUDED.app_notification_id, group_name = EXCLUDED.group_name,
-                    priority = EXCLUDED.priority, payload = EXCLUDED.payload, target_policy = EXCLUDED.target_policy,
-                    display_time_to_live = EXCLUDED.display_time_to_live,
-                    expiration_date_time = EXCLUDED.expiration_date_time,
-                    fallback_timeout_seconds = EXCLUDED.fallback_timeout_seconds,
-                    delivery_mode = EXCLUDED.delivery_mode, created_date_time = EXCLUDED.created_date_time,
-                    last_modified_date_time = EXCLUDED.last_modified_date_time, read_state = EXCLUDED.read_state,
-                    user_action_state = EXCLUDED.user_action_state, status = EXCLUDED.status,
-                    change_version = EXCLUDED.change_version
-                RETURNING \(NotificationColumns.list)
+                \(NotificationColumns.upsert)
             ), planned AS (
                 SELECT p.*, s.change_version
                 FROM unnest($19::text[], $20::text[], $21::text[], $22::timestamptz[], $23::boolean[], $24::boolean[])
@@ -212,15 +199,7 @@ extension PostgresStore {
                 ON CONFLICT (app_id, user_id, endpoint_id)
                     WHERE state = 'pending' AND kind = 'shoulderTap' AND lease_owner IS NULL
                 DO UPDATE SET
-                    transport = CASE WHEN EXCLUDED.change_version >= d.change_version
-                        THEN EXCLUDED.transport ELSE d.transport END,
-                    notification_id = CASE WHEN EXCLUDED.change_version >= d.change_version
-                        THEN EXCLUDED.notification_id ELSE d.notification_id END,
-                    change_version = GREATEST(d.change_version, EXCLUDED.change_version),
-                    priority = CASE WHEN EXCLUDED.urgency > d.urgency THEN EXCLUDED.priority ELSE d.priority END,
-                    urgency = GREATEST(d.urgency, EXCLUDED.urgency),
-                    due_at = LEAST(d.due_at, EXCLUDED.due_at),
-                    suspended_at = NULL, suspended_reason = NULL,
+                    \(DeliveryColumns.tapMerge),
                     lease_owner = CASE WHEN \(mergedHand) THEN $27::text END,
                     lease_until = CASE WHEN \(mergedHand) THEN $28::timestamptz END,
                     claimed_at = CASE WHEN \(mergedHand) THEN $18 ELSE d.claimed_at END,

@@ -46,6 +46,26 @@ enum NotificationColumns {
         display_time_to_live, expiration_date_time, fallback_timeout_seconds, delivery_mode, created_date_time,
         last_modified_date_time, read_state, user_action_state, status, change_version
         """
+
+    /// Inserts or replaces the notification whose columns but `change_version` are `$1` … `$17`
+    /// (``PostgresStore/notificationBindings(_:)``) with the next change version, returning
+    /// ``list``. Parameters that may be NULL have a cast, so that their type never depends on a first run.
+    static let upsert = """
+        INSERT INTO hub_notification (\(list))
+        VALUES ($1, $2, $3, $4, $5::text, $6, $7::jsonb, $8::jsonb, $9::bigint, $10, $11::bigint, $12::text,
+            $13, $14, $15, $16, $17, nextval('hub_change_version'))
+        ON CONFLICT (app_id, user_id, id) DO UPDATE SET
+            app_notification_id = EXCLUDED.app_notification_id, group_name = EXCLUDED.group_name,
+            priority = EXCLUDED.priority, payload = EXCLUDED.payload, target_policy = EXCLUDED.target_policy,
+            display_time_to_live = EXCLUDED.display_time_to_live,
+            expiration_date_time = EXCLUDED.expiration_date_time,
+            fallback_timeout_seconds = EXCLUDED.fallback_timeout_seconds,
+            delivery_mode = EXCLUDED.delivery_mode, created_date_time = EXCLUDED.created_date_time,
+            last_modified_date_time = EXCLUDED.last_modified_date_time, read_state = EXCLUDED.read_state,
+            user_action_state = EXCLUDED.user_action_state, status = EXCLUDED.status,
+            change_version = EXCLUDED.change_version
+        RETURNING \(list)
+        """
     /// The columns of the table aliased `n`, each renamed `n_<column>`, for statements that join.
     static let joined = aliased(list, table: "n", prefix: Names.joined.prefix)
 
@@ -200,6 +220,21 @@ extension Endpoint {
 // MARK: - Deliveries
 
 enum DeliveryColumns {
+    /// How a planned tap (`EXCLUDED`) merges into its endpoint's waiting tap `d`: the newer
+    /// notification and its transport, the higher priority, the earlier due time; a parked tap is
+    /// un-parked. The `DO UPDATE SET` list of the taps' `ON CONFLICT`.
+    static let tapMerge = """
+        transport = CASE WHEN EXCLUDED.change_version >= d.change_version
+            THEN EXCLUDED.transport ELSE d.transport END,
+        notification_id = CASE WHEN EXCLUDED.change_version >= d.change_version
+            THEN EXCLUDED.notification_id ELSE d.notification_id END,
+        change_version = GREATEST(d.change_version, EXCLUDED.change_version),
+        priority = CASE WHEN EXCLUDED.urgency > d.urgency THEN EXCLUDED.priority ELSE d.priority END,
+        urgency = GREATEST(d.urgency, EXCLUDED.urgency),
+        due_at = LEAST(d.due_at, EXCLUDED.due_at),
+        suspended_at = NULL, suspended_reason = NULL
+        """
+
     static let list = """
         id, app_id, user_id, endpoint_id, kind, notification_id, change_version, priority, attempts, created_at,
         due_at, last_error

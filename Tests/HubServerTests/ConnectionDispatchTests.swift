@@ -118,22 +118,8 @@ struct RawConnection: Sendable {
     private static func blocking(
         port: Int, _ writes: [[UInt8]], halfClose: Bool, timeout: Int
     ) throws -> RawConnection {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw RawHTTP.Failure(description: "socket() failed") }
+        let fd = try RawHTTP.connectedSocket(port: port, timeout: timeout)
         defer { close(fd) }
-        var wait = timeval(tv_sec: timeout, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { throw RawHTTP.Failure(description: "connect() failed: errno \(errno)") }
         for (index, bytes) in writes.enumerated() {
             if index > 0 { usleep(200_000) }
             var offset = 0

@@ -42,13 +42,16 @@ enum RawHTTP {
         return try await exchange(port: port, Array((head + "\r\n\r\n").utf8))
     }
 
-    private static func blockingExchange(port: Int, _ request: [UInt8], timeout: Int) throws -> RawHTTPResponse {
+    /// A TCP socket connected to 127.0.0.1:`port`, with send and receive timeouts of `timeout`
+    /// seconds when given. The caller closes it.
+    static func connectedSocket(port: Int, timeout: Int? = nil) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket() failed") }
-        defer { close(fd) }
-        var wait = timeval(tv_sec: timeout, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        if let timeout {
+            var wait = timeval(tv_sec: timeout, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -58,7 +61,17 @@ enum RawHTTP {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        guard connected == 0 else { throw Failure(description: "connect() failed: errno \(errno)") }
+        guard connected == 0 else {
+            let code = errno
+            close(fd)
+            throw Failure(description: "connect() failed: errno \(code)")
+        }
+        return fd
+    }
+
+    private static func blockingExchange(port: Int, _ request: [UInt8], timeout: Int) throws -> RawHTTPResponse {
+        let fd = try connectedSocket(port: port, timeout: timeout)
+        defer { close(fd) }
         // The server may answer and stop reading before all of it is sent: that is fine.
         var offset = 0
         while offset < request.count {
