@@ -89,6 +89,9 @@ extension Dispatcher {
         if !lane.isStrayLane { lane.openHandOffs() }
         await withDiscardingTaskGroup { group in
             var drained = false
+            // Taken before the claim that came back short: a poke after it (a publish that
+            // committed while the claim ran, or after) ends the idle pause at once.
+            var drainedTicket: UInt64 = 0
             var failures = 0
             while !stopping {
                 let ticket = bells.ticket()
@@ -105,7 +108,7 @@ extension Dispatcher {
                 }
                 if drained {
                     let idle = lane.isStrayLane ? configuration.idleInterval * 10 : configuration.idleInterval
-                    await pause(idle, on: lane.pokeKey, after: ticket)
+                    await pause(idle, on: lane.pokeKey, after: drainedTicket)
                     drained = false
                     continue
                 }
@@ -126,6 +129,7 @@ extension Dispatcher {
                     continue
                 }
                 drained = claimed.count < limit
+                drainedTicket = ticket
                 if claimed.isEmpty { continue }
                 leased.withLock { leased in for item in claimed { leased.insert(item.delivery.id) } }
                 send(claimed, in: lane, group: &group)

@@ -1,0 +1,75 @@
+import Foundation
+import HubSQLite
+import HubTesting
+import Synchronization
+import Testing
+
+@testable import HubCore
+
+/// Runs an action once, right after a claim that came back empty returned from the store and
+/// before the lane sees that result: the window in which a publish may commit and poke.
+final class AfterEmptyClaim: StoreInterceptor {
+    private let action = Mutex<(@Sendable () async -> Void)?>(nil)
+    let claims = Atomic<Int>(0)
+
+    func arm(_ action: @escaping @Sendable () async -> Void) { self.action.withLock { $0 = action } }
+
+    func intercept<T: Sendable>(_ name: String, _ call: @escaping @Sendable () async throws -> T) async throws -> T {
+        let result = try await call()
+        if name == "claimDeliveries" { claims.add(1, ordering: .relaxed) }
+        if name == "claimDeliveries", (result as? [ClaimedDelivery])?.isEmpty == true,
+            let action = action.withLock({ action in
+                defer { action = nil }
+                return action
+            })
+        {
+            await action()
+        }
+        return result
+    }
+}
+
+@Suite("delivery pipeline: no lost wake-up")
+struct LaneWakeTests {
+    @Test("a delivery committed and poked while the lane's claim ran is sent at once, not after the idle pause")
+    func pokeDuringClaim() async throws {
+        let store = try SQLiteStore.inMemory()
+        let interceptor = AfterEmptyClaim()
+        let apns = TestHub.apnsLike()
+        var configuration = HubConfiguration(apps: [TestHub.app], instanceID: "lane-wake")
+        configuration.dispatcher = TestHub.fastDispatcher
+        configuration.dispatcher.idleInterval = .seconds(60)  // only a poke can wake an idle lane
+        let hub = try Hub(
+            configuration: configuration, store: InterceptedStore(store, interceptor),
+            transports: [apns], logger: .init(label: "hub"))
+        let key = FeedKey(appId: TestHub.app.id, userId: "alice")
+        _ = try await hub.registerEndpoint(
+            app: key.appId, user: key.userId, id: "phone",
+            EndpointRegistration(
+                platform: .ios, appId: TestHub.app.platforms[.ios]![0], transport: .apns, token: "a1",
+                attributes: ["environment": "production"]))
+        let running = Task { try await hub.run() }
+        defer { running.cancel() }
+        // Both lanes (APNs and the one for transports this hub does not run) claim once at start,
+        // find nothing and go idle; only a poke wakes the APNs lane now, the other one not at all.
+        #expect(await eventually { interceptor.claims.load(ordering: .relaxed) >= 2 })
+        try await Task.sleep(for: .milliseconds(100))
+        // The APNs lane's next claim comes back empty; right then another instance's publish (no
+        // hand-off to this one) commits and its wake-up reaches this dispatcher, before the lane
+        // has seen its claim's result.
+        let published = Mutex(false)
+        interceptor.arm {
+            let now = Date()
+            _ = try? await store.publish(
+                PublishRequest(
+                    key: key, draft: NotificationDraft(appNotificationId: "n-1", payload: .init(rawContent: "{}")),
+                    newId: UUID().uuidString, expirationDateTime: now.addingTimeInterval(3600),
+                    deliveryMode: .shoulderTap, now: now))
+            published.withLock { $0 = true }
+            hub.dispatcher.poke()
+        }
+        hub.dispatcher.poke()
+        #expect(await eventually(timeout: .seconds(5)) { published.withLock { $0 } }, "the claim ran")
+        #expect(await eventually(timeout: .seconds(5)) { apns.deliveries.count == 1 }, "sent within the idle pause")
+    }
+}
