@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HubCore
 import Synchronization
 
 /// Copies the write-ahead log into the database file off the commit path.
@@ -33,7 +34,7 @@ final class Checkpointer: Sendable {
 
     init(path: String, interval: Duration = .milliseconds(200)) {
         self.path = path
-        self.interval = Double(interval.components.seconds) + Double(interval.components.attoseconds) * 1e-18
+        self.interval = interval.seconds
     }
 
     /// Checkpoints run so far (tests).
