@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HubCore
 public import Logging
 import NIOCore
 import NIOSSL
@@ -116,7 +117,7 @@ public final class WebPushClient: Sendable {
         throw WebPushError(
             code: WebPushErrorCode(status: status), message: Self.advice(status), status: status,
             reason: String(text.prefix(512)),
-            retryAfter: Self.retryAfter(header["retry-after"], now: configuration.now()))
+            retryAfter: RetryAfter.parse(header["retry-after"], now: configuration.now()))
     }
 
     /// Closes the HTTP connections. Sends after this fail with ``WebPushErrorCode/networkFailure``.
@@ -139,17 +140,5 @@ public final class WebPushClient: Sendable {
         case 500...599: "the push service failed; retrying later"
         default: "the push service answered \(status)"
         }
-    }
-
-    /// Reads `Retry-After`: delay-seconds or an HTTP date (RFC 9110 §10.2.3).
-    static func retryAfter(_ value: String?, now: Date) -> Duration? {
-        guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
-        if let seconds = Int(value) { return .seconds(max(0, seconds)) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: value) else { return nil }
-        return .seconds(max(0, Int(date.timeIntervalSince(now).rounded(.up))))
     }
 }
