@@ -105,7 +105,10 @@ extension HTTPServerBuilder {
         connections: ConnectionLimits, trustedProxies: [String] = [], logger: Logger = Logger(label: "hub")
     ) -> HTTPServerBuilder {
         let registry = ConnectionRegistry(limits: connections, trustedProxies: trustedProxies, logger: logger)
-        return HTTPServerBuilder { responder in GuardedHTTP1Channel(responder: responder, registry: registry) }
+        let gate = RequestGate(limit: connections.maxActiveRequests)
+        return HTTPServerBuilder { responder in
+            GuardedHTTP1Channel(responder: responder, registry: registry, gate: gate)
+        }
     }
 }
 

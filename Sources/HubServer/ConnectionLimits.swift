@@ -29,16 +29,23 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// The most connections open at once from one client IP address (`max_connections_per_client`).
     /// Peers in ``HubServerConfiguration/trustedProxies`` are exempt: they carry many clients.
     public var maxConnectionsPerClient: Int
+    /// The most requests handled at once, across all connections; the next ones wait their turn
+    /// as parsed heads, and `hub_requests_waiting` counts them. Requests still receiving their
+    /// body start at once and are not counted; long-polls and event streams count only until
+    /// they wait. It bounds what a burst of requests costs (see `RequestGate`).
+    public var maxActiveRequests: Int
 
     public init(
         headerTimeout: Duration = .seconds(10), bodyTimeout: Duration = .seconds(30),
-        idleTimeout: Duration = .seconds(60), maxConnections: Int = 10_000, maxConnectionsPerClient: Int = 256
+        idleTimeout: Duration = .seconds(60), maxConnections: Int = 10_000, maxConnectionsPerClient: Int = 256,
+        maxActiveRequests: Int = 256
     ) {
         self.headerTimeout = headerTimeout
         self.bodyTimeout = bodyTimeout
         self.idleTimeout = idleTimeout
         self.maxConnections = maxConnections
         self.maxConnectionsPerClient = maxConnectionsPerClient
+        self.maxActiveRequests = maxActiveRequests
     }
 }
 

@@ -29,11 +29,13 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 
     let responder: HTTPChannelHandler.Responder
     let registry: ConnectionRegistry
+    let gate: RequestGate
     let served = ServedConnections()
 
-    init(responder: @escaping HTTPChannelHandler.Responder, registry: ConnectionRegistry) {
+    init(responder: @escaping HTTPChannelHandler.Responder, registry: ConnectionRegistry, gate: RequestGate) {
         self.responder = responder
         self.registry = registry
+        self.gate = gate
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
@@ -59,7 +61,7 @@ struct GuardedHTTP1Channel: ServerChildChannel {
             try pipeline.addHandler(RequestPhaseHandler())
             // After the phase handler, so it sees only real responses.
             try pipeline.addHandler(ParkingHandler())
-            try pipeline.addHandler(RequestDispatcher(responder: responder, logger: logger))
+            try pipeline.addHandler(RequestDispatcher(responder: responder, gate: gate, logger: logger))
             served.opened(channel)
             return Value(channel: channel)
         }

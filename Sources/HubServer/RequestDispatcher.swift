@@ -42,6 +42,7 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private let responder: HTTPChannelHandler.Responder
+    private let gate: RequestGate
     private let logger: Logger
     private var context: ChannelHandlerContext?
     private var reading = Reading.head
@@ -61,8 +62,9 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
     /// A read was held back.
     private var readHeld = false
 
-    init(responder: @escaping HTTPChannelHandler.Responder, logger: Logger) {
+    init(responder: @escaping HTTPChannelHandler.Responder, gate: RequestGate, logger: Logger) {
         self.responder = responder
+        self.gate = gate
         self.logger = logger
     }
 
@@ -156,7 +158,7 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
             reading = .collecting(head, body)
         case (.collecting(let head, let body), .end):
             reading = .head
-            start(head, body: RequestBody(buffer: body ?? ByteBuffer()), context: context)
+            start(head, body: RequestBody(buffer: body ?? ByteBuffer()), gated: true, context: context)
         case (.streaming(let source), .body(let buffer)):
             if source.yield(buffer) == .stopProducing { bodyFull = true }
         case (.streaming(let source), .end):
@@ -181,10 +183,12 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
             handler: NIOLoopBound(self, eventLoop: context.eventLoop), number: bodyNumber)
         if let body, source.producer.yield(body) == .stopProducing { bodyFull = true }
         reading = .streaming(source.producer)
-        start(head, body: RequestBody(asyncSequence: source.sequence), context: context)
+        start(head, body: RequestBody(asyncSequence: source.sequence), gated: false, context: context)
     }
 
-    private func start(_ head: HTTPRequest, body: RequestBody, context: ChannelHandlerContext) {
+    /// Runs the request in a task of its own: at once when its body is still arriving (it is not
+    /// counted by the ``RequestGate``), otherwise when the gate lets it.
+    private func start(_ head: HTTPRequest, body: RequestBody, gated: Bool, context: ChannelHandlerContext) {
         responding = true
         if let connection = head.headerFields[.connection], connection.lowercased().contains("close") {
             closeAfterResponse = true
@@ -194,9 +198,29 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
         let responder = self.responder
         let logger = self.logger
-        Task {
-            let succeeded = await respond(to: request, responder: responder, channel: channel, logger: logger)
-            handler.eventLoop.execute { handler.value.responded(succeeded: succeeded) }
+        guard gated else {
+            Task {
+                let succeeded = await respond(to: request, responder: responder, channel: channel, logger: logger)
+                handler.eventLoop.execute { handler.value.responded(succeeded: succeeded) }
+            }
+            return
+        }
+        let gate = self.gate
+        gate.enter {
+            // On this connection's event loop, however the gate let the request in: a request
+            // that waited starts from the thread of the one that ended.
+            handler.eventLoop.execute {
+                guard handler.value.context != nil else {
+                    // The connection closed while the request waited: its place goes on.
+                    gate.leave()
+                    return
+                }
+                Task {
+                    let succeeded = await respond(to: request, responder: responder, channel: channel, logger: logger)
+                    gate.leave()
+                    handler.eventLoop.execute { handler.value.responded(succeeded: succeeded) }
+                }
+            }
         }
     }
 
