@@ -122,7 +122,7 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
             context.fireErrorCaught(error)
             return
         }
-        // The head was fine (a bad head is answered by RequestHeadErrorHandler): the body is not.
+        // The head was fine (HTTP1ServerCodec answers a bad head itself): the body is not.
         if case .streaming(let source) = reading { source.finish(error) }
         reading = .discarding
         queued = []

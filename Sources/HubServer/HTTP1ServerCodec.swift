@@ -1,0 +1,338 @@
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+
+/// The hub's HTTP/1.1 server codec: bytes in, `HTTPRequestPart`s out; `HTTPResponsePart`s in,
+/// bytes out. One handler instead of NIO's decoder and encoder, the HTTP types codec and the
+/// head guards around them, holding nothing between requests but its state, so a waiting
+/// connection costs little (README, "Waiting").
+///
+/// Reading: heads are parsed by ``HTTP1HeadParser`` once they arrived whole (empty lines before a
+/// request line are skipped); bodies are framed by `Content-Length` or chunked coding (chunk
+/// extensions ignored, trailers read and dropped) and handed on as slices of what was read. A head
+/// it refuses — malformed (400), over 80 KiB (431, or 414 when the request line alone is) — becomes
+/// a stand-in request carrying ``RequestHeadLimits/marker``, answered by the router with a problem
+/// after the answers to earlier requests; the connection closes ``lingering`` after that answer
+/// and reads nothing more. A malformed chunked body is an `HTTPParserError` for the
+/// ``RequestDispatcher``.
+///
+/// Writing: a response without `Content-Length` or `Transfer-Encoding` (and with a body by its
+/// status) is sent chunked, as NIO's encoder did.
+final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = ByteBuffer
+
+    /// The longest chunk-size line (size and extensions).
+    static let maxChunkLine = 1024
+    /// How long a connection whose head was refused stays open for reading after the answer:
+    /// closing with unread input sends a TCP reset, which can destroy the answer.
+    static let lingering = TimeAmount.seconds(2)
+
+    private enum Reading {
+        /// Waiting for a head; `scanned` bytes of ``pending`` hold no end of it.
+        case head(scanned: Int)
+        case body(remaining: Int)
+        case chunkSize
+        case chunkData(remaining: Int)
+        case chunkDataEnd
+        case trailers(scanned: Int)
+        /// A head or body was refused: input is dropped.
+        case failed
+    }
+
+    private var reading = Reading.head(scanned: 0)
+    /// Bytes read but not parsed yet: part of a head, a chunk-size line or trailers.
+    private var pending: ByteBuffer?
+    /// The response being written is chunked.
+    private var chunkedResponse = false
+    /// A refused head's stand-in was handed on.
+    private var refused = false
+    /// Requests handed on, and responses written to their end.
+    private var requests = 0
+    private var answers = 0
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .failed = reading { return }
+        var buffer = unwrapInboundIn(data)
+        if var pending {
+            self.pending = nil
+            pending.writeBuffer(&buffer)
+            buffer = pending
+        }
+        parse(&buffer, context: context)
+        if buffer.readableBytes > 0, !isFailed { pending = buffer }
+    }
+
+    private var isFailed: Bool {
+        if case .failed = reading { return true }
+        return false
+    }
+
+    private func parse(_ buffer: inout ByteBuffer, context: ChannelHandlerContext) {
+        while true {
+            switch reading {
+            case .head(let scanned):
+                guard readHead(&buffer, scanned: scanned, context: context) else { return }
+            case .body(let remaining):
+                guard buffer.readableBytes > 0 else { return }
+                let count = min(remaining, buffer.readableBytes)
+                context.fireChannelRead(wrapInboundOut(.body(buffer.readSlice(length: count)!)))
+                if count == remaining {
+                    endRequest(context: context)
+                } else {
+                    reading = .body(remaining: remaining - count)
+                }
+            case .chunkSize:
+                guard let line = takeLine(&buffer, limit: Self.maxChunkLine, context: context) else { return }
+                guard let size = Self.chunkSize(line) else {
+                    failBody(.invalidChunkSize, context: context)
+                    return
+                }
+                reading = size == 0 ? .trailers(scanned: 0) : .chunkData(remaining: size)
+            case .chunkData(let remaining):
+                guard buffer.readableBytes > 0 else { return }
+                let count = min(remaining, buffer.readableBytes)
+                context.fireChannelRead(wrapInboundOut(.body(buffer.readSlice(length: count)!)))
+                reading = count == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - count)
+            case .chunkDataEnd:
+                guard buffer.readableBytes >= 2 else { return }
+                guard buffer.readBytes(length: 2) == [13, 10] else {
+                    failBody(.invalidChunkSize, context: context)
+                    return
+                }
+                reading = .chunkSize
+            case .trailers(let scanned):
+                guard readTrailers(&buffer, scanned: scanned, context: context) else { return }
+            case .failed:
+                buffer.clear()
+                return
+            }
+        }
+    }
+
+    /// Reads a head from `buffer` if it is all there; `false` when more is needed (or it failed).
+    private func readHead(_ buffer: inout ByteBuffer, scanned: Int, context: ChannelHandlerContext) -> Bool {
+        if scanned == 0 {
+            // Empty lines before a request line are skipped (RFC 9112, 2.2).
+            while buffer.readableBytes >= 2, buffer.getInteger(at: buffer.readerIndex, as: UInt16.self) == 0x0D0A {
+                buffer.moveReaderIndex(forwardBy: 2)
+            }
+            if buffer.readableBytes == 0 || (buffer.readableBytes == 1 && buffer.readableBytesView.first == 13) {
+                return false
+            }
+        }
+        guard let end = Self.endOfFields(in: buffer, from: max(0, scanned - 3)) else {
+            if buffer.readableBytes > HTTP1HeadParser.maxHeadBytes {
+                refuseOversized(buffer, context: context)
+                return false
+            }
+            reading = .head(scanned: buffer.readableBytes)
+            return false
+        }
+        if end > HTTP1HeadParser.maxHeadBytes {
+            refuseOversized(buffer, context: context)
+            return false
+        }
+        let parsed = buffer.withUnsafeReadableBytes { HTTP1HeadParser.parse(UnsafeRawBufferPointer(rebasing: $0[..<(end + 2)])) }
+        buffer.moveReaderIndex(forwardBy: end + 4)
+        switch parsed {
+        case .failure(let error):
+            refuse(error, context: context)
+            return false
+        case .success(let head):
+            requests += 1
+            context.fireChannelRead(wrapInboundOut(.head(head.request)))
+            switch head.framing {
+            case .none, .length(0): endRequest(context: context)
+            case .length(let length): reading = .body(remaining: length)
+            case .chunked: reading = .chunkSize
+            }
+            return true
+        }
+    }
+
+    /// Reads the trailer fields after a last chunk, and drops them.
+    private func readTrailers(_ buffer: inout ByteBuffer, scanned: Int, context: ChannelHandlerContext) -> Bool {
+        if scanned == 0, buffer.readableBytes >= 2, buffer.getInteger(at: buffer.readerIndex, as: UInt16.self) == 0x0D0A {
+            buffer.moveReaderIndex(forwardBy: 2)
+            endRequest(context: context)
+            return true
+        }
+        guard let end = Self.endOfFields(in: buffer, from: max(0, scanned - 3)) else {
+            if buffer.readableBytes > HTTP1HeadParser.maxHeadBytes {
+                failBody(.headerOverflow, context: context)
+            } else {
+                reading = .trailers(scanned: buffer.readableBytes)
+            }
+            return false
+        }
+        buffer.moveReaderIndex(forwardBy: end + 4)
+        endRequest(context: context)
+        return true
+    }
+
+    /// A line ending in CRLF, without it, taken from `buffer`; `nil` when it has not all arrived.
+    private func takeLine(_ buffer: inout ByteBuffer, limit: Int, context: ChannelHandlerContext) -> ByteBuffer? {
+        guard let lf = buffer.readableBytesView.firstIndex(of: UInt8(ascii: "\n")) else {
+            if buffer.readableBytes > limit { failBody(.invalidChunkSize, context: context) }
+            return nil
+        }
+        let length = lf - buffer.readerIndex
+        guard length >= 1, buffer.getInteger(at: lf - 1, as: UInt8.self) == 13 else {
+            failBody(.invalidChunkSize, context: context)
+            return nil
+        }
+        let line = buffer.readSlice(length: length - 1)!
+        buffer.moveReaderIndex(forwardBy: 2)
+        return line
+    }
+
+    private func endRequest(context: ChannelHandlerContext) {
+        reading = .head(scanned: 0)
+        context.fireChannelRead(wrapInboundOut(.end(nil)))
+    }
+
+    /// Refuses a head over the limit: 414 when its request line alone is, 431 otherwise.
+    private func refuseOversized(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
+        let lineEnd = buffer.readableBytesView.firstIndex(of: UInt8(ascii: "\n")).map { $0 - buffer.readerIndex }
+        refuse((lineEnd ?? Int.max) >= HTTP1HeadParser.maxHeadBytes ? .lineTooLong : .fieldsTooLarge, context: context)
+    }
+
+    /// Hands on a stand-in request for a refused head and reads nothing more.
+    private func refuse(_ error: HTTP1HeadError, context: ChannelHandlerContext) {
+        reading = .failed
+        pending = nil
+        refused = true
+        requests += 1
+        let value =
+            switch error {
+            case .lineTooLong: "414"
+            case .fieldsTooLarge: "431"
+            case .invalid(let reason): "400 " + reason
+            }
+        let head = HTTPRequest(
+            method: .get, scheme: "http", authority: nil, path: "/",
+            headerFields: [RequestHeadLimits.marker: value, .connection: "close"])
+        context.fireChannelRead(wrapInboundOut(.head(head)))
+        context.fireChannelRead(wrapInboundOut(.end(nil)))
+    }
+
+    private func failBody(_ error: HTTPParserError, context: ChannelHandlerContext) {
+        reading = .failed
+        pending = nil
+        context.fireErrorCaught(error)
+    }
+
+    /// The offset, from the reader index, of the CRLFCRLF that ends a head, searching from `from`.
+    private static func endOfFields(in buffer: ByteBuffer, from: Int) -> Int? {
+        buffer.withUnsafeReadableBytes { bytes -> Int? in
+            var index = from
+            while index + 3 < bytes.count {
+                if bytes[index + 3] != 10 {
+                    index += bytes[index + 3] == 13 ? 1 : 4
+                    continue
+                }
+                if bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 { return index }
+                index += 1
+            }
+            return nil
+        }
+    }
+
+    /// The size of a chunk-size line (hex digits, then extensions after `;`, ignored).
+    private static func chunkSize(_ line: ByteBuffer) -> Int? {
+        var size = 0
+        var digits = 0
+        for byte in line.readableBytesView {
+            let value: Int
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = Int(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = Int(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = Int(byte - UInt8(ascii: "A") + 10)
+            case UInt8(ascii: ";"), UInt8(ascii: " "), UInt8(ascii: "\t"):
+                return digits > 0 ? size : nil
+            default: return nil
+            }
+            digits += 1
+            guard digits <= 15 else { return nil }
+            size = size * 16 + value
+        }
+        return digits > 0 ? size : nil
+    }
+
+    // MARK: Writing
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head(let response):
+            var buffer = context.channel.allocator.buffer(capacity: 256)
+            buffer.writeString("HTTP/1.1 \(response.status.code) \(response.status.reasonPhrase)\r\n")
+            for field in response.headerFields {
+                buffer.writeString(field.name.rawName)
+                buffer.writeStaticString(": ")
+                buffer.writeString(field.value)
+                buffer.writeStaticString("\r\n")
+            }
+            let code = response.status.code
+            if (100..<200).contains(code) || code == 204 || code == 304 {
+                chunkedResponse = false
+            } else if let encoding = response.headerFields[.transferEncoding] {
+                chunkedResponse = encoding.lowercased().contains("chunked")
+            } else if response.headerFields[.contentLength] == nil {
+                chunkedResponse = true
+                buffer.writeStaticString("Transfer-Encoding: chunked\r\n")
+            } else {
+                chunkedResponse = false
+            }
+            buffer.writeStaticString("\r\n")
+            context.write(wrapOutboundOut(buffer), promise: promise)
+        case .body(let body):
+            guard chunkedResponse, body.readableBytes > 0 else {
+                context.write(wrapOutboundOut(body), promise: promise)
+                return
+            }
+            let size = String(body.readableBytes, radix: 16)
+            if body.readableBytes <= 4096 {
+                var frame = context.channel.allocator.buffer(capacity: size.utf8.count + body.readableBytes + 4)
+                frame.writeString(size)
+                frame.writeStaticString("\r\n")
+                frame.writeImmutableBuffer(body)
+                frame.writeStaticString("\r\n")
+                context.write(wrapOutboundOut(frame), promise: promise)
+            } else {
+                context.write(wrapOutboundOut(ByteBuffer(string: size + "\r\n")), promise: nil)
+                context.write(wrapOutboundOut(body), promise: nil)
+                context.write(wrapOutboundOut(ByteBuffer(staticString: "\r\n")), promise: promise)
+            }
+        case .end(let trailers):
+            var buffer = context.channel.allocator.buffer(capacity: chunkedResponse ? 5 : 0)
+            if chunkedResponse {
+                buffer.writeStaticString("0\r\n")
+                for field in trailers ?? [:] {
+                    buffer.writeString("\(field.name.rawName): \(field.value)\r\n")
+                }
+                buffer.writeStaticString("\r\n")
+            }
+            chunkedResponse = false
+            answers += 1
+            guard refused, answers >= requests else {
+                context.write(wrapOutboundOut(buffer), promise: promise)
+                return
+            }
+            // The answer to a refused head: the connection closes a little after it went.
+            let channel = context.channel
+            let written = context.eventLoop.makePromise(of: Void.self)
+            written.futureResult.whenComplete { _ in
+                channel.eventLoop.scheduleTask(in: Self.lingering) { channel.close(promise: nil) }
+            }
+            written.futureResult.cascade(to: promise)
+            context.write(wrapOutboundOut(buffer), promise: written)
+        }
+    }
+}
+
+@available(*, unavailable)
+extension HTTP1ServerCodec: Sendable {}
