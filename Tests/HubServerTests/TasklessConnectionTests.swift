@@ -35,7 +35,7 @@ struct TasklessConnectionTests {
             responder: { _, writer, _ in
                 var writer = writer
                 try await writer.writeResponse(.init(status: .noContent))
-            }, registry: registry)
+            }, registry: registry, gate: RequestGate(limit: 256))
         let returned = SharedCounter()
         let port = Mutex<Int?>(nil)
         let server = Counting(inner: guarded, returned: returned).server(

@@ -1,0 +1,189 @@
+import Foundation
+import HTTPTypes
+import Testing
+
+@testable import HubServer
+
+/// The hub's own HTTP/1.1 parsing (`HTTP1HeadParser`, `HTTP1ServerCodec`): what a head may be,
+/// the ambiguities request smuggling lives on, chunked bodies cut anywhere, and what the client is
+/// told when its head is refused.
+@Suite("HTTP/1.1 codec")
+struct HTTP1CodecTests {
+    private static func parse(_ head: String) -> Result<HTTP1RequestHead, HTTP1HeadError> {
+        Array(head.utf8).withUnsafeBytes { HTTP1HeadParser.parse($0) }
+    }
+
+    @Test("a valid head: method, path, authority from Host, fields in order, framing")
+    func validHead() throws {
+        let head = try Self.parse(
+            "POST /v1/x?y=1 HTTP/1.1\r\nHost: hub.example\r\nContent-Type:application/json \r\n"
+                + "Content-Length: 12\r\nX-A: 1\r\nx-a:\t2\r\n"
+        ).get()
+        #expect(head.request.method == .post)
+        #expect(head.request.path == "/v1/x?y=1")
+        #expect(head.request.authority == "hub.example")
+        #expect(head.request.headerFields[.contentType] == "application/json")
+        #expect(head.request.headerFields[values: HTTPField.Name("X-A")!] == ["1", "2"])
+        #expect(!head.request.headerFields.contains { $0.name.canonicalName == "host" })
+        #expect(head.framing == .length(12))
+        #expect(try Self.parse("GET / HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n").get().framing == .chunked)
+        #expect(try Self.parse("GET / HTTP/1.1\r\n").get().framing == HTTP1BodyFraming.none)
+        #expect(try Self.parse("GET / HTTP/1.1\r\nContent-Length: 5\r\ncontent-length: 5\r\n").get().framing == .length(5))
+    }
+
+    @Test("HTTP/1.0 closes after its answer unless it asks to keep the connection; absolute-form targets")
+    func versionsAndTargets() throws {
+        let closing = try Self.parse("GET / HTTP/1.0\r\n").get()
+        #expect(closing.request.headerFields[.connection] == "close")
+        let keeping = try Self.parse("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n").get()
+        #expect(keeping.request.headerFields[.connection] == "Keep-Alive")
+        #expect(try Self.parse("GET / HTTP/1.1\r\n").get().request.headerFields[.connection] == nil)
+        #expect(HTTP1HeadParser.path(of: "http://hub.example/v1/x?y") == "/v1/x?y")
+        #expect(HTTP1HeadParser.path(of: "https://hub.example") == "/")
+        #expect(HTTP1HeadParser.path(of: "http://hub.example?q") == "/?q")
+        #expect(HTTP1HeadParser.path(of: "/plain") == "/plain")
+    }
+
+    @Test("the hub's stand-in marker is stripped from what a client sends")
+    func markerStripped() throws {
+        let head = try Self.parse("GET / HTTP/1.1\r\nX-Hub-Head-Error: 431\r\nX-Other: 1\r\n").get()
+        #expect(head.request.headerFields[RequestHeadLimits.marker] == nil)
+        #expect(head.request.headerFields[HTTPField.Name("X-Other")!] == "1")
+    }
+
+    @Test(
+        "heads that are refused with 400, each with its reason",
+        arguments: [
+            ("GET / HTTP/1.1\nHost: x\r\n", "bare LF"),
+            ("GET / HTTP/1.1\r\nHost: x\rY: z\r\n", "bare CR"),
+            ("GET / HTTP/1.1\r\nX: a\r\n  folded\r\n", "folding"),
+            ("GET / HTTP/1.1\r\nX : a\r\n", "whitespace before its colon"),
+            ("GET / HTTP/1.1\r\nX\u{0}Y: a\r\n", "token"),
+            ("GET / HTTP/1.1\r\nX: a\u{1}b\r\n", "control character"),
+            ("GET / HTTP/1.1\r\nX: a\u{7F}\r\n", "control character"),
+            ("GET / HTTP/1.1\r\nnocolon\r\n", "colon"),
+            ("GET / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n", "both"),
+            ("GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n", "both"),
+            ("GET / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n", "differ"),
+            ("GET / HTTP/1.1\r\nContent-Length: +5\r\n", "decimal"),
+            ("GET / HTTP/1.1\r\nContent-Length: 5, 5\r\n", "decimal"),
+            ("GET / HTTP/1.1\r\nContent-Length: 0x10\r\n", "decimal"),
+            ("GET / HTTP/1.1\r\nContent-Length: 1234567890123456789\r\n", "decimal"),
+            ("GET / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n", "chunked"),
+            ("GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n", "chunked"),
+            ("GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n", "HTTP/1.0"),
+            ("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n", "more than one Host"),
+            ("GET / HTTP/2.0\r\n", "version"),
+            ("GET / http/1.1\r\n", "version"),
+            ("GET  / HTTP/1.1\r\n", "method, space, target"),
+            ("GET /a b HTTP/1.1\r\n", "version"),
+            ("GET /\u{1}x HTTP/1.1\r\n", "visible ASCII"),
+            ("GET /caf\u{E9} HTTP/1.1\r\n", "visible ASCII"),
+            ("G(T / HTTP/1.1\r\n", "method"),
+            (" GET / HTTP/1.1\r\n", "method"),
+        ])
+    func refused(head: String, reason: String) {
+        guard case .failure(.invalid(let message)) = Self.parse(head) else {
+            Issue.record("accepted: \(head.debugDescription)")
+            return
+        }
+        #expect(message.contains(reason), "\(head.debugDescription): \(message)")
+    }
+
+    @Test("more than 1,000 header fields is 431")
+    func tooManyFields() {
+        let head = "GET / HTTP/1.1\r\n" + String(repeating: "X: y\r\n", count: 1001)
+        guard case .failure(.fieldsTooLarge) = Self.parse(head) else {
+            Issue.record("not refused as too large")
+            return
+        }
+    }
+
+    @Test("request smuggling: Content-Length with Transfer-Encoding is refused and what follows is never a request")
+    func smuggling() async throws {
+        let harness = try await Harness()
+        try await harness.run(.live) { client in
+            let port = try #require(client.port)
+            let attempts = [
+                "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
+                "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\nContent-Length: 4\r\n\r\n"
+                    + "abcdGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
+                "POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, identity\r\n\r\n"
+                    + "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
+            ]
+            for attempt in attempts {
+                let answer = try await RawConnection.exchange(port: port, [Array(attempt.utf8)])
+                #expect(answer.statuses == [400], "\(answer.text.prefix(600))")
+                #expect(answer.text.contains("invalid-request"))
+                #expect(answer.closed)
+            }
+        }
+    }
+
+    @Test("a refused head is told what is wrong, as problem+json, and the connection closes")
+    func refusedOverTheWire() async throws {
+        let harness = try await Harness()
+        try await harness.run(.live) { client in
+            let port = try #require(client.port)
+            let answer = try await RawHTTP.exchange(
+                port: port, Array("GET /healthz HTTP/1.1\r\nHost: x\r\nBad Name: 1\r\n\r\n".utf8))
+            #expect(answer.status == 400)
+            #expect(answer.problemType == "invalid-request")
+            #expect(answer.body.contains("whitespace before its colon"), "\(answer.body)")
+            #expect(answer.closed)
+        }
+    }
+
+    @Test("a chunked body cut anywhere (size lines, data, CRLFs), with extensions and trailers, arrives whole")
+    func chunkedBodyInPieces() async throws {
+        let harness = try await Harness()
+        try await harness.run(.live) { client in
+            let port = try #require(client.port)
+            let body = Array(notification("chunked-1").utf8)
+            let first = body.prefix(10)
+            let second = body.dropFirst(10)
+            let head =
+                "\r\nPOST /v1/apps/\(Harness.notes)/users/alice/notifications HTTP/1.1\r\nHost: x\r\n"
+                + "Authorization: Bearer \(Harness.notesKey)\r\nContent-Type: application/json\r\n"
+                + "Transfer-Encoding: chunked\r\n\r\n"
+            var stream = Array(head.utf8)
+            stream += Array("\(String(first.count, radix: 16));name=value\r\n".utf8) + first + Array("\r\n".utf8)
+            stream += Array("\(String(second.count, radix: 16, uppercase: true))\r\n".utf8) + second
+            stream += Array("\r\n0\r\nX-Trailer: t\r\n\r\n".utf8)
+            stream += Array("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)
+            // Cut inside the head's end, a size line, the data, a CRLF and the trailer.
+            let cuts = [head.utf8.count - 1, head.utf8.count + 2, head.utf8.count + 30, stream.count - 70, stream.count - 50]
+            var pieces: [[UInt8]] = []
+            var start = 0
+            for cut in cuts {
+                pieces.append(Array(stream[start..<cut]))
+                start = cut
+            }
+            pieces.append(Array(stream[start...]))
+            let answer = try await RawConnection.exchange(port: port, pieces)
+            #expect(answer.statuses == [201, 200], "\(answer.text.prefix(800))")
+            #expect(answer.closed)
+        }
+    }
+
+    @Test("HTTP/1.0: closed after the answer, unless keep-alive; empty lines before a request are skipped")
+    func http10() async throws {
+        let harness = try await Harness()
+        try await harness.run(.live) { client in
+            let port = try #require(client.port)
+            let once = try await RawConnection.exchange(
+                port: port, [Array("GET /healthz HTTP/1.0\r\n\r\nGET /healthz HTTP/1.0\r\n\r\n".utf8)])
+            #expect(once.statuses == [200], "\(once.text.prefix(600))")
+            #expect(once.closed)
+            let kept = try await RawConnection.exchange(
+                port: port,
+                [
+                    Array(
+                        ("GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n\r\n\r\n"
+                            + "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n").utf8)
+                ])
+            #expect(kept.statuses == [200, 200], "\(kept.text.prefix(600))")
+        }
+    }
+}
