@@ -24,6 +24,8 @@ enum HTTP1HeadError: Error, Equatable, Sendable {
 struct HTTP1RequestHead: Sendable {
     var request: HTTPRequest
     var framing: HTTP1BodyFraming
+    /// The client waits for `100 Continue` before it sends the body (`Expect: 100-continue`).
+    var expectsContinue = false
 }
 
 /// Parses HTTP/1.1 request heads (RFC 9112), strictly: the hub's own parser, so that a connection
@@ -74,6 +76,7 @@ enum HTTP1HeadParser {
         var contentLength: Int?
         var chunked = false
         var keepAlive = false
+        var expectsContinue = false
         var count = 0
         while let line = try nextLine(bytes, from: &position) {
             count += 1
@@ -99,6 +102,8 @@ enum HTTP1HeadParser {
                 chunked = true
             case .connection:
                 if field.value.lowercased().contains("keep-alive") { keepAlive = true }
+            case .expect:
+                if field.value.lowercased() == "100-continue" { expectsContinue = true }
             case RequestHeadLimits.marker:
                 continue  // only the hub's own stand-in requests carry it
             default:
@@ -115,7 +120,7 @@ enum HTTP1HeadParser {
         let request = HTTPRequest(
             method: method, scheme: "http", authority: authority, path: path(of: target), headerFields: fields)
         let framing: HTTP1BodyFraming = chunked ? .chunked : contentLength.map { .length($0) } ?? HTTP1BodyFraming.none
-        return HTTP1RequestHead(request: request, framing: framing)
+        return HTTP1RequestHead(request: request, framing: framing, expectsContinue: expectsContinue && !http10)
     }
 
     /// The range of the next line (without its CRLF), moving `position` past it; `nil` at the end.

@@ -18,7 +18,8 @@ import NIOHTTPTypes
 /// ``RequestDispatcher``.
 ///
 /// Writing: a response without `Content-Length` or `Transfer-Encoding` (and with a body by its
-/// status) is sent chunked, as NIO's encoder did.
+/// status) is sent chunked, as NIO's encoder did. A request with `Expect: 100-continue` and a
+/// body gets `100 Continue` at once (curl waits a second for it before sending a body).
 final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = HTTPRequestPart
@@ -145,6 +146,12 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
         case .success(let head):
             requests += 1
             context.fireChannelRead(wrapInboundOut(.head(head.request)))
+            // `100 Continue` when the client waits for it before its body and no earlier
+            // response is still being written (the interim answer would land inside it; the
+            // client then sends after its own timeout).
+            if head.expectsContinue, head.framing != .none, head.framing != .length(0), answers == requests - 1 {
+                context.writeAndFlush(wrapOutboundOut(ByteBuffer(staticString: "HTTP/1.1 100 Continue\r\n\r\n")), promise: nil)
+            }
             switch head.framing {
             case .none, .length(0): endRequest(context: context)
             case .length(let length): reading = .body(remaining: length)

@@ -186,4 +186,20 @@ struct HTTP1CodecTests {
             #expect(kept.statuses == [200, 200], "\(kept.text.prefix(600))")
         }
     }
+
+    @Test("Expect: 100-continue gets 100 Continue before the body is sent, then the answer")
+    func expectContinue() async throws {
+        let harness = try await Harness()
+        try await harness.run(.live) { client in
+            let port = try #require(client.port)
+            let body = notification("continue-1")
+            let head =
+                "POST /v1/apps/\(Harness.notes)/users/alice/notifications HTTP/1.1\r\nHost: x\r\n"
+                + "Authorization: Bearer \(Harness.notesKey)\r\nContent-Type: application/json\r\n"
+                + "Expect: 100-continue\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
+            let answer = try await RawConnection.exchange(port: port, [Array(head.utf8), Array(body.utf8)])
+            #expect(answer.statuses == [100, 201], "\(answer.text.prefix(600))")
+            #expect(answer.text.hasPrefix("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201"))
+        }
+    }
 }
