@@ -130,7 +130,7 @@ extension ConnectionLimits {
         self.init(
             headerTimeout: settings.headerTimeout, bodyTimeout: settings.bodyTimeout,
             idleTimeout: settings.idleTimeout, maxConnections: settings.max,
-            maxConnectionsPerClient: settings.maxPerClient)
+            maxConnectionsPerClient: settings.maxPerClient, maxActiveRequests: settings.maxActiveRequests)
     }
 }
 

@@ -13,11 +13,16 @@ public struct ConnectionSettings: Sendable, Equatable {
     public var max: Int = 10_000
     /// `maxPerClient`: connections open at once from one IP address (trusted proxies exempt).
     public var maxPerClient: Int = 256
+    /// `maxActiveRequests`: requests handled at once, across all connections; the next ones wait
+    /// their turn (requests still receiving their body are not counted).
+    public var maxActiveRequests: Int = 256
     public init() {}
 }
 
 extension ConfigReader {
-    static let connectionKeys = ["headerTimeout", "bodyTimeout", "idleTimeout", "max", "maxPerClient"]
+    static let connectionKeys = [
+        "headerTimeout", "bodyTimeout", "idleTimeout", "max", "maxPerClient", "maxActiveRequests",
+    ]
 
     mutating func readConnections(_ node: Node) -> ConnectionSettings {
         var settings = ConnectionSettings()
@@ -37,6 +42,9 @@ extension ConfigReader {
         if let value = integer(entries["max"], at: "\(path).max", in: 1...1_000_000) { settings.max = value }
         if let value = integer(entries["maxPerClient"], at: "\(path).maxPerClient", in: 1...1_000_000) {
             settings.maxPerClient = value
+        }
+        if let value = integer(entries["maxActiveRequests"], at: "\(path).maxActiveRequests", in: 1...100_000) {
+            settings.maxActiveRequests = value
         }
         if settings.maxPerClient > settings.max, let node = entries["maxPerClient"] {
             warning(

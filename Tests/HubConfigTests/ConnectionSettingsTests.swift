@@ -21,6 +21,26 @@ struct ConnectionSettingsTests {
         #expect(connections.max == 20_000)
         #expect(connections.maxPerClient == 64)
         #expect(file.server.trustedProxies == ["10.0.0.5", "::1"])
+        #expect(connections.maxActiveRequests == 256)
+    }
+
+    @Test("maxActiveRequests is read, overridden by HUB_SERVER_CONNECTIONS_MAX_ACTIVE_REQUESTS, and range-checked")
+    func maxActiveRequests() throws {
+        let text = "server:\n  connections: { maxPerClient: 64, maxActiveRequests: 32 }\n"
+        #expect(try load(text).get().server.connections.maxActiveRequests == 32)
+        let overridden = try load(text, environment: ["HUB_SERVER_CONNECTIONS_MAX_ACTIVE_REQUESTS": "1000"]).get()
+        #expect(overridden.server.connections.maxActiveRequests == 1000)
+        for value in ["0", "100001", "many"] {
+            let result = load("server:\n  connections:\n    maxActiveRequests: \(value)\n")
+            #expect(result.errors.count == 1, "\(errorLines(result))")
+            #expect(
+                result.errors.contains {
+                    $0.line == 3 && $0.column == 24
+                        && $0.message.contains(
+                            "'server.connections.maxActiveRequests' must be a whole number from 1 to 100000")
+                },
+                "\(value): \(errorLines(result))")
+        }
     }
 
     @Test("every wrong value is reported at its line:column, saying what is allowed")
