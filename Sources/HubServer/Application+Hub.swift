@@ -104,11 +104,20 @@ extension HTTPServerBuilder {
     public static func hubHTTP1(
         connections: ConnectionLimits, trustedProxies: [String] = [], logger: Logger = Logger(label: "hub")
     ) -> HTTPServerBuilder {
+        hubHTTP1WithGate(connections: connections, trustedProxies: trustedProxies, logger: logger).builder
+    }
+
+    /// ``hubHTTP1(connections:trustedProxies:logger:)`` and the server's `RequestGate`, for tests
+    /// that watch the requests it holds back.
+    static func hubHTTP1WithGate(
+        connections: ConnectionLimits, trustedProxies: [String] = [], logger: Logger = Logger(label: "hub")
+    ) -> (builder: HTTPServerBuilder, gate: RequestGate) {
         let registry = ConnectionRegistry(limits: connections, trustedProxies: trustedProxies, logger: logger)
         let gate = RequestGate(limit: connections.maxActiveRequests)
-        return HTTPServerBuilder { responder in
+        let builder = HTTPServerBuilder { responder in
             GuardedHTTP1Channel(responder: responder, registry: registry, gate: gate)
         }
+        return (builder, gate)
     }
 }
 
