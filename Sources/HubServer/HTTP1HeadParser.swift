@@ -84,7 +84,9 @@ enum HTTP1HeadParser {
             let field = try parseField(UnsafeRawBufferPointer(rebasing: bytes[line]))
             switch field.name {
             case host:
-                guard authority == nil else { throw HTTP1HeadError.invalid("The request has more than one Host field.") }
+                guard authority == nil else {
+                    throw HTTP1HeadError.invalid("The request has more than one Host field.")
+                }
                 authority = field.value
                 continue
             case .contentLength:

@@ -137,7 +137,9 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
             refuseOversized(buffer, context: context)
             return false
         }
-        let parsed = buffer.withUnsafeReadableBytes { HTTP1HeadParser.parse(UnsafeRawBufferPointer(rebasing: $0[..<(end + 2)])) }
+        let parsed = buffer.withUnsafeReadableBytes {
+            HTTP1HeadParser.parse(UnsafeRawBufferPointer(rebasing: $0[..<(end + 2)]))
+        }
         buffer.moveReaderIndex(forwardBy: end + 4)
         switch parsed {
         case .failure(let error):
@@ -150,7 +152,8 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
             // response is still being written (the interim answer would land inside it; the
             // client then sends after its own timeout).
             if head.expectsContinue, head.framing != .none, head.framing != .length(0), answers == requests - 1 {
-                context.writeAndFlush(wrapOutboundOut(ByteBuffer(staticString: "HTTP/1.1 100 Continue\r\n\r\n")), promise: nil)
+                context.writeAndFlush(
+                    wrapOutboundOut(ByteBuffer(staticString: "HTTP/1.1 100 Continue\r\n\r\n")), promise: nil)
             }
             switch head.framing {
             case .none, .length(0): endRequest(context: context)
@@ -163,7 +166,8 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Reads the trailer fields after a last chunk, and drops them.
     private func readTrailers(_ buffer: inout ByteBuffer, scanned: Int, context: ChannelHandlerContext) -> Bool {
-        if scanned == 0, buffer.readableBytes >= 2, buffer.getInteger(at: buffer.readerIndex, as: UInt16.self) == 0x0D0A {
+        if scanned == 0, buffer.readableBytes >= 2, buffer.getInteger(at: buffer.readerIndex, as: UInt16.self) == 0x0D0A
+        {
             buffer.moveReaderIndex(forwardBy: 2)
             endRequest(context: context)
             return true

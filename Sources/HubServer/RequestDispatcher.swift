@@ -158,7 +158,9 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
             reading = .collecting(head, body)
         case (.collecting(let head, let body), .end):
             reading = .head
-            start(head, body: RequestBody(buffer: body ?? ByteBuffer()), gated: true, context: context)
+            start(
+                head, body: RequestBody(buffer: body ?? ByteBuffer()), gated: !Self.isOperational(head),
+                context: context)
         case (.streaming(let source), .body(let buffer)):
             if source.yield(buffer) == .stopProducing { bodyFull = true }
         case (.streaming(let source), .end):
@@ -209,7 +211,7 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
         gate.enter {
             // On this connection's event loop, however the gate let the request in: a request
             // that waited starts from the thread of the one that ended.
-            handler.eventLoop.execute {
+            let run = {
                 guard handler.value.context != nil else {
                     // The connection closed while the request waited: its place goes on.
                     gate.leave()
@@ -221,7 +223,22 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
                     handler.eventLoop.execute { handler.value.responded(succeeded: succeeded) }
                 }
             }
+            if handler.eventLoop.inEventLoop { run() } else { handler.eventLoop.execute(run) }
         }
+    }
+
+    /// Probes and scrapes, which the ``RequestGate`` never holds back.
+    private static func isOperational(_ head: HTTPRequest) -> Bool {
+        guard let path = head.path?.utf8 else { return false }
+        for route in ["/healthz", "/readyz", "/metrics"] {
+            let route = route.utf8
+            if path.starts(with: route)
+                && (path.count == route.count || path.dropFirst(route.count).first == UInt8(ascii: "?"))
+            {
+                return true
+            }
+        }
+        return false
     }
 
     /// The request's task ended: the connection closes, or reads the next request.

@@ -15,7 +15,12 @@ import Synchronization
 /// A request whose body is still arriving when its head is read starts at once and is not
 /// counted: it would hold its place for as long as its client takes to send the body, and a few
 /// slow uploads must not hold every other request back. Requests that wait (long-polls, event
-/// streams) hold their place only until they park.
+/// streams) hold their place only until they park. `/healthz`, `/readyz` and `/metrics` are not
+/// counted either: a probe must get its answer (a 503 within a second when the store hangs)
+/// even while every place is taken by requests waiting on that store.
+///
+/// It bounds memory under bursts of well-behaved requests; it is not a defence against a hostile
+/// flood (that is what the connection caps, timeouts and rate limits are for).
 final class RequestGate: Sendable {
     /// The most requests running at once.
     let limit: Int
@@ -41,22 +46,26 @@ final class RequestGate: Sendable {
                 return true
             }
             state.waiting.append(start)
+            // Under the lock, so the gauge never ends on an older count than the last change.
+            waitingGauge.record(state.waiting.count)
             return false
         }
-        if now { start() } else { waitingGauge.record(waitingCount) }
+        if now { start() }
     }
 
     /// A request ended: the longest-waiting one starts in its place.
     func leave() {
         let next = state.withLock { state -> (@Sendable () -> Void)? in
-            if !state.waiting.isEmpty { return state.waiting.removeFirst() }
+            if !state.waiting.isEmpty {
+                let next = state.waiting.removeFirst()
+                waitingGauge.record(state.waiting.count)
+                return next
+            }
+            precondition(state.running > 0, "a request left the gate more often than it entered")
             state.running -= 1
             return nil
         }
-        if let next {
-            waitingGauge.record(waitingCount)
-            next()
-        }
+        next?()
     }
 
     /// Requests waiting to start.

@@ -28,7 +28,8 @@ struct HTTP1CodecTests {
         #expect(head.framing == .length(12))
         #expect(try Self.parse("GET / HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n").get().framing == .chunked)
         #expect(try Self.parse("GET / HTTP/1.1\r\n").get().framing == HTTP1BodyFraming.none)
-        #expect(try Self.parse("GET / HTTP/1.1\r\nContent-Length: 5\r\ncontent-length: 5\r\n").get().framing == .length(5))
+        #expect(
+            try Self.parse("GET / HTTP/1.1\r\nContent-Length: 5\r\ncontent-length: 5\r\n").get().framing == .length(5))
     }
 
     @Test("HTTP/1.0 closes after its answer unless it asks to keep the connection; absolute-form targets")
@@ -153,7 +154,9 @@ struct HTTP1CodecTests {
             stream += Array("\r\n0\r\nX-Trailer: t\r\n\r\n".utf8)
             stream += Array("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)
             // Cut inside the head's end, a size line, the data, a CRLF and the trailer.
-            let cuts = [head.utf8.count - 1, head.utf8.count + 2, head.utf8.count + 30, stream.count - 70, stream.count - 50]
+            let cuts = [
+                head.utf8.count - 1, head.utf8.count + 2, head.utf8.count + 30, stream.count - 70, stream.count - 50,
+            ]
             var pieces: [[UInt8]] = []
             var start = 0
             for cut in cuts {

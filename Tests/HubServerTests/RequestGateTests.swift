@@ -138,6 +138,46 @@ struct RequestGateTests {
     }
 }
 
+extension RequestGateTests {
+    @Test("probes and scrapes are never held back: /healthz is answered while every place is taken")
+    func probesAreNotHeld() async throws {
+        let (server, gate) = HTTPServerBuilder.hubHTTP1WithGate(connections: ConnectionLimits(maxActiveRequests: 1))
+        let holding = Holding()
+        let router = Router()
+        router.get("hold") { _, _ -> HTTPResponse.Status in
+            await holding.hold()
+            return .ok
+        }
+        router.get("healthz") { _, _ -> HTTPResponse.Status in .ok }
+        router.get("other") { _, _ -> HTTPResponse.Status in .ok }
+        let app = Application(router: router, server: server)
+        try await app.test(.live) { client in
+            let port = try #require(client.port)
+            defer { holding.release() }
+            let first = Task {
+                try await RawConnection.exchange(
+                    port: port, [Array("GET /hold HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)],
+                    timeout: 60)
+            }
+            #expect(await eventually(timeout: .seconds(30)) { holding.inside == 1 && gate.runningCount == 1 })
+            let probe = try await RawConnection.exchange(
+                port: port, [Array("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)],
+                timeout: 10)
+            #expect(probe.statuses == [200], "\(probe.text)")
+            // Any other route waits for the place.
+            let other = Task {
+                try await RawConnection.exchange(
+                    port: port, [Array("GET /other HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)],
+                    timeout: 60)
+            }
+            #expect(await eventually(timeout: .seconds(30)) { gate.waitingCount == 1 })
+            holding.release()
+            #expect(try await first.value.statuses == [200])
+            #expect(try await other.value.statuses == [200])
+        }
+    }
+}
+
 /// A route that holds every request until the test releases them, counting how many are inside.
 final class Holding: Sendable {
     private struct State {
