@@ -55,6 +55,12 @@ public final class APNSTransport: Transport {
     /// iOS, iPadOS and the other Apple platforms register as `ios`.
     public var platforms: Set<Platform> { [.ios] }
 
+    /// 512 sends in flight: APNs multiplexes up to 1,000 streams on each HTTP/2 connection, and
+    /// the transport sends at the pace its answers come back, so a lane's depth, not the
+    /// connections, bounds its rate. With 100 endpoints per user, 512 moved the pipeline from 0.43
+    /// to 0.52 of the transport's own rate (README, "Whole path").
+    public var preferredConcurrency: Int? { 512 }
+
     /// `environment`: the APNs environment of the device token.
     public var endpointAttributes: Set<String> { [APNSEnvironment.attribute] }
 

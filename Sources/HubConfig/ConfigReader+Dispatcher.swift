@@ -4,8 +4,9 @@ import Yams
 /// The `dispatcher:` section: how this instance works the outbox (HubCore's
 /// ``DispatcherConfiguration`` has the same defaults and says what each one does).
 public struct DispatcherSettings: Sendable, Equatable {
-    /// `concurrency`: sends in flight at once per transport lane.
-    public var concurrency: Int = DispatcherConfiguration().concurrency
+    /// `concurrency`: sends in flight at once per transport lane; `nil` when not given (each
+    /// transport's preference, else 256).
+    public var concurrency: Int?
     /// `lanes.<transport>`: sends in flight at once for one transport's lane.
     public var lanes: [TransportID: Int] = [:]
     /// `lease`: how long a claim holds before another instance may take a delivery over.

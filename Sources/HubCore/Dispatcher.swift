@@ -54,7 +54,10 @@ final class Dispatcher: Sendable {
         self.bells = bells
         let transports = router.transportIDs
         self.lanes =
-            transports.map { Lane(.transport($0), concurrency: configuration.concurrency(for: $0)) }
+            transports.map { id in
+                let preferred = router.transport(id)?.preferredConcurrency
+                return Lane(.transport(id), concurrency: configuration.concurrency(for: id, preferred: preferred))
+            }
             + [Lane(.otherThan(Set(transports)), concurrency: 4)]
         self.faults = StoreFaults(logger: logger)
         self.recorder = OutcomeRecorder(bells: bells)

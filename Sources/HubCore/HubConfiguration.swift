@@ -44,10 +44,14 @@ public struct DispatcherConfiguration: Sendable {
     public var enabled: Bool = true
     /// The most deliveries one claim takes (a lane claims as many as it has free slots, up to this).
     public var batchSize: Int = 256
-    /// Sends in flight at once, per transport lane (unless ``laneConcurrency`` names the transport).
-    public var concurrency: Int = 256
+    /// Sends in flight at once, per transport lane (unless ``laneConcurrency`` names the
+    /// transport); `nil`: each transport's ``Transport/preferredConcurrency``, else
+    /// ``defaultConcurrency``.
+    public var concurrency: Int?
     /// Sends in flight at once for particular transports.
     public var laneConcurrency: [TransportID: Int] = [:]
+    /// A lane's sends in flight when neither the configuration nor its transport says.
+    public static let defaultConcurrency = 256
     /// How long a claim holds before another instance may take the delivery over. The dispatcher
     /// renews its leases every third of this while the sends are in flight, so after a crash
     /// another instance sends the deliveries about this long later.
@@ -78,9 +82,11 @@ public struct DispatcherConfiguration: Sendable {
 
     public init() {}
 
-    /// Sends in flight at once for the lane of `transport`.
-    public func concurrency(for transport: TransportID) -> Int {
-        laneConcurrency[transport] ?? concurrency
+    /// Sends in flight at once for the lane of `transport`, whose own preference is `preferred`:
+    /// its entry in ``laneConcurrency``, else ``concurrency``, else `preferred`, else
+    /// ``defaultConcurrency``.
+    public func concurrency(for transport: TransportID, preferred: Int? = nil) -> Int {
+        laneConcurrency[transport] ?? concurrency ?? preferred ?? Self.defaultConcurrency
     }
 }
 

@@ -41,6 +41,13 @@ public protocol Transport: Service {
     /// Sends one delivery. Called concurrently; must return within a bounded time.
     func send(_ delivery: OutboundDelivery) async -> DeliveryOutcome
 
+    /// How many sends its lane keeps in flight, unless hub.yaml's `dispatcher.concurrency` or
+    /// `dispatcher.lanes.<id>` says otherwise; `nil` (the default) for the hub's
+    /// (``DispatcherConfiguration/defaultConcurrency``). A transport that multiplexes many sends
+    /// over few connections (HTTP/2) keeps its provider busiest with a deeper lane; one whose
+    /// client queues beyond a small pool gains nothing from it.
+    var preferredConcurrency: Int? { get }
+
     /// Checks an endpoint at registration (token format, channel URI host, attributes, …), after
     /// ``prepare(_:for:)``.
     /// - Returns: `nil` when acceptable, otherwise what the device must fix.
@@ -59,6 +66,8 @@ extension Transport {
     public var tokenField: String { "token" }
 
     public var endpointAttributes: Set<String> { [] }
+
+    public var preferredConcurrency: Int? { nil }
 
     public func problem(registering endpoint: Endpoint, for app: CrossDeviceApp) -> String? { nil }
 

@@ -13,6 +13,7 @@ public final class RecordingTransport: Transport {
     public let platforms: Set<Platform>
     public let capabilities: TransportCapabilities
     public let endpointAttributes: Set<String>
+    public let preferredConcurrency: Int?
     private let script: @Sendable (OutboundDelivery) async -> DeliveryOutcome
     private let log = Mutex<[OutboundDelivery]>([])
     private let registrationProblem: (@Sendable (Endpoint) -> String?)?
@@ -21,11 +22,12 @@ public final class RecordingTransport: Transport {
     ///   - platforms: the platforms it serves; every platform by default.
     ///   - capabilities: what it declares; nothing by default.
     ///   - endpointAttributes: the endpoint attributes it accepts; none by default.
+    ///   - preferredConcurrency: its lane's depth unless the configuration says; the hub's by default.
     ///   - registrationProblem: what ``problem(registering:for:)`` answers; nothing by default.
     ///   - script: the outcome of each send; `.accepted` by default.
     public init(
         id: TransportID, platforms: Set<Platform> = [], capabilities: TransportCapabilities = [],
-        endpointAttributes: Set<String> = [],
+        endpointAttributes: Set<String> = [], preferredConcurrency: Int? = nil,
         script: @escaping @Sendable (OutboundDelivery) async -> DeliveryOutcome = { _ in .accepted },
         registrationProblem: (@Sendable (Endpoint) -> String?)? = nil
     ) {
@@ -33,6 +35,7 @@ public final class RecordingTransport: Transport {
         self.platforms = platforms
         self.capabilities = capabilities
         self.endpointAttributes = endpointAttributes
+        self.preferredConcurrency = preferredConcurrency
         self.script = script
         self.registrationProblem = registrationProblem
     }
