@@ -18,7 +18,8 @@ import NIOHTTPTypes
 /// ``RequestDispatcher``.
 ///
 /// Writing: a response without `Content-Length` or `Transfer-Encoding` (and with a body by its
-/// status) is sent chunked, as NIO's encoder did. A request with `Expect: 100-continue` and a
+/// status) is sent chunked, as NIO's encoder did; the answer to a HEAD request, and one whose
+/// status has no content, goes without its body whatever the route wrote. A request with `Expect: 100-continue` and a
 /// body gets `100 Continue` at once (curl waits a second for it before sending a body).
 final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
@@ -47,8 +48,18 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
     private var reading = Reading.head(scanned: 0)
     /// Bytes read but not parsed yet: part of a head, a chunk-size line or trailers.
     private var pending: ByteBuffer?
-    /// The response being written is chunked.
-    private var chunkedResponse = false
+    /// How the body of the response being written goes out.
+    private enum ResponseBody {
+        case asIs
+        case chunked
+        /// A response to HEAD, or one whose status has no content (1xx, 204, 304): none is sent.
+        case dropped
+    }
+    private var responseBody = ResponseBody.asIs
+    /// Which of the requests handed on and not answered yet are HEAD requests, oldest in the
+    /// lowest bit (responses go out in request order); past 64 outstanding requests, none is.
+    private var headRequests: UInt64 = 0
+    private var outstanding = 0
     /// A refused head's stand-in was handed on.
     private var refused = false
     /// Requests handed on, and responses written to their end.
@@ -147,6 +158,7 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
             return false
         case .success(let head):
             requests += 1
+            expectResponse(head: head.request.method == .head)
             context.fireChannelRead(wrapInboundOut(.head(head.request)))
             // `100 Continue` when the client waits for it before its body and no earlier
             // response is still being written (the interim answer would land inside it; the
@@ -206,6 +218,12 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelRead(wrapInboundOut(.end(nil)))
     }
 
+    /// Notes that a response is owed to a request, and whether it answers HEAD (no body).
+    private func expectResponse(head: Bool) {
+        if head && outstanding < 64 { headRequests |= 1 << UInt64(outstanding) }
+        outstanding += 1
+    }
+
     /// Refuses a head over the limit: 414 when its request line alone is, 431 otherwise.
     private func refuseOversized(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
         let lineEnd = buffer.readableBytesView.firstIndex(of: UInt8(ascii: "\n")).map { $0 - buffer.readerIndex }
@@ -218,6 +236,7 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
         pending = nil
         refused = true
         requests += 1
+        expectResponse(head: false)
         let value =
             switch error {
             case .lineTooLong: "414"
@@ -288,20 +307,27 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
                 buffer.writeStaticString("\r\n")
             }
             let code = response.status.code
-            if (100..<200).contains(code) || code == 204 || code == 304 {
-                chunkedResponse = false
+            let answersHead = headRequests & 1 == 1
+            headRequests >>= 1
+            outstanding = max(0, outstanding - 1)
+            if answersHead || (100..<200).contains(code) || code == 204 || code == 304 {
+                responseBody = .dropped
             } else if let encoding = response.headerFields[.transferEncoding] {
-                chunkedResponse = encoding.lowercased().contains("chunked")
+                responseBody = encoding.lowercased().contains("chunked") ? .chunked : .asIs
             } else if response.headerFields[.contentLength] == nil {
-                chunkedResponse = true
+                responseBody = .chunked
                 buffer.writeStaticString("Transfer-Encoding: chunked\r\n")
             } else {
-                chunkedResponse = false
+                responseBody = .asIs
             }
             buffer.writeStaticString("\r\n")
             context.write(wrapOutboundOut(buffer), promise: promise)
         case .body(let body):
-            guard chunkedResponse, body.readableBytes > 0 else {
+            if case .dropped = responseBody {
+                context.write(wrapOutboundOut(ByteBuffer()), promise: promise)
+                return
+            }
+            guard case .chunked = responseBody, body.readableBytes > 0 else {
                 context.write(wrapOutboundOut(body), promise: promise)
                 return
             }
@@ -319,15 +345,15 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
                 context.write(wrapOutboundOut(ByteBuffer(staticString: "\r\n")), promise: promise)
             }
         case .end(let trailers):
-            var buffer = context.channel.allocator.buffer(capacity: chunkedResponse ? 5 : 0)
-            if chunkedResponse {
+            var buffer = ByteBuffer()
+            if case .chunked = responseBody {
                 buffer.writeStaticString("0\r\n")
                 for field in trailers ?? [:] {
                     buffer.writeString("\(field.name.rawName): \(field.value)\r\n")
                 }
                 buffer.writeStaticString("\r\n")
             }
-            chunkedResponse = false
+            responseBody = .asIs
             answers += 1
             guard refused, answers >= requests else {
                 context.write(wrapOutboundOut(buffer), promise: promise)

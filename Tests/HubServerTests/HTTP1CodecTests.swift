@@ -205,4 +205,24 @@ struct HTTP1CodecTests {
             #expect(answer.text.hasPrefix("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201"))
         }
     }
+
+    @Test("the answer to HEAD has no body (a 404 problem included), so a pipelined request after it is read right")
+    func headHasNoBody() async throws {
+        let harness = try await Harness()
+        try await harness.run(.live) { client in
+            let port = try #require(client.port)
+            let requests =
+                "HEAD /nowhere HTTP/1.1\r\nHost: x\r\n\r\n" + "HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                + "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            let answer = try await RawConnection.exchange(port: port, [Array(requests.utf8)])
+            let responses = answer.text.components(separatedBy: "HTTP/1.1 ").dropFirst()
+            #expect(answer.statuses.count == 3, "\(answer.text)")
+            #expect(answer.statuses.last == 200, "\(answer.text)")
+            // Each HEAD answer ends with its head: the next status line follows the empty line.
+            for response in responses.dropLast() {
+                #expect(response.hasSuffix("\r\n\r\n"), "\(response)")
+            }
+            #expect(responses.last?.hasSuffix(#"{"status":"ok"}"#) == true, "\(answer.text)")
+        }
+    }
 }
