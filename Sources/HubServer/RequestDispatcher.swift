@@ -20,7 +20,8 @@ import NIOHTTPTypes
 ///   the connection closes after its response (a bare 400 when no request is being answered).
 ///
 /// A request's response goes through a `NIOAsyncChannelOutboundWriter` whose parts a second task
-/// of the request writes to the channel, in order; both tasks end with the request.
+/// of the request writes to the channel, in order; both tasks end with the request. The next
+/// request is read once the response's end was written, told from the event loop.
 final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
@@ -200,11 +201,15 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
         let responder = self.responder
         let logger = self.logger
-        guard gated else {
-            Task {
-                let succeeded = await respond(to: request, responder: responder, channel: channel, logger: logger)
+        let done: @Sendable (Bool) -> Void = { succeeded in
+            if handler.eventLoop.inEventLoop {
+                handler.value.responded(succeeded: succeeded)
+            } else {
                 handler.eventLoop.execute { handler.value.responded(succeeded: succeeded) }
             }
+        }
+        guard gated else {
+            Task { await respond(to: request, responder: responder, channel: channel, logger: logger, done: done) }
             return
         }
         let gate = self.gate
@@ -218,9 +223,8 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
                     return
                 }
                 Task {
-                    let succeeded = await respond(to: request, responder: responder, channel: channel, logger: logger)
+                    await respond(to: request, responder: responder, channel: channel, logger: logger, done: done)
                     gate.leave()
-                    handler.eventLoop.execute { handler.value.responded(succeeded: succeeded) }
                 }
             }
             if handler.eventLoop.inEventLoop { run() } else { handler.eventLoop.execute(run) }
@@ -302,36 +306,47 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
 extension RequestDispatcher: Sendable {}
 
 /// Runs the responder for `request`, its response parts written to `channel` as they come;
-/// `false` when the response could not be written whole.
+/// `done` runs once, on the channel's event loop as soon as the response's end was written (or
+/// with `false` when the response could not be written whole), possibly before this returns.
+///
+/// Parts are written without waiting for each to reach the socket: only a channel that is not
+/// writable (a slow reader) makes the writer wait, and the end is flushed and reported from the
+/// event loop. Awaiting every part cost two hops between the event loop and the task pool per
+/// response (README, "Whole path").
 private func respond(
-    to request: Request, responder: @escaping HTTPChannelHandler.Responder, channel: any Channel, logger: Logger
-) async -> Bool {
+    to request: Request, responder: @escaping HTTPChannelHandler.Responder, channel: any Channel, logger: Logger,
+    done: @escaping @Sendable (Bool) -> Void
+) async {
     let (writer, sink) = NIOAsyncChannelOutboundWriter<HTTPResponsePart>.makeTestingWriter()
-    return await withTaskGroup(of: Bool.self) { group in
+    await withTaskGroup(of: Void.self) { group in
         group.addTask {
-            var written = true
-            for await part in sink where written {
-                do {
-                    switch part {
-                    case .head: channel.write(part, promise: nil)
-                    case .body, .end: try await channel.writeAndFlush(part)
+            var failed = false
+            var reported = false
+            for await part in sink where !failed && !reported {
+                switch part {
+                case .head, .body:
+                    if channel.isWritable {
+                        channel.write(part, promise: nil)
+                    } else {
+                        do { try await channel.writeAndFlush(part) } catch { failed = true }
                     }
-                } catch {
-                    written = false
+                case .end:
+                    reported = true
+                    let written = channel.eventLoop.makePromise(of: Void.self)
+                    written.futureResult.whenComplete { result in
+                        if case .success = result { done(true) } else { done(false) }
+                    }
+                    channel.writeAndFlush(part, promise: written)
                 }
             }
-            return written
+            if !reported { done(false) }
         }
-        var succeeded = true
         do {
             try await responder(request, ResponseWriter(outbound: writer), channel)
         } catch {
             logger.trace("Failed to write a response: \(error)")
-            succeeded = false
         }
         writer.finish()
-        for await written in group where !written { succeeded = false }
-        return succeeded
     }
 }
 
