@@ -109,12 +109,7 @@ struct RequestGateTests {
         try await app.test(.live) { client in
             let port = try #require(client.port)
             defer { holding.release() }
-            let first = Task {
-                try await RawConnection.exchange(
-                    port: port, [Array("GET /hold HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)],
-                    timeout: 60)
-            }
-            #expect(await eventually(timeout: .seconds(30)) { holding.inside == 1 && gate.runningCount == 1 })
+            let first = try await holdOne(port: port, holding: holding, gate: gate)
 
             let socket = try OpenSocket(port: port)
             try socket.send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nConnection: close\r\n\r\nhello")
@@ -154,12 +149,7 @@ extension RequestGateTests {
         try await app.test(.live) { client in
             let port = try #require(client.port)
             defer { holding.release() }
-            let first = Task {
-                try await RawConnection.exchange(
-                    port: port, [Array("GET /hold HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)],
-                    timeout: 60)
-            }
-            #expect(await eventually(timeout: .seconds(30)) { holding.inside == 1 && gate.runningCount == 1 })
+            let first = try await holdOne(port: port, holding: holding, gate: gate)
             let probe = try await RawConnection.exchange(
                 port: port, [Array("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)],
                 timeout: 10)
@@ -176,6 +166,17 @@ extension RequestGateTests {
             #expect(try await other.value.statuses == [200])
         }
     }
+}
+
+/// Sends `GET /hold` on a connection of its own and waits until its handler holds the gate's only
+/// place; the task ends with that request's answer.
+private func holdOne(port: Int, holding: Holding, gate: RequestGate) async throws -> Task<RawConnection, any Error> {
+    let first = Task {
+        try await RawConnection.exchange(
+            port: port, [Array("GET /hold HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)], timeout: 60)
+    }
+    #expect(await eventually(timeout: .seconds(30)) { holding.inside == 1 && gate.runningCount == 1 })
+    return first
 }
 
 /// A route that holds every request until the test releases them, counting how many are inside.
