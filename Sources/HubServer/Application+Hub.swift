@@ -4,6 +4,7 @@ public import HummingbirdCore
 public import Logging
 public import NIOCore
 public import Prometheus
+import Synchronization
 
 /// The request context of the hub's routes.
 public struct HubRequestContext: RequestContext, RemoteAddressRequestContext {
@@ -129,6 +130,8 @@ struct HubAPI: Sendable {
         let configuration: HubServerConfiguration
         let identity: IdentityVerifier
         let tokens: TokenCodec
+        /// The logger parked requests share (see ``HubAPI/sharedLogger(like:without:)``).
+        let parkedLogger = Mutex<Logger?>(nil)
 
         init(hub: Hub, configuration: HubServerConfiguration, identity: IdentityVerifier) {
             self.hub = hub
@@ -146,6 +149,18 @@ struct HubAPI: Sendable {
 
     init(hub: Hub, configuration: HubServerConfiguration, identity: IdentityVerifier) {
         self.storage = Storage(hub: hub, configuration: configuration, identity: identity)
+    }
+
+    /// A logger like a request's `logger` without the metadata `key` (its request ID), made once
+    /// and shared by the requests that wait (every request's logger is the server's with its ID).
+    func sharedLogger(like logger: Logger, without key: String) -> Logger {
+        storage.parkedLogger.withLock { shared in
+            if let shared { return shared }
+            var made = logger
+            made[metadataKey: key] = nil
+            shared = made
+            return made
+        }
     }
 }
 

@@ -7,19 +7,34 @@ import NIOCore
 import Synchronization
 
 /// What a parked request needs to write its access-log line and metrics when it is answered.
+///
+/// It keeps the request's ID, not the request's logger: Hummingbird gives each request a copy of
+/// the server's logger with `hb.request.id` in its metadata (~450 B with its handler and metadata
+/// storage), and thousands of requests wait. ``logger`` puts the ID back on the logger all parked
+/// requests of the server share.
 struct ParkedRequestLog: Sendable {
-    let logger: Logger
+    private static let requestIDKey = "hb.request.id"
+    private let base: Logger
+    private let requestID: Logger.MetadataValue?
     let method: String
     let route: String?
     let app: String
     let start: UInt64
 
-    init(_ request: Request, context: HubRequestContext, app: String, start: UInt64) {
-        self.logger = context.logger
+    init(_ request: Request, context: HubRequestContext, api: HubAPI, app: String, start: UInt64) {
+        self.requestID = context.logger[metadataKey: Self.requestIDKey]
+        self.base = api.sharedLogger(like: context.logger, without: Self.requestIDKey)
         self.method = request.method.rawValue
         self.route = context.endpointPath
         self.app = app
         self.start = start
+    }
+
+    /// The request's logger, as its route had it.
+    var logger: Logger {
+        var logger = base
+        if let requestID { logger[metadataKey: Self.requestIDKey] = requestID }
+        return logger
     }
 
     func answered(_ status: HTTPResponse.Status) {

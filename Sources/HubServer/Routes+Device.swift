@@ -170,7 +170,7 @@ extension HubAPI {
         if signals.isShutDown { throw Problem.shuttingDown }
         let poll = ParkedLongPoll(
             api: self, feed: feed, response: parked,
-            log: ParkedRequestLog(request, context: context, app: feed.app.id, start: start),
+            log: ParkedRequestLog(request, context: context, api: self, app: feed.app.id, start: start),
             connection: context.connection)
         poll.park(after: ticket, wait: wait)
         return Response(status: .ok, headers: parked.placeholderHeaders)

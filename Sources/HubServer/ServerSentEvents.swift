@@ -30,7 +30,8 @@ extension HubAPI {
             let stream = ParkedEventStream(
                 api: self,
                 feed: ParkedLongPoll.Feed(app: app, user: user, version: version, limit: 100, binding: binding),
-                response: parked, log: ParkedRequestLog(request, context: context, app: app.id, start: start),
+                response: parked,
+                log: ParkedRequestLog(request, context: context, api: self, app: app.id, start: start),
                 connection: context.connection)
             stream.start(headers: headers)
             return Response(status: .ok, headers: parked.placeholderHeaders)

@@ -235,4 +235,28 @@ struct HTTPHygieneTests {
             #expect(!everything.contains(secret), "the log holds \(secret.prefix(12))…")
         }
     }
+
+    @Test("a long-poll that waited logs its line with its own request ID, as any request")
+    func parkedAccessLog() async throws {
+        let harness = try await Harness()
+        let alice = try await harness.token(user: "alice")
+        let logs = LogCapture()
+        var logger = logs.logger(label: "parked-log-test")
+        logger.logLevel = .info
+        try await harness.run(.live, logger: logger) { client in
+            let feed = try await client.send(.get, "/v1/apps/\(Harness.notes)/me/feed", bearer: alice)
+            let cursor = try #require(feed.object.string("cursor"))
+            for _ in 0..<2 {
+                let waited = try await client.send(
+                    .get, "/v1/apps/\(Harness.notes)/me/feed?cursor=\(cursor)&wait=1", bearer: alice)
+                #expect(waited.status == .ok)
+            }
+        }
+        let polls = logs.records.filter {
+            $0.message == "request" && $0.metadata["route"] == "/v1/apps/{app}/me/feed"
+        }
+        #expect(polls.count == 3, "\(polls.map(\.metadata))")
+        let ids = polls.compactMap { $0.metadata["hb.request.id"] }
+        #expect(ids.count == 3 && Set(ids).count == 3, "\(polls.map(\.metadata))")
+    }
 }
