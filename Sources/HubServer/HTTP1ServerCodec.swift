@@ -19,8 +19,9 @@ import NIOHTTPTypes
 ///
 /// Writing: a response without `Content-Length` or `Transfer-Encoding` (and with a body by its
 /// status) is sent chunked, as NIO's encoder did; the answer to a HEAD request, and one whose
-/// status has no content, goes without its body whatever the route wrote. A request with `Expect: 100-continue` and a
-/// body gets `100 Continue` at once (curl waits a second for it before sending a body).
+/// status has no content, goes without its body whatever the route wrote. A request with
+/// `Expect: 100-continue` and a body gets `100 Continue` at once (curl waits a second for it
+/// before sending a body).
 final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = HTTPRequestPart
