@@ -2,10 +2,7 @@ import HubCore
 
 import struct Foundation.Data
 import struct Foundation.Date
-import class Foundation.DateFormatter
 import class Foundation.JSONDecoder
-import struct Foundation.Locale
-import struct Foundation.TimeZone
 
 /// The JSON body of an APNs error answer: `{"reason": …}`, plus `timestamp` (ms since 1970) for 410.
 struct APNSResponseBody {
@@ -119,16 +116,8 @@ extension APNSTransport {
         }
     }
 
-    /// `Retry-After` as seconds or an HTTP date.
+    /// `Retry-After` as seconds or an HTTP date (HubCore's ``RetryAfter``, as the other transports).
     func retryAfter(_ response: APNSHTTPResponse) -> Duration? {
-        guard let raw = response.retryAfter else { return nil }
-        let text = String(raw.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
-        if let seconds = Int(text) { return .seconds(max(0, seconds)) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: text) else { return nil }
-        return .seconds(max(0, Int(date.timeIntervalSince(configuration.now()).rounded(.up))))
+        RetryAfter.parse(response.retryAfter, now: configuration.now())
     }
 }
