@@ -155,7 +155,7 @@ public func buildMetricsApplication(
     onListening: @escaping @Sendable (_ port: Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let router = Hummingbird.Router(context: HubRequestContext.self)
-    router.get("/metrics") { _, context in
+    router.get(RouterPath(OperationPaths.metrics)) { _, context in
         await MetricsExposition.response(hub: hub, registry: metrics, logger: context.logger)
     }
     return Application(

@@ -234,7 +234,7 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
     /// Probes and scrapes, which the ``RequestGate`` never holds back.
     private static func isOperational(_ head: HTTPRequest) -> Bool {
         guard let path = head.path?.utf8 else { return false }
-        for route in ["/healthz", "/readyz", "/metrics"] {
+        for route in OperationPaths.all {
             let route = route.utf8
             if path.starts(with: route)
                 && (path.count == route.count || path.dropFirst(route.count).first == UInt8(ascii: "?"))
@@ -245,7 +245,8 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
         return false
     }
 
-    /// The request's task ended: the connection closes, or reads the next request.
+    /// The request's response ended (its end was written, or it could not be): the connection
+    /// closes, or reads the next request.
     private func responded(succeeded: Bool) {
         responding = false
         guard let context else { return }

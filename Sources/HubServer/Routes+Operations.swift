@@ -5,6 +5,15 @@ import Metrics
 import NIOCore
 import Prometheus
 
+/// The paths of the probes and the scrape: their routes, and the requests the ``RequestGate``
+/// never holds back.
+enum OperationPaths {
+    static let health = "/healthz"
+    static let ready = "/readyz"
+    static let metrics = "/metrics"
+    static let all = [health, ready, metrics]
+}
+
 extension HubAPI {
     /// Operations routes, without authentication:
     ///
@@ -15,10 +24,10 @@ extension HubAPI {
     ///   runs without one here (or serves it on a listener of its own, ``buildMetricsApplication``).
     /// - `GET /openapi.yaml`: the OpenAPI 3.1 document of this API.
     func addOperationRoutes(to router: HubRouter, metrics: PrometheusCollectorRegistry?) {
-        router.get("/healthz") { _, _ in
+        router.get(RouterPath(OperationPaths.health)) { _, _ in
             try JSON.response(StatusResource(status: "ok"))
         }
-        router.get("/readyz") { _, context in
+        router.get(RouterPath(OperationPaths.ready)) { _, context in
             do {
                 try await hub.checkReadiness()
             } catch {
@@ -27,7 +36,7 @@ extension HubAPI {
             }
             return try JSON.response(StatusResource(status: "ready"))
         }
-        router.get("/metrics") { _, context in
+        router.get(RouterPath(OperationPaths.metrics)) { _, context in
             guard let metrics else {
                 throw Problem(
                     .notFound,
