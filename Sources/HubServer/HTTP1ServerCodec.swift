@@ -90,14 +90,8 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
             case .head(let scanned):
                 guard readHead(&buffer, scanned: scanned, context: context) else { return }
             case .body(let remaining):
-                guard buffer.readableBytes > 0 else { return }
-                let count = min(remaining, buffer.readableBytes)
-                context.fireChannelRead(wrapInboundOut(.body(buffer.readSlice(length: count)!)))
-                if count == remaining {
-                    endRequest(context: context)
-                } else {
-                    reading = .body(remaining: remaining - count)
-                }
+                guard let left = passBody(&buffer, remaining: remaining, context: context) else { return }
+                if left == 0 { endRequest(context: context) } else { reading = .body(remaining: left) }
             case .chunkSize:
                 guard let line = takeLine(&buffer, limit: Self.maxChunkLine, context: context) else { return }
                 guard let size = Self.chunkSize(line) else {
@@ -106,10 +100,8 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
                 }
                 reading = size == 0 ? .trailers(scanned: 0) : .chunkData(remaining: size)
             case .chunkData(let remaining):
-                guard buffer.readableBytes > 0 else { return }
-                let count = min(remaining, buffer.readableBytes)
-                context.fireChannelRead(wrapInboundOut(.body(buffer.readSlice(length: count)!)))
-                reading = count == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - count)
+                guard let left = passBody(&buffer, remaining: remaining, context: context) else { return }
+                reading = left == 0 ? .chunkDataEnd : .chunkData(remaining: left)
             case .chunkDataEnd:
                 guard buffer.readableBytes >= 2 else { return }
                 guard buffer.readBytes(length: 2) == [13, 10] else {
@@ -158,7 +150,6 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
             refuse(error, context: context)
             return false
         case .success(let head):
-            requests += 1
             expectResponse(head: head.request.method == .head)
             context.fireChannelRead(wrapInboundOut(.head(head.request)))
             // `100 Continue` when the client waits for it before its body and no earlier
@@ -175,6 +166,15 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
             }
             return true
         }
+    }
+
+    /// Hands on what `buffer` holds of `remaining` body bytes, as a slice; how many are still to
+    /// come, or `nil` when `buffer` held none.
+    private func passBody(_ buffer: inout ByteBuffer, remaining: Int, context: ChannelHandlerContext) -> Int? {
+        guard buffer.readableBytes > 0 else { return nil }
+        let count = min(remaining, buffer.readableBytes)
+        context.fireChannelRead(wrapInboundOut(.body(buffer.readSlice(length: count)!)))
+        return remaining - count
     }
 
     /// Reads the trailer fields after a last chunk, and drops them.
@@ -219,8 +219,9 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelRead(wrapInboundOut(.end(nil)))
     }
 
-    /// Notes that a response is owed to a request, and whether it answers HEAD (no body).
+    /// Counts a request handed on: a response is owed to it, without a body when it is a HEAD.
     private func expectResponse(head: Bool) {
+        requests += 1
         if head && outstanding < 64 { headRequests |= 1 << UInt64(outstanding) }
         outstanding += 1
     }
@@ -236,7 +237,6 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
         reading = .failed
         pending = nil
         refused = true
-        requests += 1
         expectResponse(head: false)
         let value =
             switch error {
