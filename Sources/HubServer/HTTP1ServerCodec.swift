@@ -301,12 +301,7 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
         case .head(let response):
             var buffer = context.channel.allocator.buffer(capacity: 256)
             buffer.writeString("HTTP/1.1 \(response.status.code) \(response.status.reasonPhrase)\r\n")
-            for field in response.headerFields {
-                buffer.writeString(field.name.rawName)
-                buffer.writeStaticString(": ")
-                buffer.writeString(field.value)
-                buffer.writeStaticString("\r\n")
-            }
+            Self.write(response.headerFields, to: &buffer)
             let code = response.status.code
             let answersHead = headRequests & 1 == 1
             headRequests >>= 1
@@ -349,9 +344,7 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
             var buffer = ByteBuffer()
             if case .chunked = responseBody {
                 buffer.writeStaticString("0\r\n")
-                for field in trailers ?? [:] {
-                    buffer.writeString("\(field.name.rawName): \(field.value)\r\n")
-                }
+                Self.write(trailers ?? [:], to: &buffer)
                 buffer.writeStaticString("\r\n")
             }
             responseBody = .asIs
@@ -368,6 +361,18 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
             }
             written.futureResult.cascade(to: promise)
             context.write(wrapOutboundOut(buffer), promise: written)
+        }
+    }
+}
+
+extension HTTP1ServerCodec {
+    /// Writes `fields` as field lines, each ending in CRLF (HTTP types keeps CR and LF out of them).
+    fileprivate static func write(_ fields: HTTPFields, to buffer: inout ByteBuffer) {
+        for field in fields {
+            buffer.writeString(field.name.rawName)
+            buffer.writeStaticString(": ")
+            buffer.writeString(field.value)
+            buffer.writeStaticString("\r\n")
         }
     }
 }
