@@ -202,11 +202,7 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
         let responder = self.responder
         let logger = self.logger
         let done: @Sendable (Bool) -> Void = { succeeded in
-            if handler.eventLoop.inEventLoop {
-                handler.value.responded(succeeded: succeeded)
-            } else {
-                handler.eventLoop.execute { handler.value.responded(succeeded: succeeded) }
-            }
+            handler.eventLoop.runOnLoop { handler.value.responded(succeeded: succeeded) }
         }
         guard gated else {
             Task { await respond(to: request, responder: responder, channel: channel, logger: logger, done: done) }
@@ -216,7 +212,7 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
         gate.enter {
             // On this connection's event loop, however the gate let the request in: a request
             // that waited starts from the thread of the one that ended.
-            let run = {
+            handler.eventLoop.runOnLoop {
                 guard handler.value.context != nil else {
                     // The connection closed while the request waited: its place goes on.
                     gate.leave()
@@ -227,7 +223,6 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
                     gate.leave()
                 }
             }
-            if handler.eventLoop.inEventLoop { run() } else { handler.eventLoop.execute(run) }
         }
     }
 
@@ -305,6 +300,13 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
 
 @available(*, unavailable)
 extension RequestDispatcher: Sendable {}
+
+extension EventLoop {
+    /// Runs `body` now when called on this loop, otherwise on it soon.
+    fileprivate func runOnLoop(_ body: @escaping @Sendable () -> Void) {
+        if inEventLoop { body() } else { execute(body) }
+    }
+}
 
 /// Runs the responder for `request`, its response parts written to `channel` as they come;
 /// `done` runs once, on the channel's event loop as soon as the response's end was written (or
