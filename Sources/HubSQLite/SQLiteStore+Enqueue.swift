@@ -30,7 +30,9 @@ extension SQLiteStore {
     /// unleased tap (newest version and notification, the higher priority, the earlier due time;
     /// a parked tap is un-parked, so the lane tries it again);
     /// visible and fallback deliveries are new rows. With a `handOff`, the rows due at once whose
-    /// transport it names are then leased to its owner, as a claim would (one more statement).
+    /// transport it names are leased to its owner, as a claim would: a new row is inserted leased
+    /// (one more statement per due time, and the ``Delivery`` values are made here, not read back);
+    /// a tap that merged into a waiting one is leased after the merge (one more statement).
     @discardableResult
     static func enqueue(
         _ planner: DeliveryPlanner, _ notification: UserNotification, _ change: DeliveryPlanner.Change, now: Date,
@@ -39,56 +41,157 @@ extension SQLiteStore {
         let key = FeedKey(appId: notification.appId, userId: notification.userId)
         let endpoints = try activeEndpoints(db, key)
         let plan = planner.plan(notification, change, endpoints: endpoints, now: now)
-        var dueNow: [Int64] = []
-        // One statement per due time (a plan has one or two: now, and its fallbacks' time).
+        let hands: (PlannedDelivery) -> Bool = { planned in
+            guard let handOff, planned.dueAt <= now else { return false }
+            return handOff.transports.contains(planned.transport)
+        }
+        // A tap merges through the upsert when its endpoint has a waiting tap, or when it is not
+        // handed off (it may then merge into one later). A handed-off tap to an endpoint without a
+        // waiting tap is inserted leased (a leased tap is outside the index that finds waiting
+        // ones), as are the other kinds. Only this transaction writes, so the read holds.
+        let waiting = plan.contains { $0.coalesces && hands($0) } ? try waitingTaps(db, key) : []
+        var mergedDueNow: [Int64] = []
+        var leftForClaim = 0
+        var leased: [Delivery] = []
+        // One statement per due time and way (a plan has one or two due times: now, and its
+        // fallbacks' time).
         for (dueAt, planned) in Dictionary(grouping: plan, by: \.dueAt) {
-            let rows = JSONText.array(
-                planned.map {
-                    JSONText.array([
-                        JSONText.string($0.endpointId), JSONText.string($0.transport.rawValue),
-                        JSONText.string($0.kind.rawValue),
-                    ])
-                })
-            let n = notification
-            let ids = try Int64.fetchAll(
+            let leasable: (PlannedDelivery) -> Bool = {
+                hands($0) && !($0.coalesces && waiting.contains($0.endpointId))
+            }
+            var direct = planned.filter(leasable)
+            var merging = planned.filter { !leasable($0) }
+            if Set(direct.map { DirectKey(endpointId: $0.endpointId, kind: $0.kind) }).count != direct.count {
+                // Not in a plan today; the upsert would merge such taps, so it takes them all.
+                merging += direct
+                direct = []
+            }
+            if !direct.isEmpty, let handOff {
+                leased += try insertLeased(direct, of: notification, dueAt: dueAt, now: now, handOff, db)
+            }
+            guard !merging.isEmpty else { continue }
+            let ids = try upsert(merging, of: notification, dueAt: dueAt, now: now, db)
+            guard dueAt <= now else { continue }
+            if handOff != nil && merging.contains(where: hands) {
+                mergedDueNow += ids
+            } else {
+                leftForClaim += ids.count
+            }
+        }
+        if let handOff, !mergedDueNow.isEmpty {
+            let merged = try DeliveryRecord.fetchAll(
                 db.cachedStatement(
                     sql: """
-                        INSERT INTO delivery (appId, userId, endpointId, transport, kind, notificationId, changeVersion,
-                            priority, urgency, state, attempts, createdAt, dueAt)
-                        SELECT ?, ?, json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
-                            ?, ?, ?, ?, 'pending', 0, ?, ?
-                        FROM json_each(?) WHERE true
-                        ON CONFLICT (appId, userId, endpointId)
-                            WHERE state = 'pending' AND kind = 'shoulderTap' AND leaseOwner IS NULL
-                        DO UPDATE SET changeVersion = excluded.changeVersion, notificationId = excluded.notificationId,
-                            suspendedAt = NULL, suspendedReason = NULL,
-                            priority = CASE WHEN excluded.urgency > urgency THEN excluded.priority ELSE priority END,
-                            urgency = MAX(urgency, excluded.urgency), dueAt = MIN(dueAt, excluded.dueAt)
-                        RETURNING id
+                        UPDATE delivery SET leaseOwner = ?, leaseUntil = ?, claimedAt = ?, attempts = attempts + 1
+                        WHERE id IN (SELECT value FROM json_each(?)) AND +state = 'pending' AND leaseOwner IS NULL
+                            AND transport IN (SELECT value FROM json_each(?))
+                        RETURNING *
                         """),
                 arguments: [
-                    n.appId, n.userId, n.id, n.changeVersion, n.priority.rawValue, n.priority.urgency,
-                    now.canonical.storedSeconds, dueAt.canonical.storedSeconds, rows,
+                    handOff.owner, handOff.leaseUntil.canonical.storedSeconds, now.canonical.storedSeconds,
+                    JSONText.array(mergedDueNow.map(JSONText.number)),
+                    JSONText.array(handOff.transports.map { JSONText.string($0.rawValue) }),
                 ])
-            if dueAt <= now { dueNow += ids }
+            leased += merged.map(\.delivery)
+            leftForClaim += mergedDueNow.count - merged.count
         }
-        guard let handOff, !dueNow.isEmpty else { return Enqueued(leftForClaim: dueNow.count) }
-        let leased = try DeliveryRecord.fetchAll(
+        let handedOff =
+            handOff == nil
+            ? []
+            : HandOff.claimed(
+                leased, endpoints: endpoints, notification: Self.canonical(notification))
+        return Enqueued(handedOff: handedOff, leftForClaim: leftForClaim)
+    }
+
+    /// The endpoints of `key` with a pending, unleased tap (found by the unique partial index).
+    private static func waitingTaps(_ db: Database, _ key: FeedKey) throws -> Set<String> {
+        Set(
+            try String.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT endpointId FROM delivery
+                        WHERE appId = ? AND userId = ? AND state = 'pending' AND kind = 'shoulderTap'
+                            AND leaseOwner IS NULL
+                        """),
+                arguments: [key.appId, key.userId]))
+    }
+
+    /// Inserts `planned` (due at `dueAt`), each tap merging into its endpoint's waiting tap.
+    /// - Returns: the IDs of the rows written, new or merged into.
+    private static func upsert(
+        _ planned: [PlannedDelivery], of n: UserNotification, dueAt: Date, now: Date, _ db: Database
+    ) throws -> [Int64] {
+        try Int64.fetchAll(
             db.cachedStatement(
                 sql: """
-                    UPDATE delivery SET leaseOwner = ?, leaseUntil = ?, claimedAt = ?, attempts = attempts + 1
-                    WHERE id IN (SELECT value FROM json_each(?)) AND +state = 'pending' AND leaseOwner IS NULL
-                        AND transport IN (SELECT value FROM json_each(?))
-                    RETURNING *
+                    INSERT INTO delivery (appId, userId, endpointId, transport, kind, notificationId, changeVersion,
+                        priority, urgency, state, attempts, createdAt, dueAt)
+                    SELECT ?, ?, json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+                        ?, ?, ?, ?, 'pending', 0, ?, ?
+                    FROM json_each(?) WHERE true
+                    ON CONFLICT (appId, userId, endpointId)
+                        WHERE state = 'pending' AND kind = 'shoulderTap' AND leaseOwner IS NULL
+                    DO UPDATE SET changeVersion = excluded.changeVersion, notificationId = excluded.notificationId,
+                        suspendedAt = NULL, suspendedReason = NULL,
+                        priority = CASE WHEN excluded.urgency > urgency THEN excluded.priority ELSE priority END,
+                        urgency = MAX(urgency, excluded.urgency), dueAt = MIN(dueAt, excluded.dueAt)
+                    RETURNING id
                     """),
             arguments: [
-                handOff.owner, handOff.leaseUntil.canonical.storedSeconds, now.canonical.storedSeconds,
-                JSONText.array(dueNow.map(JSONText.number)),
-                JSONText.array(handOff.transports.map { JSONText.string($0.rawValue) }),
+                n.appId, n.userId, n.id, n.changeVersion, n.priority.rawValue, n.priority.urgency,
+                now.canonical.storedSeconds, dueAt.canonical.storedSeconds, rows(planned),
             ])
-        let handedOff = HandOff.claimed(
-            leased.map(\.delivery), endpoints: endpoints, notification: Self.canonical(notification))
-        return Enqueued(handedOff: handedOff, leftForClaim: dueNow.count - handedOff.count)
+    }
+
+    /// Inserts `planned` (due now) leased to `handOff`'s owner, as a claim at `now` would lease
+    /// them (one attempt). The ``Delivery`` values are made from what was inserted, matched to
+    /// the returned IDs by endpoint and kind (unique in a plan).
+    private static func insertLeased(
+        _ planned: [PlannedDelivery], of n: UserNotification, dueAt: Date, now: Date, _ handOff: HandOff,
+        _ db: Database
+    ) throws -> [Delivery] {
+        let rows = try Row.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    INSERT INTO delivery (appId, userId, endpointId, transport, kind, notificationId, changeVersion,
+                        priority, urgency, state, attempts, createdAt, dueAt, leaseOwner, leaseUntil, claimedAt)
+                    SELECT ?, ?, json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+                        ?, ?, ?, ?, 'pending', 1, ?, ?, ?, ?, ?
+                    FROM json_each(?)
+                    RETURNING id, endpointId, kind
+                    """),
+            arguments: [
+                n.appId, n.userId, n.id, n.changeVersion, n.priority.rawValue, n.priority.urgency,
+                now.canonical.storedSeconds, dueAt.canonical.storedSeconds, handOff.owner,
+                handOff.leaseUntil.canonical.storedSeconds, now.canonical.storedSeconds, rows(planned),
+            ])
+        var ids: [DirectKey: Int64] = [:]
+        for row in rows { ids[DirectKey(endpointId: row[1], kind: DeliveryKind(rawValue: row[2]))] = row[0] }
+        return planned.compactMap { planned in
+            ids[DirectKey(endpointId: planned.endpointId, kind: planned.kind)].map { id in
+                Delivery(
+                    id: id, appId: n.appId, userId: n.userId, endpointId: planned.endpointId, kind: planned.kind,
+                    notificationId: n.id, changeVersion: n.changeVersion, priority: n.priority, attempts: 1,
+                    createdAt: now.canonical, dueAt: dueAt.canonical)
+            }
+        }
+    }
+
+    /// A row inserted leased, as its ID is matched back.
+    private struct DirectKey: Hashable {
+        var endpointId: String
+        var kind: DeliveryKind
+    }
+
+    /// `planned` as the JSON array the inserts read with `json_each`: `[endpoint, transport, kind]`.
+    private static func rows(_ planned: [PlannedDelivery]) -> String {
+        JSONText.array(
+            planned.map {
+                JSONText.array([
+                    JSONText.string($0.endpointId), JSONText.string($0.transport.rawValue),
+                    JSONText.string($0.kind.rawValue),
+                ])
+            })
     }
 
     /// Finishes every pending delivery of `endpoint` with `result`.

@@ -162,9 +162,12 @@ extension StoreConformance {
         try expect.equal(
             Fixture.summary(claimed), ["f1:shoulderTap:\(first.notification.id)"],
             "another claimer takes the FCM tap, not the leased APNs tap")
+        let takenOver = try await Fixture.claim(store, at: Fixture.at(11), owner: "worker-b", limit: 10)
+        try expect.equal(takenOver.map(\.delivery.id), [tap.delivery.id], "a handed-off lease that ends is taken over")
+        var stored = tap.delivery
+        stored.attempts += 1
         try expect.equal(
-            try await Fixture.claim(store, at: Fixture.at(11), owner: "worker-b", limit: 10).map(\.delivery.id),
-            [tap.delivery.id], "a handed-off lease that ends is taken over")
+            takenOver.first?.delivery, stored, "the handed-off delivery is the stored row (one more attempt now)")
         try await store.finishDelivery(
             id: tap.delivery.id, result: .delivered, detail: nil, goneSince: nil, at: Fixture.at(12))
         for item in claimed {
