@@ -35,6 +35,8 @@ struct AccessLogMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     private func log(_ request: Request, _ context: Context, status: Int, start: UInt64) {
+        // Below `info` (a busy hub's usual level) the line is dropped: build nothing for it.
+        guard context.logger.logLevel <= .info else { return }
         let app = context.parameters.get("app").flatMap({ try? Identifier.decodingPercentEscapes($0) })
         Self.log(
             context.logger, method: request.method.rawValue, route: context.endpointPath, status: status, start: start,
@@ -43,6 +45,7 @@ struct AccessLogMiddleware<Context: RequestContext>: RouterMiddleware {
 
     /// The line of one request; `app` only when it is a configured app ID.
     static func log(_ logger: Logger, method: String, route: String?, status: Int, start: UInt64, app: String?) {
+        guard logger.logLevel <= .info else { return }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000_000
         var metadata: Logger.Metadata = [
             "method": "\(method)",
