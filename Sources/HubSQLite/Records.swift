@@ -234,6 +234,33 @@ struct EndpointRecord: FetchableRecord, PersistableRecord {
         )
     }
 
+    /// The columns ``init(positional:)`` reads, in its order.
+    static let positionalColumns = """
+        id, appId, userId, platform, platformAppId, transport, token, environment, appDisplayName, state, \
+        inactiveReason, inactiveSince, registeredAt, lastSyncAt
+        """
+
+    /// A row of ``positionalColumns``, read by position (a publish reads every endpoint of its
+    /// user; looking each column up by name was most of that read's cost).
+    init(positional row: Row) {
+        endpoint = Endpoint(
+            id: row[0],
+            appId: row[1],
+            userId: row[2],
+            platform: Platform(rawValue: row[3]),
+            platformAppId: row[4],
+            transport: TransportID(rawValue: row[5]),
+            token: row[6],
+            attributes: Endpoint.attributes(column: row[7]),
+            appDisplayName: row[8],
+            state: EndpointState(rawValue: row[9]),
+            inactiveReason: row[10],
+            inactiveSince: (row[11] as Double?).map(Date.init(storedSeconds:)),
+            registeredAt: Date(storedSeconds: row[12]),
+            lastSyncAt: (row[13] as Double?).map(Date.init(storedSeconds:))
+        )
+    }
+
     func encode(to container: inout PersistenceContainer) {
         let e = endpoint
         container["appId"] = e.appId

@@ -121,11 +121,16 @@ extension SQLiteStore {
 
     /// The user's active endpoints, ordered by ID (what the delivery planner plans for).
     static func activeEndpoints(_ db: Database, _ key: FeedKey) throws -> [Endpoint] {
-        try EndpointRecord.fetchAll(
+        var endpoints: [Endpoint] = []
+        let rows = try Row.fetchCursor(
             db.cachedStatement(
-                sql: "SELECT * FROM endpoint WHERE appId = ? AND userId = ? AND state = 'active' ORDER BY id"),
-            arguments: [key.appId, key.userId]
-        ).map(\.endpoint)
+                sql: """
+                    SELECT \(EndpointRecord.positionalColumns) FROM endpoint
+                    WHERE appId = ? AND userId = ? AND state = 'active' ORDER BY id
+                    """),
+            arguments: [key.appId, key.userId])
+        while let row = try rows.next() { endpoints.append(EndpointRecord(positional: row).endpoint) }
+        return endpoints
     }
 
     /// Deletes an endpoint and its pending deliveries. Returns whether it existed.

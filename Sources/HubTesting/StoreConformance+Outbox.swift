@@ -142,7 +142,9 @@ extension StoreConformance {
     public static func handOff(_ store: any Store) async throws {
         let expect = Expect()
         try await store.migrate()
-        _ = try await store.upsertEndpoint(Fixture.endpoint("a1"))
+        var a1 = Fixture.endpoint("a1")
+        a1.attributes["team"] = "blue"
+        a1 = try await store.upsertEndpoint(a1)
         _ = try await store.upsertEndpoint(Fixture.endpoint("f1", platform: .android, transport: .fcm))
         _ = try await store.upsertEndpoint(Fixture.endpoint("p1", platform: .web, transport: .polling))
         let handOff = HandOff(owner: "worker-a", leaseUntil: Fixture.at(10), transports: [.apns])
@@ -154,7 +156,7 @@ extension StoreConformance {
         try expect.equal(tap.delivery.attempts, 1, "a hand-off counts an attempt, as a claim does")
         try expect.equal(tap.delivery.notificationId, first.notification.id, "handed-off notification ID")
         try expect.equal(tap.notification, first.notification, "the hand-off carries the notification")
-        try expect.equal(tap.endpoint.id, "a1", "the hand-off carries the endpoint")
+        try expect.equal(tap.endpoint, a1, "the hand-off carries the endpoint as stored, every field")
         try expect.equal(tap.endpoint.token, "token-alice-a1", "the endpoint's token")
         try expect.equal(first.leftForClaim, 1, "the FCM tap is left for a claim")
 
