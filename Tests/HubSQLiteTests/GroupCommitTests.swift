@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import HubTesting
+import Synchronization
 import Testing
 
 @testable import HubSQLite
@@ -9,8 +10,8 @@ import Testing
 struct GroupCommitTests {
     struct Refused: Error {}
 
-    private func queue() throws -> DatabaseQueue {
-        let queue = try DatabaseQueue()
+    private func queue(_ configuration: Configuration = Configuration()) throws -> DatabaseQueue {
+        let queue = try DatabaseQueue(configuration: configuration)
         try queue.write { db in try db.execute(sql: "CREATE TABLE item (name TEXT NOT NULL)") }
         return queue
     }
@@ -67,6 +68,43 @@ struct GroupCommitTests {
         #expect(results.count == 20)
         for (index, succeeded) in results { #expect(succeeded == (index % 5 != 0), "job \(index)") }
         #expect(try names(queue) == Set((0..<20).filter { $0 % 5 != 0 }.map { "item-\($0)" }))
+    }
+
+    @Test("a shared transaction whose jobs all succeed runs them without savepoints")
+    func sharedWithoutSavepoints() async throws {
+        let statements = Mutex<[String]>([])
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            db.trace(options: .statement) { event in
+                if case .statement(let statement) = event { statements.withLock { $0.append(statement.sql) } }
+            }
+        }
+        let queue = try queue(configuration)
+        let commit = GroupCommit(writer: queue)
+        let (held, hold) = AsyncStream.makeStream(of: Void.self)
+        let blocker = Task {
+            try await commit.write { _ in
+                hold.yield()
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+        }
+        var iterator = held.makeAsyncIterator()
+        _ = await iterator.next()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<20 {
+                group.addTask {
+                    try await commit.write { db in
+                        try db.execute(sql: "INSERT INTO item (name) VALUES (?)", arguments: ["item-\(index)"])
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        try await blocker.value
+        #expect(try names(queue) == Set((0..<20).map { "item-\($0)" }))
+        let executed = statements.withLock { $0 }
+        #expect(executed.filter { $0.hasPrefix("BEGIN") }.count < 20, "the jobs shared transactions: \(executed)")
+        #expect(!executed.contains { $0.uppercased().contains("SAVEPOINT") }, "no savepoint: \(executed)")
     }
 
     /// The `synchronous` level the job's transaction commits with (1 NORMAL, 2 FULL).
