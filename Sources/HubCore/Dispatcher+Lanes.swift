@@ -14,6 +14,9 @@ extension Dispatcher {
         /// Rung when a send of this lane returns (a slot freed) or the outcome backlog shrinks.
         let slotKey: FeedKey
         let inFlight = Atomic<Int>(0)
+        /// How often ``Dispatcher/poke()`` rang this lane: rows may wait for a claim. A hand-off
+        /// rings ``pokeKey`` too (to wake the lane) without counting here: it leaves nothing to claim.
+        let pokes = Atomic<UInt64>(0)
         /// Deliveries handed off by this instance's publishes (already leased to it), sent before
         /// anything is claimed; `nil` while the lane does not run.
         let handedOff = Mutex<[ClaimedDelivery]?>(nil)
@@ -83,7 +86,8 @@ extension Dispatcher {
     /// Deliveries handed off by this instance's publishes go first, as slots free up; they need
     /// no claim. Then the lane claims as many due deliveries as it has free slots. When a claim comes back short,
     /// the lane's queue is drained for now and it sleeps until poked (or `idleInterval`, for
-    /// deliveries that come due by time: retries, fallbacks, expired leases); when its slots are
+    /// deliveries that come due by time: retries, fallbacks, expired leases); a hand-off wakes it
+    /// to be sent but does not end that pause (it leaves nothing to claim); when its slots are
     /// full, until one frees.
     func run(_ lane: Lane) async {
         if !lane.isStrayLane { lane.openHandOffs() }
@@ -92,9 +96,13 @@ extension Dispatcher {
             // Taken before the claim that came back short: a poke after it (a publish that
             // committed while the claim ran, or after) ends the idle pause at once.
             var drainedTicket: UInt64 = 0
+            // The lane's poke count before that claim, and when the claim came back.
+            var drainedPokes: UInt64 = 0
+            var drainedAt = ContinuousClock.now
             var failures = 0
             while !stopping {
                 let ticket = bells.ticket()
+                let pokes = lane.pokes.load(ordering: .acquiring)
                 let free = lane.freeSlots
                 let handedOff = lane.takeHandedOff(free)
                 if !handedOff.isEmpty {
@@ -108,7 +116,16 @@ extension Dispatcher {
                 }
                 if drained {
                     let idle = lane.isStrayLane ? configuration.idleInterval * 10 : configuration.idleInterval
-                    await pause(idle, on: lane.pokeKey, after: drainedTicket)
+                    await pause(idle - (ContinuousClock.now - drainedAt), on: lane.pokeKey, after: drainedTicket)
+                    if lane.pokes.load(ordering: .acquiring) == drainedPokes, ContinuousClock.now - drainedAt < idle,
+                        !stopping
+                    {
+                        // Rung for a hand-off only: take it (at the top of the loop) and keep
+                        // waiting for a poke or the end of the idle interval; a claim now would
+                        // find nothing (it cost a read per hand-off under load).
+                        drainedTicket = ticket
+                        continue
+                    }
                     drained = false
                     continue
                 }
@@ -130,6 +147,8 @@ extension Dispatcher {
                 }
                 drained = claimed.count < limit
                 drainedTicket = ticket
+                drainedPokes = pokes
+                drainedAt = ContinuousClock.now
                 if claimed.isEmpty { continue }
                 leased.withLock { leased in for item in claimed { leased.insert(item.delivery.id) } }
                 send(claimed, in: lane, group: &group)

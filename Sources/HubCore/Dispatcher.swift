@@ -66,7 +66,10 @@ final class Dispatcher: Sendable {
     /// Tells the dispatcher that new deliveries may be due. The lane of transports this hub does
     /// not run is not poked: it looks for strays on its own, every `10 × idleInterval`.
     func poke() {
-        for lane in lanes where !lane.isStrayLane { bells.wake(lane.pokeKey) }
+        for lane in lanes where !lane.isStrayLane {
+            lane.pokes.add(1, ordering: .releasing)
+            bells.wake(lane.pokeKey)
+        }
     }
 
     func run() async {

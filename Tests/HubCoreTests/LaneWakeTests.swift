@@ -73,3 +73,67 @@ struct LaneWakeTests {
         #expect(await eventually(timeout: .seconds(5)) { apns.deliveries.count == 1 }, "sent within the idle pause")
     }
 }
+
+@Suite("delivery pipeline: hand-offs and claims")
+struct HandOffClaimTests {
+    @Test("hand-offs wake a drained lane without a claim; a poke still claims at once")
+    func handOffsDoNotClaim() async throws {
+        let plug = StorePlug()
+        var dispatcher = TestHub.fastDispatcher
+        dispatcher.idleInterval = .seconds(60)  // only a poke should make an idle lane claim
+        let test = try TestHub(dispatcher: dispatcher, plug: plug)
+        try await test.running {
+            for user in 0..<20 {
+                try await test.register("phone", user: "u\(user)", platform: .ios, transport: .apns, token: "t\(user)")
+            }
+            // Both lanes claim once at start, find nothing and go idle.
+            #expect(await eventually { plug.calls("claimDeliveries") >= 2 })
+            try await Task.sleep(for: .milliseconds(100))
+            let before = plug.calls("claimDeliveries")
+            for user in 0..<20 {
+                try await test.publish("n", user: "u\(user)")
+                #expect(await eventually { test.apns.deliveries.count == user + 1 }, "handed off and sent")
+            }
+            #expect(plug.calls("claimDeliveries") == before, "no claim for hand-offs")
+            test.hub.dispatcher.poke()
+            #expect(await eventually { plug.calls("claimDeliveries") > before }, "a poke claims")
+        }
+    }
+
+    @Test(
+        "a lane that keeps taking hand-offs still claims once per idle interval (retries, fallbacks come due by time)")
+    func handOffsDoNotPostponeClaims() async throws {
+        let interceptor = AfterEmptyClaim()
+        let apns = TestHub.apnsLike()
+        var configuration = HubConfiguration(apps: [TestHub.app], instanceID: "hand-offs")
+        configuration.dispatcher = TestHub.fastDispatcher
+        configuration.dispatcher.idleInterval = .milliseconds(300)
+        // APNs only: its lane and the stray lane (which looks every 3 s) are the only claimers.
+        let hub = try Hub(
+            configuration: configuration, store: InterceptedStore(try SQLiteStore.inMemory(), interceptor),
+            transports: [apns], logger: .init(label: "hub"))
+        for user in 0..<30 {
+            _ = try await hub.registerEndpoint(
+                app: TestHub.app.id, user: "u\(user)", id: "phone",
+                EndpointRegistration(
+                    platform: .ios, appId: TestHub.app.platforms[.ios]![0], transport: .apns, token: "t\(user)",
+                    attributes: ["environment": "production"]))
+        }
+        let running = Task { try await hub.run() }
+        defer { running.cancel() }
+        #expect(await eventually { interceptor.claims.load(ordering: .relaxed) >= 2 })
+        let before = interceptor.claims.load(ordering: .relaxed)
+        let start = ContinuousClock.now
+        for user in 0..<30 {
+            _ = try await hub.publish(
+                app: TestHub.app.id, user: "u\(user)",
+                NotificationDraft(appNotificationId: "n", payload: .init(rawContent: "{}")))
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let elapsed = ContinuousClock.now - start
+        #expect(await eventually { apns.deliveries.count == 30 }, "every hand-off sent")
+        // A hand-off every 50 ms; the APNs lane still claims about every 300 ms.
+        let claims = interceptor.claims.load(ordering: .relaxed) - before
+        #expect(claims >= Int(elapsed / .milliseconds(300)) - 2, "\(claims) claims in \(elapsed)")
+    }
+}
