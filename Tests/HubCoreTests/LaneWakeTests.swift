@@ -29,6 +29,15 @@ final class AfterEmptyClaim: StoreInterceptor {
     }
 }
 
+/// Registers the APNs endpoint `phone` of `user` in `TestHub.app`.
+func registerPhone(_ hub: Hub, user: String, token: String) async throws {
+    _ = try await hub.registerEndpoint(
+        app: TestHub.app.id, user: user, id: "phone",
+        EndpointRegistration(
+            platform: .ios, appId: TestHub.app.platforms[.ios]![0], transport: .apns, token: token,
+            attributes: ["environment": "production"]))
+}
+
 @Suite("delivery pipeline: no lost wake-up")
 struct LaneWakeTests {
     @Test("a delivery committed and poked while the lane's claim ran is sent at once, not after the idle pause")
@@ -43,11 +52,7 @@ struct LaneWakeTests {
             configuration: configuration, store: InterceptedStore(store, interceptor),
             transports: [apns], logger: .init(label: "hub"))
         let key = FeedKey(appId: TestHub.app.id, userId: "alice")
-        _ = try await hub.registerEndpoint(
-            app: key.appId, user: key.userId, id: "phone",
-            EndpointRegistration(
-                platform: .ios, appId: TestHub.app.platforms[.ios]![0], transport: .apns, token: "a1",
-                attributes: ["environment": "production"]))
+        try await registerPhone(hub, user: key.userId, token: "a1")
         let running = Task { try await hub.run() }
         defer { running.cancel() }
         // Both lanes (APNs and the one for transports this hub does not run) claim once at start,
@@ -112,13 +117,7 @@ struct HandOffClaimTests {
         let hub = try Hub(
             configuration: configuration, store: InterceptedStore(try SQLiteStore.inMemory(), interceptor),
             transports: [apns], logger: .init(label: "hub"))
-        for user in 0..<30 {
-            _ = try await hub.registerEndpoint(
-                app: TestHub.app.id, user: "u\(user)", id: "phone",
-                EndpointRegistration(
-                    platform: .ios, appId: TestHub.app.platforms[.ios]![0], transport: .apns, token: "t\(user)",
-                    attributes: ["environment": "production"]))
-        }
+        for user in 0..<30 { try await registerPhone(hub, user: "u\(user)", token: "t\(user)") }
         let running = Task { try await hub.run() }
         defer { running.cancel() }
         #expect(await eventually { interceptor.claims.load(ordering: .relaxed) >= 2 })

@@ -16,6 +16,21 @@ struct GroupCommitTests {
         return queue
     }
 
+    /// Starts a job that holds the commit thread for 0.2 s; returns once it holds it, so that the
+    /// writes that follow queue up and share the next transaction.
+    private func holdWriter(_ commit: GroupCommit) async -> Task<Void, any Error> {
+        let (held, hold) = AsyncStream.makeStream(of: Void.self)
+        let blocker = Task {
+            try await commit.write { _ in
+                hold.yield()
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+        }
+        var iterator = held.makeAsyncIterator()
+        _ = await iterator.next()
+        return blocker
+    }
+
     private func names(_ queue: DatabaseQueue) throws -> Set<String> {
         try Set(queue.read { db in try String.fetchAll(db, sql: "SELECT name FROM item") })
     }
@@ -39,15 +54,7 @@ struct GroupCommitTests {
         let queue = try queue()
         let commit = GroupCommit(writer: queue)
         // Hold the writer so that the jobs below queue up and share one transaction.
-        let (held, hold) = AsyncStream.makeStream(of: Void.self)
-        let blocker = Task {
-            try await commit.write { _ in
-                hold.yield()
-                Thread.sleep(forTimeInterval: 0.2)
-            }
-        }
-        var iterator = held.makeAsyncIterator()
-        _ = await iterator.next()
+        let blocker = await holdWriter(commit)
         let results = await withTaskGroup(of: (Int, Bool).self) { group in
             for index in 0..<20 {
                 group.addTask {
@@ -81,15 +88,7 @@ struct GroupCommitTests {
         }
         let queue = try queue(configuration)
         let commit = GroupCommit(writer: queue)
-        let (held, hold) = AsyncStream.makeStream(of: Void.self)
-        let blocker = Task {
-            try await commit.write { _ in
-                hold.yield()
-                Thread.sleep(forTimeInterval: 0.2)
-            }
-        }
-        var iterator = held.makeAsyncIterator()
-        _ = await iterator.next()
+        let blocker = await holdWriter(commit)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<20 {
                 group.addTask {
