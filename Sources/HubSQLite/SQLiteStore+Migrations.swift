@@ -9,6 +9,7 @@ extension SQLiteStore {
         migrator.registerMigration("v1", migrate: createSchemaV1)
         migrator.registerMigration("v2", migrate: addOutboxLanes)
         migrator.registerMigration("v3", migrate: addSuspendedDeliveries)
+        migrator.registerMigration("v4", migrate: dropDueIndex)
         return migrator
     }()
 
@@ -139,5 +140,13 @@ extension SQLiteStore {
                 CREATE INDEX delivery_suspended ON delivery (appId, transport)
                     WHERE state = 'pending' AND suspendedAt IS NOT NULL;
                 """)
+    }
+
+    /// `v4`: `delivery_due (state, dueAt)` goes. It only served "the pending rows" (the next due
+    /// time, the outbox's depth, the stray lane's claims), which `delivery_lane` (pending, not
+    /// suspended) and `delivery_suspended` serve; every delivery row was inserted into it, moved
+    /// within it when finished and deleted from it by the sweep (one B-tree of six).
+    private static func dropDueIndex(_ db: Database) throws {
+        try db.execute(sql: "DROP INDEX delivery_due")
     }
 }

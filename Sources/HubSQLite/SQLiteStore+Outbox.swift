@@ -82,12 +82,12 @@ extension SQLiteStore {
     static func laneFilter(_ lane: OutboxLane) -> (index: String, filter: String, arguments: StatementArguments) {
         switch lane {
         case .all:
-            return ("", "", [])
+            return ("INDEXED BY delivery_lane", "", [])
         case .transport(let id):
             return ("INDEXED BY delivery_lane", "AND transport = ?", [id.rawValue])
         case .otherThan(let transports):
             let list = JSONText.array(transports.map(\.rawValue).sorted().map(JSONText.string))
-            return ("", "AND transport NOT IN (SELECT value FROM json_each(?))", [list])
+            return ("INDEXED BY delivery_lane", "AND transport NOT IN (SELECT value FROM json_each(?))", [list])
         }
     }
 
@@ -255,8 +255,14 @@ extension SQLiteStore {
     /// the leases to expire. A released tap whose endpoint has a newer pending tap is superseded.
     public func releaseLeases(owner: String) async throws {
         try await write(.relaxed) { db in
-            let leased = try DeliveryRecord.filter(sql: "state = 'pending' AND leaseOwner = ?", arguments: [owner])
-                .fetchAll(db)
+            // A leased row is never suspended (a suspension ends the lease), so the lanes' index has it.
+            let leased = try DeliveryRecord.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM delivery INDEXED BY delivery_lane
+                    WHERE state = 'pending' AND suspendedAt IS NULL AND leaseOwner = ?
+                    """,
+                arguments: [owner])
             for var record in leased {
                 if record.kind == .shoulderTap, var newer = try Self.pendingTap(db, endpointOf: record),
                     newer.id != record.id
@@ -283,7 +289,7 @@ extension SQLiteStore {
                 db.cachedStatement(
                     sql: """
                         SELECT MIN(CASE WHEN leaseOwner IS NULL THEN dueAt ELSE MAX(dueAt, IFNULL(leaseUntil, dueAt)) END)
-                        FROM delivery WHERE state = 'pending' AND suspendedAt IS NULL
+                        FROM delivery INDEXED BY delivery_lane WHERE state = 'pending' AND suspendedAt IS NULL
                         """)
             ).map(Date.init(storedSeconds:))
         }
@@ -294,14 +300,22 @@ extension SQLiteStore {
         try await read { db in try Self.statistics(db, countingFinished: true) }
     }
 
-    /// Pending and suspended deliveries: reads the pending rows only (`delivery_due`, `delivery_suspended`).
+    /// Pending and suspended deliveries: reads the pending rows only (`delivery_lane`, `delivery_suspended`).
     public func outboxDepth() async throws -> DeliveryStatistics {
         try await read { db in try Self.statistics(db, countingFinished: false) }
     }
 
     private static func statistics(_ db: Database, countingFinished: Bool) throws -> DeliveryStatistics {
+        // The pending rows are those of the lanes' index plus the suspended ones.
         let pending =
-            try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM delivery WHERE state = 'pending'")) ?? 0
+            try Int.fetchOne(
+                db.cachedStatement(
+                    sql: """
+                        SELECT (SELECT COUNT(*) FROM delivery INDEXED BY delivery_lane
+                                WHERE state = 'pending' AND suspendedAt IS NULL)
+                            + (SELECT COUNT(*) FROM delivery INDEXED BY delivery_suspended
+                                WHERE state = 'pending' AND suspendedAt IS NOT NULL)
+                        """)) ?? 0
         var finished: [String: [String: Int]] = [:]
         if countingFinished {
             let rows = try Row.fetchAll(
