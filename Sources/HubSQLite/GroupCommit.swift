@@ -144,30 +144,24 @@ final class GroupCommit: Sendable {
             let results = try writer.writeWithoutTransaction { db in
                 try setSynchronous(durability, db)
                 var results: [Result<any Sendable, any Error>] = []
-                if batch.count == 1 {
-                    // Alone, a job needs no savepoint: if it throws, the transaction rolls back.
-                    let job = batch[0]
+                do {
+                    // Jobs rarely throw: run them without a savepoint each (two statements per
+                    // job and the pager's bookkeeping), all or nothing …
                     try db.inTransaction {
-                        results = [.success(try job.work(db))]
+                        results = try batch.map { job in
+                            do { return .success(try job.work(db)) } catch { throw JobFailed(error: error) }
+                        }
                         return .commit
                     }
-                } else {
-                    do {
-                        // Jobs rarely throw: run them without a savepoint each (two statements
-                        // per job and the pager's bookkeeping), all or nothing …
-                        try db.inTransaction {
-                            results = try batch.map { job in
-                                do { return .success(try job.work(db)) } catch { throw JobFailed() }
-                            }
-                            return .commit
-                        }
-                    } catch is JobFailed {
-                        // … and when one threw (the transaction rolled back), again, each job in
-                        // a savepoint of its own, so that only the one that throws fails.
-                        try db.inTransaction {
-                            results = batch.map { job in Self.run(job, in: db) }
-                            return .commit
-                        }
+                } catch let failed as JobFailed where batch.count == 1 {
+                    // … a job alone fails with its transaction …
+                    throw failed.error
+                } catch is JobFailed {
+                    // … and when one of several threw (the transaction rolled back), again, each
+                    // job in a savepoint of its own, so that only the one that throws fails.
+                    try db.inTransaction {
+                        results = batch.map { job in Self.run(job, in: db) }
+                        return .commit
                     }
                 }
                 return results
@@ -187,8 +181,10 @@ final class GroupCommit: Sendable {
         state.withLock { $0.synchronous = durability }
     }
 
-    /// A job of a batch run without savepoints threw: the batch runs again with them.
-    private struct JobFailed: Error {}
+    /// A job of a batch run without savepoints threw `error`: the batch runs again with them.
+    private struct JobFailed: Error {
+        let error: any Error
+    }
 
     private static func run(_ job: Job, in db: Database) -> Result<any Sendable, any Error> {
         var value: (any Sendable)?
