@@ -50,17 +50,18 @@ extension SQLiteStore {
         // waiting tap is inserted leased (a leased tap is outside the index that finds waiting
         // ones), as are the other kinds. Only this transaction writes, so the read holds.
         let waiting = plan.contains { $0.coalesces && hands($0) } ? try waitingTaps(db, key) : []
+        let leasable: (PlannedDelivery) -> Bool = { hands($0) && !($0.coalesces && waiting.contains($0.endpointId)) }
         var mergedDueNow: [Int64] = []
         var leftForClaim = 0
         var leased: [Delivery] = []
         // One statement per due time and way (a plan has one or two due times: now, and its
         // fallbacks' time).
         for (dueAt, planned) in Dictionary(grouping: plan, by: \.dueAt) {
-            let leasable: (PlannedDelivery) -> Bool = {
-                hands($0) && !($0.coalesces && waiting.contains($0.endpointId))
+            var direct: [PlannedDelivery] = []
+            var merging: [PlannedDelivery] = []
+            for row in planned {
+                if leasable(row) { direct.append(row) } else { merging.append(row) }
             }
-            var direct = planned.filter(leasable)
-            var merging = planned.filter { !leasable($0) }
             if Set(direct.map { DirectKey(endpointId: $0.endpointId, kind: $0.kind) }).count != direct.count {
                 // Not in a plan today; the upsert would merge such taps, so it takes them all.
                 merging += direct
@@ -96,10 +97,8 @@ extension SQLiteStore {
             leftForClaim += mergedDueNow.count - merged.count
         }
         let handedOff =
-            handOff == nil
-            ? []
-            : HandOff.claimed(
-                leased, endpoints: endpoints, notification: Self.canonical(notification))
+            leased.isEmpty
+            ? [] : HandOff.claimed(leased, endpoints: endpoints, notification: Self.canonical(notification))
         return Enqueued(handedOff: handedOff, leftForClaim: leftForClaim)
     }
 
