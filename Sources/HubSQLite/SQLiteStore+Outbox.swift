@@ -18,17 +18,13 @@ extension SQLiteStore {
         _ lane: OutboxLane, limit: Int, now: Date, owner: String, leaseUntil: Date
     ) async throws -> [ClaimedDelivery] {
         guard limit > 0 else { return [] }
-        let (index, filter, laneArguments) = Self.laneFilter(lane)
+        let claimable = Self.claimable(lane, at: now.canonical)
         // Most pokes find a lane empty (a publish pokes every lane): ask a reader first, and
         // leave the one writer to claims that take something.
         let anyDue = try await read { db in
             try Bool.fetchOne(
-                db.cachedStatement(
-                    sql: """
-                        SELECT EXISTS (SELECT 1 FROM delivery \(index)
-                            WHERE state = 'pending' AND suspendedAt IS NULL \(filter) AND dueAt <= ? AND (leaseOwner IS NULL OR leaseUntil < ?))
-                        """),
-                arguments: laneArguments + [now.canonical.storedSeconds, now.canonical.storedSeconds]) ?? false
+                db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 \(claimable.rows))"), arguments: claimable.arguments)
+                ?? false
         }
         guard anyDue else { return [] }
         return try await write(.relaxed) { db in
@@ -37,15 +33,11 @@ extension SQLiteStore {
                 db.cachedStatement(
                     sql: """
                         UPDATE delivery SET leaseOwner = ?, leaseUntil = ?, claimedAt = ?, attempts = attempts + 1
-                        WHERE id IN (
-                            SELECT id FROM delivery \(index)
-                            WHERE state = 'pending' AND suspendedAt IS NULL \(filter) AND dueAt <= ? AND (leaseOwner IS NULL OR leaseUntil < ?)
-                            ORDER BY urgency DESC, dueAt, id
-                            LIMIT ?)
+                        WHERE id IN (SELECT id \(claimable.rows) ORDER BY urgency DESC, dueAt, id LIMIT ?)
                         RETURNING id
                         """),
-                arguments: [owner, leaseUntil.canonical.storedSeconds, now.storedSeconds] + laneArguments
-                    + [now.storedSeconds, now.storedSeconds, limit])
+                arguments: [owner, leaseUntil.canonical.storedSeconds, now.storedSeconds] + claimable.arguments
+                    + [limit])
             guard !ids.isEmpty else { return [] }
             let idList = JSONText.array(ids.map(JSONText.number))
             var claimed: [ClaimedDelivery] = []
@@ -76,19 +68,28 @@ extension SQLiteStore {
         }
     }
 
-    /// The index clause, the SQL condition (after `state = 'pending'`) and the arguments that
-    /// select `lane`'s rows. A transport's lane walks `delivery_lane` in claim order (the planner,
-    /// without statistics, would pick `delivery_due` and sort every due row of every transport).
-    static func laneFilter(_ lane: OutboxLane) -> (index: String, filter: String, arguments: StatementArguments) {
-        switch lane {
-        case .all:
-            return ("INDEXED BY delivery_lane", "", [])
-        case .transport(let id):
-            return ("INDEXED BY delivery_lane", "AND transport = ?", [id.rawValue])
-        case .otherThan(let transports):
-            let list = JSONText.array(transports.map(\.rawValue).sorted().map(JSONText.string))
-            return ("INDEXED BY delivery_lane", "AND transport NOT IN (SELECT value FROM json_each(?))", [list])
-        }
+    /// `FROM … WHERE …` of `lane`'s rows claimable at `now` (pending, not suspended, due, not
+    /// leased or with a lease that ended), and its arguments. Every lane walks `delivery_lane`, a
+    /// transport's lane in claim order (without statistics the planner would pick another index and
+    /// sort every due row of every transport).
+    static func claimable(_ lane: OutboxLane, at now: Date) -> (rows: String, arguments: StatementArguments) {
+        let (filter, arguments): (String, StatementArguments) =
+            switch lane {
+            case .all: ("", [])
+            case .transport(let id): ("AND transport = ?", [id.rawValue])
+            case .otherThan(let transports):
+                (
+                    "AND transport NOT IN (SELECT value FROM json_each(?))",
+                    [JSONText.array(transports.map(\.rawValue).sorted().map(JSONText.string))]
+                )
+            }
+        return (
+            """
+            FROM delivery INDEXED BY delivery_lane
+            WHERE state = 'pending' AND suspendedAt IS NULL \(filter) AND dueAt <= ? AND (leaseOwner IS NULL OR leaseUntil < ?)
+            """,
+            arguments + [now.storedSeconds, now.storedSeconds]
+        )
     }
 
     /// The claimed rows with their endpoints and notifications, by a JSON array of delivery IDs.
@@ -253,16 +254,16 @@ extension SQLiteStore {
     /// Puts back the deliveries `owner` had claimed when it stopped without finishing them (a
     /// crash), so a restarted instance of the same name sends them at once instead of waiting for
     /// the leases to expire. A released tap whose endpoint has a newer pending tap is superseded.
+    /// The pending rows leased to `?`.
+    static let leasedByOwnerSQL = """
+        SELECT * FROM delivery INDEXED BY delivery_lane
+        WHERE state = 'pending' AND suspendedAt IS NULL AND leaseOwner = ?
+        """
+
     public func releaseLeases(owner: String) async throws {
         try await write(.relaxed) { db in
             // A leased row is never suspended (a suspension ends the lease), so the lanes' index has it.
-            let leased = try DeliveryRecord.fetchAll(
-                db,
-                sql: """
-                    SELECT * FROM delivery INDEXED BY delivery_lane
-                    WHERE state = 'pending' AND suspendedAt IS NULL AND leaseOwner = ?
-                    """,
-                arguments: [owner])
+            let leased = try DeliveryRecord.fetchAll(db, sql: Self.leasedByOwnerSQL, arguments: [owner])
             for var record in leased {
                 if record.kind == .shoulderTap, var newer = try Self.pendingTap(db, endpointOf: record),
                     newer.id != record.id
@@ -285,15 +286,15 @@ extension SQLiteStore {
     /// never become claimable by time.
     public func nextDueDate() async throws -> Date? {
         try await read { db in
-            try Double.fetchOne(
-                db.cachedStatement(
-                    sql: """
-                        SELECT MIN(CASE WHEN leaseOwner IS NULL THEN dueAt ELSE MAX(dueAt, IFNULL(leaseUntil, dueAt)) END)
-                        FROM delivery INDEXED BY delivery_lane WHERE state = 'pending' AND suspendedAt IS NULL
-                        """)
-            ).map(Date.init(storedSeconds:))
+            try Double.fetchOne(db.cachedStatement(sql: Self.nextDueSQL)).map(Date.init(storedSeconds:))
         }
     }
+
+    /// ``nextDueDate()``'s statement.
+    static let nextDueSQL = """
+        SELECT MIN(CASE WHEN leaseOwner IS NULL THEN dueAt ELSE MAX(dueAt, IFNULL(leaseUntil, dueAt)) END)
+        FROM delivery INDEXED BY delivery_lane WHERE state = 'pending' AND suspendedAt IS NULL
+        """
 
     /// Pending deliveries, and finished ones by transport, then result.
     public func deliveryStatistics() async throws -> DeliveryStatistics {
@@ -305,17 +306,15 @@ extension SQLiteStore {
         try await read { db in try Self.statistics(db, countingFinished: false) }
     }
 
+    /// The pending rows: those of the lanes' index plus the suspended ones.
+    static let pendingCountSQL = """
+        SELECT (SELECT COUNT(*) FROM delivery INDEXED BY delivery_lane WHERE state = 'pending' AND suspendedAt IS NULL)
+            + (SELECT COUNT(*) FROM delivery INDEXED BY delivery_suspended
+                WHERE state = 'pending' AND suspendedAt IS NOT NULL)
+        """
+
     private static func statistics(_ db: Database, countingFinished: Bool) throws -> DeliveryStatistics {
-        // The pending rows are those of the lanes' index plus the suspended ones.
-        let pending =
-            try Int.fetchOne(
-                db.cachedStatement(
-                    sql: """
-                        SELECT (SELECT COUNT(*) FROM delivery INDEXED BY delivery_lane
-                                WHERE state = 'pending' AND suspendedAt IS NULL)
-                            + (SELECT COUNT(*) FROM delivery INDEXED BY delivery_suspended
-                                WHERE state = 'pending' AND suspendedAt IS NOT NULL)
-                        """)) ?? 0
+        let pending = try Int.fetchOne(db.cachedStatement(sql: Self.pendingCountSQL)) ?? 0
         var finished: [String: [String: Int]] = [:]
         if countingFinished {
             let rows = try Row.fetchAll(

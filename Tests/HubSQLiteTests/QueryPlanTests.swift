@@ -43,35 +43,13 @@ struct QueryPlanTests {
         let store = try await store()
         var statements: [(String, [String])] = []
         for lane in [OutboxLane.all, .transport(.apns), .otherThan([.apns, TransportID(rawValue: "fcm")])] {
-            let (index, filter, arguments) = SQLiteStore.laneFilter(lane)
-            let sql = """
-                SELECT id FROM delivery \(index)
-                WHERE state = 'pending' AND suspendedAt IS NULL \(filter) AND dueAt <= 1 AND (leaseOwner IS NULL OR leaseUntil < 1)
-                ORDER BY urgency DESC, dueAt, id LIMIT 10
-                """
-            statements.append(("claim \(lane)", try plan(store, sql, arguments)))
+            let claimable = SQLiteStore.claimable(lane, at: Date(timeIntervalSince1970: 1))
+            let sql = "SELECT id \(claimable.rows) ORDER BY urgency DESC, dueAt, id LIMIT 10"
+            statements.append(("claim \(lane)", try plan(store, sql, claimable.arguments)))
         }
-        statements.append(
-            (
-                "next due",
-                try plan(
-                    store,
-                    """
-                    SELECT MIN(dueAt) FROM delivery INDEXED BY delivery_lane WHERE state = 'pending' AND suspendedAt IS NULL
-                    """)
-            ))
-        statements.append(
-            (
-                "depth",
-                try plan(
-                    store,
-                    """
-                    SELECT (SELECT COUNT(*) FROM delivery INDEXED BY delivery_lane
-                            WHERE state = 'pending' AND suspendedAt IS NULL)
-                        + (SELECT COUNT(*) FROM delivery INDEXED BY delivery_suspended
-                            WHERE state = 'pending' AND suspendedAt IS NOT NULL)
-                    """)
-            ))
+        statements.append(("next due", try plan(store, SQLiteStore.nextDueSQL)))
+        statements.append(("depth", try plan(store, SQLiteStore.pendingCountSQL)))
+        statements.append(("released leases", try plan(store, SQLiteStore.leasedByOwnerSQL, ["a"])))
         for (name, steps) in statements {
             #expect(!steps.contains { $0.hasPrefix("SCAN delivery") && !$0.contains("INDEX") }, "\(name): \(steps)")
             #expect(
