@@ -27,9 +27,11 @@ public final class LogCapture: Sendable {
 
     public init() {}
 
-    /// A logger (every level) whose records land here.
-    public func logger(label: String = "test") -> Logger {
-        Logger(label: label) { _ in CapturingLogHandler(capture: self) }
+    /// A logger whose records land here: every level, or from `level` up.
+    public func logger(label: String = "test", level: Logger.Level? = nil) -> Logger {
+        var logger = Logger(label: label) { _ in CapturingLogHandler(capture: self) }
+        if let level { logger.logLevel = level }
+        return logger
     }
 
     /// A logger (every level) whose records land here.

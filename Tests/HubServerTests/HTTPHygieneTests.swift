@@ -200,8 +200,7 @@ struct HTTPHygieneTests {
         let harness = try await Harness()
         let alice = try await harness.token(user: "alice@contoso")
         let logs = LogCapture()
-        var logger = logs.logger(label: "access-log-test")
-        logger.logLevel = .info
+        let logger = logs.logger(label: "access-log-test", level: .info)
         let secrets = try await harness.run(.live, logger: logger) { client in
             let published = try await client.publish(notification("n-secret-id"), user: "alice%40contoso")
             #expect(published.status == .created)
@@ -241,8 +240,7 @@ struct HTTPHygieneTests {
         let harness = try await Harness()
         let alice = try await harness.token(user: "alice")
         let logs = LogCapture()
-        var logger = logs.logger(label: "parked-log-test")
-        logger.logLevel = .info
+        let logger = logs.logger(label: "parked-log-test", level: .info)
         try await harness.run(.live, logger: logger) { client in
             let feed = try await client.send(.get, "/v1/apps/\(Harness.notes)/me/feed", bearer: alice)
             let cursor = try #require(feed.object.string("cursor"))
