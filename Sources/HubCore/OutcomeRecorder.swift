@@ -2,9 +2,11 @@ import Foundation
 import Synchronization
 
 /// The outcomes of sends not yet written to the store. Sends add to it; the dispatcher's recorder
-/// loop writes everything queued in one ``OutboxStore/recordOutcomes(_:)`` call, again and again,
-/// so a busy dispatcher writes large batches; a small batch waits ``DispatcherConfiguration/outcomeDelay``
-/// for company first.
+/// loop writes everything queued (up to ``DispatcherConfiguration/maxUnrecordedOutcomes``) in one
+/// ``OutboxStore/recordOutcomes(_:)`` call, again and again, so a busy dispatcher writes large
+/// batches; a small batch waits ``DispatcherConfiguration/outcomeDelay`` for company first. (A cap of
+/// four claims per write let the backlog grow past 150,000 outcomes with 100 endpoints per user:
+/// every write waited for a commit shared with publishes, and carried only 1,024.)
 final class OutcomeRecorder: Sendable {
     private struct State {
         var queue: [OutboxOutcome] = []
@@ -84,7 +86,7 @@ extension Dispatcher {
             {
                 try? await Task.sleep(for: configuration.outcomeDelay)
             }
-            let (batch, closed) = recorder.take(configuration.batchSize * 4)
+            let (batch, closed) = recorder.take(configuration.maxUnrecordedOutcomes)
             if closed && closedAt == nil { closedAt = .now }
             if batch.isEmpty {
                 // Cancelled (not a graceful shutdown): stop at once; unwritten outcomes are left

@@ -1,0 +1,63 @@
+import Foundation
+import HubSQLite
+import HubTesting
+import Synchronization
+import Testing
+
+@testable import HubCore
+
+/// Holds every `recordOutcomes` call until opened, and counts them.
+final class OutcomeGate: StoreInterceptor {
+    let calls = Atomic<Int>(0)
+    let isOpen = Atomic<Bool>(false)
+
+    func intercept<T: Sendable>(_ name: String, _ call: @escaping @Sendable () async throws -> T) async throws -> T {
+        if name == "recordOutcomes" {
+            calls.add(1, ordering: .relaxed)
+            while !isOpen.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        return try await call()
+    }
+}
+
+@Suite("delivery pipeline: outcome recorder")
+struct OutcomeRecorderTests {
+    @Test("outcomes that queued while a write was slow go out in one write, not in batches of a claim's size")
+    func backlogInOneWrite() async throws {
+        let store = try SQLiteStore.inMemory()
+        let gate = OutcomeGate()
+        let apns = TestHub.apnsLike()
+        var configuration = HubConfiguration(apps: [TestHub.app], instanceID: "recorder")
+        configuration.dispatcher = TestHub.fastDispatcher
+        configuration.dispatcher.batchSize = 64  // a claim's size: 4 × 64 was the old cap of a write
+        let hub = try Hub(
+            configuration: configuration, store: InterceptedStore(store, gate), transports: [apns],
+            logger: .init(label: "hub"))
+        let users = 40
+        let phones = 25
+        for user in 0..<users {
+            for phone in 0..<phones {
+                _ = try await hub.registerEndpoint(
+                    app: TestHub.app.id, user: "user-\(user)", id: "phone-\(phone)",
+                    EndpointRegistration(
+                        platform: .ios, appId: TestHub.app.platforms[.ios]![0], transport: .apns,
+                        token: "token-\(user)-\(phone)", attributes: ["environment": "production"]))
+            }
+        }
+        let running = Task { try await hub.run() }
+        defer { running.cancel() }
+        for user in 0..<users {
+            _ = try await hub.publish(
+                app: TestHub.app.id, user: "user-\(user)",
+                NotificationDraft(appNotificationId: "n", payload: NotificationPayload(rawContent: "{}")))
+        }
+        // Every send returned while the first write of outcomes is held: 1,000 outcomes wait.
+        #expect(await eventually(timeout: .seconds(20)) { apns.deliveries.count == users * phones })
+        #expect(await eventually(timeout: .seconds(5)) { gate.calls.load(ordering: .relaxed) == 1 })
+        gate.isOpen.store(true, ordering: .releasing)
+        #expect(await eventually(timeout: .seconds(10)) { (try? await store.deliveryStatistics().pending) == 0 })
+        // The held write, then one for everything that queued behind it (the old cap of 4 × 64
+        // per write needed at least four more).
+        #expect(gate.calls.load(ordering: .relaxed) <= 2)
+    }
+}
