@@ -20,6 +20,19 @@ import Synchronization
 /// transaction before it, so what was durable stays durable and order is kept. A process that is
 /// killed loses nothing either way (the log is in the page cache).
 ///
+/// **Short transactions, the dispatcher first.** A transaction stops taking its batch's jobs once it
+/// has run for `cycleBudget`; the jobs it did not run go back to the head of the queue. And each
+/// batch takes the queued relaxed jobs (the dispatcher's claims and outcomes) before the durable
+/// ones. Both bound how long a claim waits behind publishes: measured with 100 endpoints per user
+/// and 128 publishes in flight, one transaction of every queued publish wrote ~13,000 rows, and the
+/// dispatcher sent nothing for a third of the time, waiting for its claims and hand-offs. Jobs in
+/// the queue are concurrent calls that have not returned, so running them in another order
+/// changes nothing a caller can see.
+///
+/// **A window at moderate rates.** When durable writes arrive often, from callers writing at the
+/// same time, but too few queue up to share an fsync, the next transaction waits `commitWindow`
+/// for company (see ``CommitWindow``).
+///
 /// **A thread of its own.** The transactions run on a dedicated thread, not in a task: a commit
 /// cycle that had to wait for a cooperative thread between batches waited behind the very
 /// requests it was holding up (measured under load: 6.7 ms per cycle for 12 jobs). The thread
@@ -45,24 +58,37 @@ final class GroupCommit: Sendable {
         var waiting = false
         /// The `synchronous` level the connection was last set to by this instance.
         var synchronous: Durability = .durable
+        /// A transaction is being run.
+        var committing = false
+        var window: CommitWindow
+        /// How often a transaction was held back for company.
+        var held = 0
     }
 
     private let writer: any DatabaseWriter
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let wakeup = DispatchSemaphore(value: 0)
     /// The most jobs one transaction takes, so one commit never holds the lock for long.
     private let maxBatch: Int
+    /// How long a transaction may be held back for company (see ``CommitWindow``).
+    private let commitWindow: Duration
+    /// How long one transaction runs jobs before it commits and leaves the rest to the next.
+    private let cycleBudget: Duration
     /// How long the commit thread waits for work before it ends.
     private let idleTimeout: DispatchTimeInterval
     /// Called on the commit thread after each transaction that committed.
     private let afterCommit: (@Sendable () -> Void)?
 
     init(
-        writer: any DatabaseWriter, maxBatch: Int = 256, idleTimeout: DispatchTimeInterval = .seconds(1),
+        writer: any DatabaseWriter, maxBatch: Int = 256, cycleBudget: Duration = .milliseconds(20),
+        commitWindow: Duration = .microseconds(1500), idleTimeout: DispatchTimeInterval = .seconds(1),
         afterCommit: (@Sendable () -> Void)? = nil
     ) {
         self.writer = writer
         self.maxBatch = maxBatch
+        self.cycleBudget = cycleBudget
+        self.commitWindow = commitWindow
+        self.state = Mutex(State(window: CommitWindow(length: commitWindow)))
         self.idleTimeout = idleTimeout
         self.afterCommit = afterCommit
     }
@@ -85,9 +111,19 @@ final class GroupCommit: Sendable {
     /// Whether the commit thread runs now (tests).
     var isRunning: Bool { state.withLock { $0.running } }
 
+    /// Jobs waiting for a transaction (tests).
+    var queued: Int { state.withLock { $0.queue.count } }
+
+    /// How often a transaction was held back for company (tests).
+    var heldBack: Int { state.withLock { $0.held } }
+
     private func enqueue(_ job: Job) {
         enum Action { case none, signal, start }
+        let now = ContinuousClock.now
         let action = state.withLock { state -> Action in
+            if job.durability == .durable {
+                state.window.arrived(at: now, whileOthersWrite: state.committing || !state.queue.isEmpty)
+            }
             state.queue.append(job)
             if !state.running {
                 state.running = true
@@ -112,10 +148,17 @@ final class GroupCommit: Sendable {
     /// Writes batches until no work came for `idleTimeout`.
     private func commitLoop() {
         while true {
+            let holds = state.withLock { state in
+                state.window.holds(
+                    queued: state.queue.count, durableQueued: state.queue.contains { $0.durability == .durable })
+            }
+            if holds {
+                state.withLock { $0.held += 1 }
+                Thread.sleep(forTimeInterval: CommitWindow.seconds(commitWindow))
+            }
             let batch = state.withLock { state -> [Job] in
-                let batch = Array(state.queue.prefix(maxBatch))
-                state.queue.removeFirst(batch.count)
-                if batch.isEmpty { state.waiting = true }
+                let batch = Self.take(&state.queue, maxBatch)
+                if batch.isEmpty { state.waiting = true } else { state.committing = true }
                 return batch
             }
             if batch.isEmpty {
@@ -133,11 +176,24 @@ final class GroupCommit: Sendable {
                 continue
             }
             let results = commit(batch)
+            state.withLock { state in
+                state.committing = false
+                if results.count < batch.count { state.queue.insert(contentsOf: batch[results.count...], at: 0) }
+            }
             for (job, result) in zip(batch, results) { job.continuation.resume(with: result) }
         }
     }
 
-    /// Runs `batch` in one transaction on this thread; one result per job.
+    /// Takes up to `limit` jobs off `queue`: the relaxed ones first, then the durable ones, each
+    /// in the order they came.
+    private static func take(_ queue: inout [Job], _ limit: Int) -> [Job] {
+        let ordered = queue.filter { $0.durability == .relaxed } + queue.filter { $0.durability == .durable }
+        queue = Array(ordered.dropFirst(limit))
+        return Array(ordered.prefix(limit))
+    }
+
+    /// Runs `batch` in one transaction on this thread, stopping after `cycleBudget`: one result per
+    /// job it ran, in order (at least the first job runs).
     private func commit(_ batch: [Job]) -> [Result<any Sendable, any Error>] {
         let durability: Durability = batch.contains { $0.durability == .durable } ? .durable : .relaxed
         do {
@@ -148,8 +204,11 @@ final class GroupCommit: Sendable {
                     // Jobs rarely throw: run them without a savepoint each (two statements per
                     // job and the pager's bookkeeping), all or nothing …
                     try db.inTransaction {
-                        results = try batch.map { job in
-                            do { return .success(try job.work(db)) } catch { throw JobFailed(error: error) }
+                        results = []
+                        let start = ContinuousClock.now
+                        for job in batch {
+                            do { results.append(.success(try job.work(db))) } catch { throw JobFailed(error: error) }
+                            if ContinuousClock.now - start >= cycleBudget { break }
                         }
                         return .commit
                     }
@@ -160,7 +219,12 @@ final class GroupCommit: Sendable {
                     // … and when one of several threw (the transaction rolled back), again, each
                     // job in a savepoint of its own, so that only the one that throws fails.
                     try db.inTransaction {
-                        results = batch.map { job in Self.run(job, in: db) }
+                        results = []
+                        let start = ContinuousClock.now
+                        for job in batch {
+                            results.append(Self.run(job, in: db))
+                            if ContinuousClock.now - start >= cycleBudget { break }
+                        }
                         return .commit
                     }
                 }

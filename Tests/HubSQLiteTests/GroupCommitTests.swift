@@ -159,3 +159,145 @@ struct GroupCommitTests {
         #expect(try names(queue).count == 52)
     }
 }
+
+@Suite("Group commit: order, budget and window")
+struct GroupCommitSchedulingTests {
+    /// What the jobs of a test ran, in order.
+    final class Ran: Sendable {
+        private let names = Mutex<[String]>([])
+        func append(_ name: String) { names.withLock { $0.append(name) } }
+        var all: [String] { names.withLock { $0 } }
+    }
+
+    private func queue() throws -> DatabaseQueue {
+        let queue = try DatabaseQueue()
+        try queue.write { db in try db.execute(sql: "CREATE TABLE item (name TEXT NOT NULL)") }
+        return queue
+    }
+
+    /// Holds the commit thread until `release` is signalled; returns once it holds it.
+    private func hold(_ commit: GroupCommit, until release: DispatchSemaphore) async -> Task<Void, any Error> {
+        let (held, signal) = AsyncStream.makeStream(of: Void.self)
+        let blocker = Task {
+            try await commit.write { _ in
+                signal.yield()
+                release.wait()
+            }
+        }
+        var iterator = held.makeAsyncIterator()
+        _ = await iterator.next()
+        return blocker
+    }
+
+    @Test("queued relaxed jobs (claims, outcomes) run before queued durable ones")
+    func relaxedFirst() async throws {
+        let commit = GroupCommit(writer: try queue())
+        let release = DispatchSemaphore(value: 0)
+        let blocker = await hold(commit, until: release)
+        let ran = Ran()
+        var writes: [Task<Void, any Error>] = []
+        for index in 0..<5 {
+            writes.append(Task { try await commit.write(.durable) { _ in ran.append("durable-\(index)") } })
+            #expect(await eventually(timeout: .seconds(5)) { commit.queued == index + 1 })
+        }
+        writes.append(Task { try await commit.write(.relaxed) { _ in ran.append("relaxed") } })
+        #expect(await eventually(timeout: .seconds(5)) { commit.queued == 6 })
+        release.signal()
+        try await blocker.value
+        for write in writes { try await write.value }
+        #expect(ran.all == ["relaxed"] + (0..<5).map { "durable-\($0)" })
+    }
+
+    @Test("a transaction stops taking jobs after its time budget; the rest commit in the next ones")
+    func budgetSplitsLongBatches() async throws {
+        let commits = Ran()
+        let database = try queue()
+        let commit = GroupCommit(
+            writer: database, cycleBudget: .milliseconds(50), commitWindow: .zero,
+            afterCommit: { commits.append("commit") })
+        let release = DispatchSemaphore(value: 0)
+        let blocker = await hold(commit, until: release)
+        var writes: [Task<Void, any Error>] = []
+        for index in 0..<6 {
+            writes.append(
+                Task {
+                    try await commit.write { db in
+                        Thread.sleep(forTimeInterval: 0.03)
+                        try db.execute(sql: "INSERT INTO item (name) VALUES (?)", arguments: ["slow-\(index)"])
+                    }
+                })
+        }
+        #expect(await eventually(timeout: .seconds(5)) { commit.queued == 6 })
+        release.signal()
+        try await blocker.value
+        for write in writes { try await write.value }
+        // The blocker's transaction, then at most two 30 ms jobs per 50 ms transaction.
+        #expect(commits.all.count >= 1 + 3)
+        #expect(try await database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM item") } == 6)
+    }
+
+    @Test("the window holds a transaction for company only while callers write at the same time")
+    func windowOnlyWithCompany() async throws {
+        let commits = Ran()
+        let database = try queue()
+        let commit = GroupCommit(
+            writer: database, commitWindow: .milliseconds(5), afterCommit: { commits.append("commit") })
+        // One caller writing again as soon as its write returns: never held back.
+        for index in 0..<40 {
+            try await commit.write { db in
+                try db.execute(sql: "INSERT INTO item (name) VALUES (?)", arguments: ["alone-\(index)"])
+            }
+        }
+        #expect(commit.heldBack == 0)
+        // Four callers writing at the same time: transactions are held for company and shared.
+        let before = commits.all.count
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for caller in 0..<4 {
+                group.addTask {
+                    for index in 0..<50 {
+                        try await commit.write { db in
+                            try db.execute(sql: "INSERT INTO item (name) VALUES (?)", arguments: ["\(caller)-\(index)"])
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(commit.heldBack > 0)
+        #expect(commits.all.count - before < 100)
+        #expect(try await database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM item") } == 240)
+    }
+}
+
+@Suite("Commit window policy")
+struct CommitWindowTests {
+    private let start = ContinuousClock.now
+
+    private func window(gapMilliseconds: Int, overlapping: Bool, arrivals: Int = 40) -> CommitWindow {
+        var window = CommitWindow(length: .milliseconds(2))
+        for index in 0..<arrivals {
+            window.arrived(at: start + .milliseconds(index * gapMilliseconds), whileOthersWrite: overlapping)
+        }
+        return window
+    }
+
+    @Test("opens for frequent, overlapping durable writes with a short queue")
+    func opens() {
+        #expect(window(gapMilliseconds: 1, overlapping: true).holds(queued: 1, durableQueued: true))
+        #expect(
+            window(gapMilliseconds: 1, overlapping: true).holds(queued: CommitWindow.crowd - 1, durableQueued: true))
+    }
+
+    @Test("stays shut for a lone caller, sparse writes, a crowd, relaxed jobs only, or a zero length")
+    func staysShut() {
+        #expect(!window(gapMilliseconds: 1, overlapping: false).holds(queued: 1, durableQueued: true))
+        #expect(!window(gapMilliseconds: 10, overlapping: true).holds(queued: 1, durableQueued: true))
+        #expect(!window(gapMilliseconds: 1, overlapping: true).holds(queued: CommitWindow.crowd, durableQueued: true))
+        #expect(!window(gapMilliseconds: 1, overlapping: true).holds(queued: 1, durableQueued: false))
+        #expect(!window(gapMilliseconds: 1, overlapping: true).holds(queued: 0, durableQueued: true))
+        #expect(!window(gapMilliseconds: 1, overlapping: true, arrivals: 1).holds(queued: 1, durableQueued: true))
+        var off = CommitWindow(length: .zero)
+        for index in 0..<40 { off.arrived(at: start + .milliseconds(index), whileOthersWrite: true) }
+        #expect(!off.holds(queued: 1, durableQueued: true))
+    }
+}
