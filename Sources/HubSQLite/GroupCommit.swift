@@ -81,7 +81,7 @@ final class GroupCommit: Sendable {
 
     init(
         writer: any DatabaseWriter, maxBatch: Int = 256, cycleBudget: Duration = .milliseconds(20),
-        commitWindow: Duration = .microseconds(1500), idleTimeout: DispatchTimeInterval = .seconds(1),
+        commitWindow: Duration = .milliseconds(1), idleTimeout: DispatchTimeInterval = .seconds(1),
         afterCommit: (@Sendable () -> Void)? = nil
     ) {
         self.writer = writer
