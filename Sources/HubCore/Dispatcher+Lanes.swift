@@ -19,7 +19,7 @@ extension Dispatcher {
         let pokes = Atomic<UInt64>(0)
         /// Deliveries handed off by this instance's publishes (already leased to it), sent before
         /// anything is claimed; `nil` while the lane does not run.
-        let handedOff = Mutex<[ClaimedDelivery]?>(nil)
+        let handedOff = Mutex<HandOffQueue?>(nil)
 
         init(_ selection: OutboxLane, concurrency: Int) {
             self.selection = selection
@@ -45,28 +45,23 @@ extension Dispatcher {
         func queue(_ items: [ClaimedDelivery]) -> [ClaimedDelivery] {
             handedOff.withLock { queue in
                 guard queue != nil else { return items }
-                queue!.append(contentsOf: items)
+                queue!.append(items)
                 return []
             }
         }
 
         /// Up to `limit` handed-off deliveries to send now.
         func takeHandedOff(_ limit: Int) -> [ClaimedDelivery] {
-            handedOff.withLock { queue in
-                guard let waiting = queue, !waiting.isEmpty, limit > 0 else { return [] }
-                let taken = Array(waiting.prefix(limit))
-                queue!.removeFirst(taken.count)
-                return taken
-            }
+            handedOff.withLock { queue in queue?.take(limit) ?? [] }
         }
 
-        func openHandOffs() { handedOff.withLock { $0 = [] } }
+        func openHandOffs() { handedOff.withLock { $0 = HandOffQueue() } }
 
         /// Stops taking hand-offs; returns those never sent.
         func closeHandOffs() -> [ClaimedDelivery] {
             handedOff.withLock { queue in
                 defer { queue = nil }
-                return queue ?? []
+                return queue?.take(Int.max) ?? []
             }
         }
 
@@ -270,5 +265,36 @@ final class StoreFaults: Sendable {
         if recovered {
             logger.notice("the store answers again", metadata: ["operation": "\(operation)"])
         }
+    }
+}
+
+/// A lane's handed-off deliveries in arrival order. Taking from the front moves a head index
+/// instead of shifting the rest (under load thousands wait and a few are taken at a time: shifting
+/// them was 1 % of the hub's CPU with 100 endpoints per user).
+struct HandOffQueue {
+    private var items: [ClaimedDelivery] = []
+    private var head = 0
+
+    var count: Int { items.count - head }
+
+    mutating func append(_ more: [ClaimedDelivery]) {
+        if head > 0 && head >= items.count / 2 {
+            items.removeFirst(head)
+            head = 0
+        }
+        items.append(contentsOf: more)
+    }
+
+    /// Up to `limit` deliveries from the front.
+    mutating func take(_ limit: Int) -> [ClaimedDelivery] {
+        guard limit > 0, head < items.count else { return [] }
+        let end = head + min(limit, items.count - head)
+        let taken = Array(items[head..<end])
+        head = end
+        if head == items.count {
+            items.removeAll(keepingCapacity: true)
+            head = 0
+        }
+        return taken
     }
 }
