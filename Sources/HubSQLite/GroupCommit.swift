@@ -184,12 +184,27 @@ final class GroupCommit: Sendable {
         }
     }
 
-    /// Takes up to `limit` jobs off `queue`: the relaxed ones first, then the durable ones, each
-    /// in the order they came.
+    /// Takes up to `limit` jobs off `queue`: relaxed ones first (at most half of `limit` while
+    /// durable ones wait, so a crowd of relaxed jobs never starves a publish), then durable ones,
+    /// then more relaxed ones if there is room; each kind in the order it came.
     private static func take(_ queue: inout [Job], _ limit: Int) -> [Job] {
-        let ordered = queue.filter { $0.durability == .relaxed } + queue.filter { $0.durability == .durable }
-        queue = Array(ordered.dropFirst(limit))
-        return Array(ordered.prefix(limit))
+        let relaxed = queue.filter { $0.durability == .relaxed }
+        let durable = queue.filter { $0.durability == .durable }
+        let first = durable.isEmpty ? min(limit, relaxed.count) : min(max(1, limit / 2), relaxed.count)
+        let durableTaken = min(limit - first, durable.count)
+        let moreRelaxed = min(limit - first - durableTaken, relaxed.count - first)
+        let batch = relaxed[..<first] + durable[..<durableTaken] + relaxed[first..<(first + moreRelaxed)]
+        queue = Array(relaxed[(first + moreRelaxed)...] + durable[durableTaken...])
+        return Array(batch)
+    }
+
+    /// Whether a transaction that ran `ran` of `batch`'s jobs since `start` should commit now:
+    /// its budget is spent and it ran a durable job, if the batch has one (so relaxed jobs that
+    /// fill the budget never keep publishes waiting).
+    private func spent(_ batch: [Job], ran: Int, since start: ContinuousClock.Instant) -> Bool {
+        guard ContinuousClock.now - start >= cycleBudget else { return false }
+        return !batch.contains { $0.durability == .durable }
+            || batch[..<ran].contains { $0.durability == .durable }
     }
 
     /// Runs `batch` in one transaction on this thread, stopping after `cycleBudget`: one result per
@@ -208,7 +223,7 @@ final class GroupCommit: Sendable {
                         let start = ContinuousClock.now
                         for job in batch {
                             do { results.append(.success(try job.work(db))) } catch { throw JobFailed(error: error) }
-                            if ContinuousClock.now - start >= cycleBudget { break }
+                            if spent(batch, ran: results.count, since: start) { break }
                         }
                         return .commit
                     }
@@ -223,7 +238,7 @@ final class GroupCommit: Sendable {
                         let start = ContinuousClock.now
                         for job in batch {
                             results.append(Self.run(job, in: db))
-                            if ContinuousClock.now - start >= cycleBudget { break }
+                            if spent(batch, ran: results.count, since: start) { break }
                         }
                         return .commit
                     }

@@ -208,6 +208,33 @@ struct GroupCommitSchedulingTests {
         #expect(ran.all == ["relaxed"] + (0..<5).map { "durable-\($0)" })
     }
 
+    @Test("a crowd of relaxed jobs never keeps a queued durable one out of the next transaction")
+    func relaxedCrowdDoesNotStarve() async throws {
+        let commits = Atomic<Int>(0)
+        let commit = GroupCommit(
+            writer: try queue(), cycleBudget: .milliseconds(10), commitWindow: .zero,
+            afterCommit: { commits.add(1, ordering: .relaxed) })
+        let release = DispatchSemaphore(value: 0)
+        let blocker = await hold(commit, until: release)
+        let ran = Ran()
+        let durable = Task {
+            try await commit.write(.durable) { _ in ran.append("durable after \(commits.load(ordering: .relaxed))") }
+        }
+        #expect(await eventually(timeout: .seconds(5)) { commit.queued == 1 })
+        var relaxed: [Task<Void, any Error>] = []
+        for _ in 0..<200 {
+            relaxed.append(Task { try await commit.write(.relaxed) { _ in Thread.sleep(forTimeInterval: 0.001) } })
+        }
+        #expect(await eventually(timeout: .seconds(5)) { commit.queued == 201 })
+        release.signal()
+        try await blocker.value
+        try await durable.value
+        for write in relaxed { try await write.value }
+        // The blocker's transaction committed; the durable job ran in the next one, after at most
+        // half a batch of relaxed jobs, although they spent that transaction's budget many times.
+        #expect(ran.all == ["durable after 1"])
+    }
+
     @Test("a transaction stops taking jobs after its time budget; the rest commit in the next ones")
     func budgetSplitsLongBatches() async throws {
         let commits = Ran()
