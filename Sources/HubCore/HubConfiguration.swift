@@ -64,7 +64,8 @@ public struct DispatcherConfiguration: Sendable {
     /// `finishedAt` in the store; a write (a commit, with an fsync on SQLite) per outcome would
     /// cost as much as the publish itself at moderate rates. Zero writes each outcome at once.
     public var outcomeDelay: Duration = .milliseconds(50)
-    /// Outcomes waiting to be written at which the lanes stop claiming (a store that cannot keep up).
+    /// Outcomes waiting to be written at which the lanes stop claiming (a store that cannot keep
+    /// up); also the most the recorder writes in one call.
     public var maxUnrecordedOutcomes: Int = 8192
     /// The longest pause between retries of a failing store call.
     public var maxStoreBackoff: Duration = .seconds(5)
