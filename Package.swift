@@ -390,7 +390,7 @@ let package = Package(
             name: "HubCLITests",
             dependencies: [
                 "hub", "device-simulator", "HubEmulators", "HubConfig", "HubCore", "HubAPNS", "HubFCM", "HubWNS",
-                "HubWebPush",
+                "HubWebPush", "HubTesting",
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),  // DeploymentTests reads compose.yaml
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -13,8 +13,7 @@ struct APNSSuspendedHubTests {
     @Test("InvalidProviderToken parks the taps (not dropped); a new hub with the fixed key delivers them")
     func restartWithFixedKey() async throws {
         let harness = try await APNSHarness.start()
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("apns-suspended-\(UUID()).sqlite").path
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        let path = try TemporaryFolder.path("apns-suspended")
         var quiet = Logger(label: "hub")
         quiet.logLevel = .critical
 

@@ -1,4 +1,5 @@
 import Foundation
+import HubTesting
 import Testing
 
 /// Runs the built `hub` (or `hub-bench`) executable as a separate process, the way operators run it.
@@ -86,8 +87,7 @@ final class LockedData: @unchecked Sendable {
 
 /// A fresh temporary folder with copies of the HubConfig fixtures.
 func makeWorkspace() throws -> URL {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hub-cli-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let directory = try TemporaryFolder.make("hub-cli")
     let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("HubConfigTests/Fixtures")
     for name in try FileManager.default.contentsOfDirectory(atPath: fixtures.path) {

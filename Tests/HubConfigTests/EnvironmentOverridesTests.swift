@@ -2,6 +2,7 @@ import Foundation
 import HubAPNS
 import HubCore
 import HubFCM
+import HubTesting
 import HubWNS
 import Testing
 
@@ -147,8 +148,7 @@ struct EnvironmentOverridesTests {
 
     @Test("the effective configuration redacts inline secrets and keeps references")
     func effective() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("env-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try TemporaryFolder.make("env")
         let path = directory.appendingPathComponent("hub.yaml").path
         try (Self.yaml + "\nstore: { postgres: { url: \"postgres://hub:pw-in-file@db/hub\" } }\n").write(
             toFile: path, atomically: true, encoding: .utf8)

@@ -2,6 +2,7 @@ import Foundation
 import HubAPNS
 import HubCore
 import HubFCM
+import HubTesting
 import Testing
 
 @testable import HubConfig
@@ -17,8 +18,7 @@ struct TransportSectionsTests {
               apns: { server: "127.0.0.1:2197", trustRoots: ca.pem, timeout: 5s, maxConnections: 2 }
               fcm: { sendUrl: "https://127.0.0.1:4443/" }
             """
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("transports-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try TemporaryFolder.make("transports")
         try "-----BEGIN CERTIFICATE-----\n".write(
             to: directory.appendingPathComponent("ca.pem"), atomically: true, encoding: .utf8)
         let file = try ConfigLoader(environment: [:], plugins: firstPartyPlugins)

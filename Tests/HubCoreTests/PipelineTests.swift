@@ -35,9 +35,7 @@ final class Gate: Sendable {
     }
 }
 
-func temporaryStorePath() -> String {
-    FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-\(UUID().uuidString)/hub.sqlite").path
-}
+func temporaryStorePath() throws -> String { try TemporaryFolder.path("pipeline") }
 
 /// Registers users `u0`, `u1`, … each with an APNs phone and an FCM Android device.
 func registerPhoneAndAndroid(_ test: TestHub, users: Int) async throws {
@@ -118,7 +116,7 @@ struct PipelineTests {
 
     @Test("leases are renewed while a send is in flight: a send slower than the lease is not taken over")
     func leaseRenewal() async throws {
-        let path = temporaryStorePath()
+        let path = try temporaryStorePath()
         var dispatcher = TestHub.fastDispatcher
         dispatcher.lease = .milliseconds(600)
         func slow(_ id: TransportID) -> RecordingTransport {
@@ -154,7 +152,7 @@ struct PipelineTests {
 
     @Test("the deliveries a crashed instance had leased are sent by another instance within 15 s")
     func crashTakeover() async throws {
-        let path = temporaryStorePath()
+        let path = try temporaryStorePath()
         let survivor = try TestHub(dispatcher: DispatcherConfiguration(), storePath: path, instanceID: "survivor")
         try await survivor.hub.store.migrate()
         try await survivor.register("phone", platform: .ios, transport: .apns, token: "aa01")

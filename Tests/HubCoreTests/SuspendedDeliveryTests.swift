@@ -12,8 +12,7 @@ struct SuspendedDeliveryTests {
 
     @Test("suspended deliveries are parked (not finished, not retried), counted, and sent by the next hub on the store")
     func parkedThenResumed() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("suspended-\(UUID()).sqlite").path
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        let path = try TemporaryFolder.path("suspended")
         let broken = RecordingTransport(id: .apns) { _ in .suspended(reason: Self.reason) }
         let first = try TestHub(apns: broken, storePath: path)
         try await first.running {
@@ -81,8 +80,7 @@ struct SuspendedDeliveryTests {
 
     @Test("deliveries of a transport the hub does not run are parked, and sent by a hub that runs it")
     func transportNotEnabled() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stray-\(UUID()).sqlite").path
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        let path = try TemporaryFolder.path("stray")
         let first = try TestHub(storePath: path)
         try await first.running {
             // Registered while the hub ran the WNS transport; this one started without it.

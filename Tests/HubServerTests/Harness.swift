@@ -51,8 +51,7 @@ struct Harness: Sendable {
         extraIdentity: [IdentityRegistration] = [], plug: StorePlug? = nil, storeTimeout: Duration = .seconds(5)
     ) async throws {
         let key = ES256PrivateKey()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hubserver-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try TemporaryFolder.make("hubserver")
         let jwksFile = directory.appendingPathComponent("jwks.json")
         let (x, y) = key.publicKey.parameters!
         let jwks =

@@ -1,6 +1,7 @@
 import Foundation
 import HubCore
 import HubEmulators
+import HubTesting
 import Testing
 
 @testable import HubWebPush
@@ -99,8 +100,7 @@ enum PythonWebPush {
     /// `key` as a PEM file and `trust` as a CA file in a fresh temporary folder, for pywebpush
     /// (`vapid_private_key`) and requests (`REQUESTS_CA_BUNDLE`).
     static func files(key: VAPIDKey, trust: String) throws -> (key: String, ca: String) {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("webpush-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = try TemporaryFolder.make("webpush")
         let keyPath = folder.appendingPathComponent("vapid.pem").path
         let caPath = folder.appendingPathComponent("ca.pem").path
         try key.pemRepresentation.reveal().write(toFile: keyPath, atomically: true, encoding: .utf8)

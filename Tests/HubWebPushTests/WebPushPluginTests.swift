@@ -1,6 +1,7 @@
 import Foundation
 import HubConfig
 import HubCore
+import HubTesting
 import Testing
 
 @testable import HubWebPush
@@ -13,9 +14,7 @@ struct WebPushPluginTests {
         let key = VAPIDKey.generate()
 
         init() throws {
-            folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-                "webpush-plugin-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            folder = try TemporaryFolder.make("webpush-plugin")
             try key.pemRepresentation.reveal().write(
                 to: folder.appendingPathComponent("vapid.pem"), atomically: true, encoding: .utf8)
             try "not a certificate".write(
