@@ -35,8 +35,8 @@ struct HTTP1RequestHead: Sendable {
 /// What it refuses, each with 400 and the reason: a line ending other than CRLF (bare CR or LF),
 /// a method that is not a token, a request target with spaces, controls or non-ASCII bytes, a
 /// version other than HTTP/1.1 and HTTP/1.0, a field name that is not a token or has whitespace
-/// before its colon, obsolete line folding, control characters in a field value, more than one
-/// `Host`, `Content-Length` that is not a decimal number or differs between fields, a
+/// before its colon, obsolete line folding, control characters in a field value, an HTTP/1.1
+/// request without `Host` or with more than one (RFC 9112 §3.2), `Content-Length` that is not a decimal number or differs between fields, a
 /// `Transfer-Encoding` other than `chunked` (or one on HTTP/1.0), and `Content-Length` together
 /// with `Transfer-Encoding` — the ambiguities request smuggling lives on.
 enum HTTP1HeadParser {
@@ -117,6 +117,9 @@ enum HTTP1HeadParser {
             throw HTTP1HeadError.invalid("The request has both Content-Length and Transfer-Encoding.")
         }
         if chunked && http10 { throw HTTP1HeadError.invalid("HTTP/1.0 has no Transfer-Encoding.") }
+        if authority == nil && !http10 {
+            throw HTTP1HeadError.invalid("An HTTP/1.1 request must have a Host field.")
+        }
         // HTTP/1.0 closes after the response unless the client asked to keep the connection.
         if http10 && !keepAlive { fields.append(HTTPField(name: .connection, value: "close")) }
         let request = HTTPRequest(

@@ -26,10 +26,11 @@ struct HTTP1CodecTests {
         #expect(head.request.headerFields[values: HTTPField.Name("X-A")!] == ["1", "2"])
         #expect(!head.request.headerFields.contains { $0.name.canonicalName == "host" })
         #expect(head.framing == .length(12))
-        #expect(try Self.parse("GET / HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n").get().framing == .chunked)
-        #expect(try Self.parse("GET / HTTP/1.1\r\n").get().framing == HTTP1BodyFraming.none)
+        #expect(try Self.parse("GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n").get().framing == .chunked)
+        #expect(try Self.parse("GET / HTTP/1.1\r\nHost: x\r\n").get().framing == HTTP1BodyFraming.none)
         #expect(
-            try Self.parse("GET / HTTP/1.1\r\nContent-Length: 5\r\ncontent-length: 5\r\n").get().framing == .length(5))
+            try Self.parse("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\ncontent-length: 5\r\n").get().framing
+                == .length(5))
     }
 
     @Test("HTTP/1.0 closes after its answer unless it asks to keep the connection; absolute-form targets")
@@ -38,7 +39,7 @@ struct HTTP1CodecTests {
         #expect(closing.request.headerFields[.connection] == "close")
         let keeping = try Self.parse("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n").get()
         #expect(keeping.request.headerFields[.connection] == "Keep-Alive")
-        #expect(try Self.parse("GET / HTTP/1.1\r\n").get().request.headerFields[.connection] == nil)
+        #expect(try Self.parse("GET / HTTP/1.1\r\nHost: x\r\n").get().request.headerFields[.connection] == nil)
         #expect(HTTP1HeadParser.path(of: "http://hub.example/v1/x?y") == "/v1/x?y")
         #expect(HTTP1HeadParser.path(of: "https://hub.example") == "/")
         #expect(HTTP1HeadParser.path(of: "http://hub.example?q") == "/?q")
@@ -47,7 +48,7 @@ struct HTTP1CodecTests {
 
     @Test("the hub's stand-in marker is stripped from what a client sends")
     func markerStripped() throws {
-        let head = try Self.parse("GET / HTTP/1.1\r\nX-Hub-Head-Error: 431\r\nX-Other: 1\r\n").get()
+        let head = try Self.parse("GET / HTTP/1.1\r\nHost: x\r\nX-Hub-Head-Error: 431\r\nX-Other: 1\r\n").get()
         #expect(head.request.headerFields[RequestHeadLimits.marker] == nil)
         #expect(head.request.headerFields[HTTPField.Name("X-Other")!] == "1")
     }
@@ -58,6 +59,8 @@ struct HTTP1CodecTests {
             ("GET / HTTP/1.1\nHost: x\r\n", "bare LF"),
             ("GET / HTTP/1.1\r\nHost: x\rY: z\r\n", "bare CR"),
             ("GET / HTTP/1.1\r\nX: a\r\n  folded\r\n", "folding"),
+            ("GET / HTTP/1.1\r\nAccept: */*\r\n", "Host"),
+            ("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n", "more than one Host"),
             ("GET / HTTP/1.1\r\nX : a\r\n", "whitespace before its colon"),
             ("GET / HTTP/1.1\r\nX\u{0}Y: a\r\n", "token"),
             ("GET / HTTP/1.1\r\nX: a\u{1}b\r\n", "control character"),
@@ -184,7 +187,7 @@ struct HTTP1CodecTests {
                 [
                     Array(
                         ("GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n\r\n\r\n"
-                            + "GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n").utf8)
+                            + "GET /healthz HTTP/1.1\r\nHost: hub\r\nConnection: close\r\n\r\n").utf8)
                 ])
             #expect(kept.statuses == [200, 200], "\(kept.text.prefix(600))")
         }

@@ -83,6 +83,12 @@ struct HTTPHygieneTests {
             let garbled = try await RawHTTP.exchange(port: port, Array("GET /\u{1}x HTTP/1.1\r\n\r\n".utf8))
             #expect(garbled.status == 400)
             #expect(garbled.problemType == "invalid-request")
+            // HTTP/1.1 needs Host (RFC 9112 §3.2); HTTP/1.0 does not.
+            let hostless = try await RawHTTP.exchange(port: port, Array("GET /healthz HTTP/1.1\r\n\r\n".utf8))
+            #expect(hostless.status == 400)
+            #expect(hostless.body.contains("Host"), "\(hostless.body.prefix(200))")
+            let old = try await RawHTTP.exchange(port: port, Array("GET /healthz HTTP/1.0\r\n\r\n".utf8))
+            #expect(old.status == 200)
             // The server still answers new connections.
             let healthy = try await RawHTTP.get(port: port, "/healthz")
             #expect(healthy.status == 200)
