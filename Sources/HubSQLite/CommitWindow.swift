@@ -1,4 +1,5 @@
 import Foundation
+import HubCore
 
 /// When the commit thread holds a transaction back briefly for company (see ``GroupCommit``).
 ///
@@ -6,11 +7,13 @@ import Foundation
 /// (1,000 publishes/s from many connections) transactions hold one or two jobs, and the fsyncs
 /// were most of the commit thread's work; waiting `length` for the next arrivals shares them
 /// (measured back to back at 1,000 publishes/s: a 1 ms window, 10–15 % less CPU per publish, p99
-/// within the noise; 2 ms saved 25 % but added 2–3 ms to the p99). Waiting only
-/// pays when others are writing at the same time, so the window opens only when
-/// - durable jobs arrive, on average, less than twice `length` apart (one more is likely within it), and
-/// - at least a quarter of them arrived while another job was queued or being committed (a single caller that
-///   writes, waits for its commit and writes again never overlaps one: it would only wait), and
+/// within the noise; 2 ms saved 25 % but added 2–3 ms to the p99). Waiting only pays when others
+/// are writing at the same time, so the window opens only when
+/// - durable jobs arrive, on average, less than twice `length` apart (one more is likely within
+///   it), and
+/// - at least a quarter of them arrived while another job was queued or being committed (a
+///   single caller that writes, waits for its commit and writes again never overlaps one: it
+///   would only wait), and
 /// - fewer than `crowd` jobs are queued (a crowd shares its fsync already).
 struct CommitWindow: Sendable {
     /// How long a transaction is held back; zero turns the window off.
@@ -33,7 +36,7 @@ struct CommitWindow: Sendable {
     /// A durable job arrived at `now`; `whileOthersWrite`: other jobs were queued or being committed.
     mutating func arrived(at now: ContinuousClock.Instant, whileOthersWrite: Bool) {
         if let lastArrival {
-            let seconds = min(Self.seconds(now - lastArrival), 1)
+            let seconds = min((now - lastArrival).seconds, 1)
             gap = gap.isFinite ? gap + Self.weight * (seconds - gap) : seconds
         }
         lastArrival = now
@@ -43,12 +46,7 @@ struct CommitWindow: Sendable {
     /// Whether to hold the next transaction back for `length`, with `queued` jobs waiting, some
     /// of them durable when `durableQueued`.
     func holds(queued: Int, durableQueued: Bool) -> Bool {
-        length > .zero && durableQueued && (1..<Self.crowd).contains(queued) && gap < 2 * Self.seconds(length)
+        length > .zero && durableQueued && (1..<Self.crowd).contains(queued) && gap < 2 * length.seconds
             && overlap >= 0.25
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        let parts = duration.components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
     }
 }

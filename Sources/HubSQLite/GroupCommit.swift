@@ -70,8 +70,6 @@ final class GroupCommit: Sendable {
     private let wakeup = DispatchSemaphore(value: 0)
     /// The most jobs one transaction takes, so one commit never holds the lock for long.
     private let maxBatch: Int
-    /// How long a transaction may be held back for company (see ``CommitWindow``).
-    private let commitWindow: Duration
     /// How long one transaction runs jobs before it commits and leaves the rest to the next.
     private let cycleBudget: Duration
     /// How long the commit thread waits for work before it ends.
@@ -87,7 +85,6 @@ final class GroupCommit: Sendable {
         self.writer = writer
         self.maxBatch = maxBatch
         self.cycleBudget = cycleBudget
-        self.commitWindow = commitWindow
         self.state = Mutex(State(window: CommitWindow(length: commitWindow)))
         self.idleTimeout = idleTimeout
         self.afterCommit = afterCommit
@@ -148,14 +145,15 @@ final class GroupCommit: Sendable {
     /// Writes batches until no work came for `idleTimeout`.
     private func commitLoop() {
         while true {
-            let holds = state.withLock { state in
-                state.window.holds(
-                    queued: state.queue.count, durableQueued: state.queue.contains { $0.durability == .durable })
+            let hold = state.withLock { state -> Duration? in
+                guard
+                    state.window.holds(
+                        queued: state.queue.count, durableQueued: state.queue.contains { $0.durability == .durable })
+                else { return nil }
+                state.held += 1
+                return state.window.length
             }
-            if holds {
-                state.withLock { $0.held += 1 }
-                Thread.sleep(forTimeInterval: CommitWindow.seconds(commitWindow))
-            }
+            if let hold { Thread.sleep(forTimeInterval: hold.seconds) }
             let batch = state.withLock { state -> [Job] in
                 let batch = Self.take(&state.queue, maxBatch)
                 if batch.isEmpty { state.waiting = true } else { state.committing = true }
@@ -198,13 +196,22 @@ final class GroupCommit: Sendable {
         return Array(batch)
     }
 
-    /// Whether a transaction that ran `ran` of `batch`'s jobs since `start` should commit now:
-    /// its budget is spent and it ran a durable job, if the batch has one (so relaxed jobs that
-    /// fill the budget never keep publishes waiting).
-    private func spent(_ batch: [Job], ran: Int, since start: ContinuousClock.Instant) -> Bool {
-        guard ContinuousClock.now - start >= cycleBudget else { return false }
-        return !batch.contains { $0.durability == .durable }
-            || batch[..<ran].contains { $0.durability == .durable }
+    /// Runs `batch`'s jobs with `run` in order until the transaction's budget is spent and it ran
+    /// a durable job, if the batch has one (so relaxed jobs that fill the budget never keep
+    /// publishes waiting); the results of the jobs it ran.
+    private func runWithinBudget(
+        _ batch: [Job], _ run: (Job) throws -> Result<any Sendable, any Error>
+    ) rethrows -> [Result<any Sendable, any Error>] {
+        var results: [Result<any Sendable, any Error>] = []
+        let start = ContinuousClock.now
+        // Until a durable job ran, relaxed ones do not end the transaction (when there is one).
+        var mayStop = !batch.contains { $0.durability == .durable }
+        for job in batch {
+            results.append(try run(job))
+            if job.durability == .durable { mayStop = true }
+            if mayStop && ContinuousClock.now - start >= cycleBudget { break }
+        }
+        return results
     }
 
     /// Runs `batch` in one transaction on this thread, stopping after `cycleBudget`: one result per
@@ -219,11 +226,8 @@ final class GroupCommit: Sendable {
                     // Jobs rarely throw: run them without a savepoint each (two statements per
                     // job and the pager's bookkeeping), all or nothing …
                     try db.inTransaction {
-                        results = []
-                        let start = ContinuousClock.now
-                        for job in batch {
-                            do { results.append(.success(try job.work(db))) } catch { throw JobFailed(error: error) }
-                            if spent(batch, ran: results.count, since: start) { break }
+                        results = try runWithinBudget(batch) { job in
+                            do { return .success(try job.work(db)) } catch { throw JobFailed(error: error) }
                         }
                         return .commit
                     }
@@ -234,12 +238,7 @@ final class GroupCommit: Sendable {
                     // … and when one of several threw (the transaction rolled back), again, each
                     // job in a savepoint of its own, so that only the one that throws fails.
                     try db.inTransaction {
-                        results = []
-                        let start = ContinuousClock.now
-                        for job in batch {
-                            results.append(Self.run(job, in: db))
-                            if spent(batch, ran: results.count, since: start) { break }
-                        }
+                        results = runWithinBudget(batch) { Self.run($0, in: db) }
                         return .commit
                     }
                 }

@@ -36,9 +36,10 @@ struct HTTP1RequestHead: Sendable {
 /// a method that is not a token, a request target with spaces, controls or non-ASCII bytes, a
 /// version other than HTTP/1.1 and HTTP/1.0, a field name that is not a token or has whitespace
 /// before its colon, obsolete line folding, control characters in a field value, an HTTP/1.1
-/// request without `Host` or with more than one (RFC 9112 §3.2), `Content-Length` that is not a decimal number or differs between fields, a
-/// `Transfer-Encoding` other than `chunked` (or one on HTTP/1.0), and `Content-Length` together
-/// with `Transfer-Encoding` — the ambiguities request smuggling lives on.
+/// request without `Host` or with more than one (RFC 9112 §3.2), `Content-Length` that is not a
+/// decimal number or differs between fields, a `Transfer-Encoding` other than `chunked` (or one on
+/// HTTP/1.0), and `Content-Length` together with `Transfer-Encoding` — the ambiguities request
+/// smuggling lives on.
 enum HTTP1HeadParser {
     /// The largest request head (request line and header fields), in bytes: 80 KiB, as before.
     static let maxHeadBytes = 80 * 1024

@@ -6,15 +6,16 @@ import Testing
 
 @testable import HubSQLite
 
+/// An in-memory database with a table `item (name)` for the jobs to write to.
+private func itemsDatabase(_ configuration: Configuration = Configuration()) throws -> DatabaseQueue {
+    let queue = try DatabaseQueue(configuration: configuration)
+    try queue.write { db in try db.execute(sql: "CREATE TABLE item (name TEXT NOT NULL)") }
+    return queue
+}
+
 @Suite("Group commit")
 struct GroupCommitTests {
     struct Refused: Error {}
-
-    private func queue(_ configuration: Configuration = Configuration()) throws -> DatabaseQueue {
-        let queue = try DatabaseQueue(configuration: configuration)
-        try queue.write { db in try db.execute(sql: "CREATE TABLE item (name TEXT NOT NULL)") }
-        return queue
-    }
 
     /// Starts a job that holds the commit thread for 0.2 s; returns once it holds it, so that the
     /// writes that follow queue up and share the next transaction.
@@ -37,7 +38,7 @@ struct GroupCommitTests {
 
     @Test("a job alone that throws leaves nothing behind")
     func aloneRollsBack() async throws {
-        let queue = try queue()
+        let queue = try itemsDatabase()
         let commit = GroupCommit(writer: queue)
         await #expect(throws: Refused.self) {
             try await commit.write { db in
@@ -51,7 +52,7 @@ struct GroupCommitTests {
 
     @Test("in a shared transaction, a job that throws fails alone; the others commit")
     func sharedFailsAlone() async throws {
-        let queue = try queue()
+        let queue = try itemsDatabase()
         let commit = GroupCommit(writer: queue)
         // Hold the writer so that the jobs below queue up and share one transaction.
         let blocker = await holdWriter(commit)
@@ -86,7 +87,7 @@ struct GroupCommitTests {
                 if case .statement(let statement) = event { statements.withLock { $0.append(statement.sql) } }
             }
         }
-        let queue = try queue(configuration)
+        let queue = try itemsDatabase(configuration)
         let commit = GroupCommit(writer: queue)
         let blocker = await holdWriter(commit)
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -113,7 +114,7 @@ struct GroupCommitTests {
 
     @Test("relaxed jobs commit without an fsync; a durable job, alone or in their batch, with one")
     func durability() async throws {
-        let queue = try queue()
+        let queue = try itemsDatabase()
         let commit = GroupCommit(writer: queue)
         #expect(try await commit.write(.relaxed, Self.level) == 1)
         #expect(try await commit.write(.relaxed, Self.level) == 1)
@@ -143,7 +144,7 @@ struct GroupCommitTests {
 
     @Test("the commit thread ends when idle and starts again with the next write")
     func idleThreadEnds() async throws {
-        let queue = try queue()
+        let queue = try itemsDatabase()
         let commit = GroupCommit(writer: queue, idleTimeout: .milliseconds(20))
         try await commit.write { db in try db.execute(sql: "INSERT INTO item (name) VALUES ('first')") }
         #expect(await eventually(timeout: .seconds(5)) { !commit.isRunning })
@@ -169,12 +170,6 @@ struct GroupCommitSchedulingTests {
         var all: [String] { names.withLock { $0 } }
     }
 
-    private func queue() throws -> DatabaseQueue {
-        let queue = try DatabaseQueue()
-        try queue.write { db in try db.execute(sql: "CREATE TABLE item (name TEXT NOT NULL)") }
-        return queue
-    }
-
     /// Holds the commit thread until `release` is signalled; returns once it holds it.
     private func hold(_ commit: GroupCommit, until release: DispatchSemaphore) async -> Task<Void, any Error> {
         let (held, signal) = AsyncStream.makeStream(of: Void.self)
@@ -191,7 +186,7 @@ struct GroupCommitSchedulingTests {
 
     @Test("queued relaxed jobs (claims, outcomes) run before queued durable ones")
     func relaxedFirst() async throws {
-        let commit = GroupCommit(writer: try queue())
+        let commit = GroupCommit(writer: try itemsDatabase())
         let release = DispatchSemaphore(value: 0)
         let blocker = await hold(commit, until: release)
         let ran = Ran()
@@ -212,7 +207,7 @@ struct GroupCommitSchedulingTests {
     func relaxedCrowdDoesNotStarve() async throws {
         let commits = Atomic<Int>(0)
         let commit = GroupCommit(
-            writer: try queue(), cycleBudget: .milliseconds(10), commitWindow: .zero,
+            writer: try itemsDatabase(), cycleBudget: .milliseconds(10), commitWindow: .zero,
             afterCommit: { commits.add(1, ordering: .relaxed) })
         let release = DispatchSemaphore(value: 0)
         let blocker = await hold(commit, until: release)
@@ -238,7 +233,7 @@ struct GroupCommitSchedulingTests {
     @Test("a transaction stops taking jobs after its time budget; the rest commit in the next ones")
     func budgetSplitsLongBatches() async throws {
         let commits = Ran()
-        let database = try queue()
+        let database = try itemsDatabase()
         let commit = GroupCommit(
             writer: database, cycleBudget: .milliseconds(50), commitWindow: .zero,
             afterCommit: { commits.append("commit") })
@@ -266,7 +261,7 @@ struct GroupCommitSchedulingTests {
     @Test("the window holds a transaction for company only while callers write at the same time")
     func windowOnlyWithCompany() async throws {
         let commits = Ran()
-        let database = try queue()
+        let database = try itemsDatabase()
         let commit = GroupCommit(
             writer: database, commitWindow: .milliseconds(5), afterCommit: { commits.append("commit") })
         // One caller writing again as soon as its write returns: never held back.
