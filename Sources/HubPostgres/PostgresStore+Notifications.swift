@@ -170,6 +170,30 @@ extension PostgresStore {
         return (stored, endpoints)
     }
 
+    /// The values of `n`'s columns but `change_version`, as `$1` … `$17` of
+    /// ``NotificationColumns/upsert``.
+    static func notificationBindings(_ n: UserNotification) throws -> PostgresBindings {
+        var binds = PostgresBindings(capacity: 17)
+        binds.append(n.appId)
+        binds.append(n.userId)
+        binds.append(n.id)
+        binds.append(n.appNotificationId)
+        binds.append(n.groupName)
+        binds.append(n.priority.rawValue)
+        try binds.append(JSONColumn(n.payload))
+        try binds.append(JSONColumn(n.targetPolicy))
+        binds.append(n.displayTimeToLive)
+        binds.append(n.expirationDateTime)
+        binds.append(n.fallbackPolicy?.timeoutSeconds)
+        binds.append(n.deliveryMode?.rawValue)
+        binds.append(n.createdDateTime)
+        binds.append(n.lastModifiedDateTime)
+        binds.append(n.readState.rawValue)
+        binds.append(n.userActionState.rawValue)
+        binds.append(n.status.rawValue)
+        return binds
+    }
+
     /// Upserts a notification with the next change version and reads its user's endpoints.
     /// Parameters that may be NULL have a cast, so that their type never depends on a first run.
     enum Save: NamedStatement {

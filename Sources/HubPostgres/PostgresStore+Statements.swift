@@ -17,7 +17,10 @@ import Synchronization
 // migration runs, a statement the server cancelled). So a named statement that fails with a
 // server error closes its connection — the pool opens another — unless the error is one a
 // prepared statement meets while it runs: a serialization failure or deadlock (the transaction
-// is run again) or a constraint violation.
+// is run again), a constraint violation, or a data exception (class 22: a value the server
+// cannot store, such as U+0000 in a jsonb payload — postgres-nio prepares in a step of its own,
+// so an error while running leaves the preparation intact). Closing for those would only make
+// the next caller meet a connection the pool has not yet seen close.
 //
 // Parameter types are the types of the first run's values (a `nil` value leaves the type to the
 // server, which takes it from the statement: give such parameters a cast in the SQL).
@@ -55,7 +58,9 @@ extension Session {
                 Named<Statement>(bindings: bindings), logger: logger, timeout: timeout)
         } catch let error as PSQLError where error.code == .server {
             let state = error.serverInfo?[.sqlState] ?? ""
-            if !(PostgresStore.retryableStates.contains(state) || state.hasPrefix("23")) { close() }
+            if !(PostgresStore.retryableStates.contains(state) || state.hasPrefix("23") || state.hasPrefix("22")) {
+                close()
+            }
             throw error
         }
     }

@@ -24,7 +24,9 @@ import Synchronization
 ///   last, after the hub has recorded its in-flight sends.
 /// - Transactions: every ``HubCore/Store`` method is one transaction at `READ COMMITTED`; it has
 ///   committed (and, with the server's default `synchronous_commit = on`, reached the WAL on disk)
-///   when the method returns. A transaction that PostgreSQL aborts for a deadlock or a
+///   when the method returns. Concurrent publishes to different feeds share transactions (up to
+///   32 in one, a quarter of the pool's connections at most running them; a publish the database
+///   refuses is run again alone, so it fails alone): see `PostgresStore+Publish.swift`. A transaction that PostgreSQL aborts for a deadlock or a
 ///   serialization failure is run again, up to three times.
 /// - Feed order: change versions come from one sequence, and every transaction that takes one
 ///   first locks its feed (a transaction-level advisory lock), so a feed's versions become
@@ -54,6 +56,8 @@ public final class PostgresStore: Store, Service {
     let started = Latch()
     /// Opens when ``run()`` starts the wake-up connection's pool.
     let listenerStarted = Latch()
+    /// Concurrent publishes, run several feeds to a transaction (`PostgresStore+Publish.swift`).
+    let publishes: Batcher<PublishRequest, FeedKey, PublishResult>
 
     /// Creates the store. Nothing connects until ``migrate()`` or ``run()``.
     /// - Parameter logger: for connection trouble and relay failures; never given the URL.
@@ -68,7 +72,12 @@ public final class PostgresStore: Store, Service {
             configuration: configuration.client(connections: 1, role: "wake-ups \(instanceID)"),
             backgroundLogger: logger)
         self.relayStarts = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
+        self.publishes = Batcher(runners: Self.publishRunners(poolSize: configuration.poolSize), maxBatch: 32)
     }
+
+    /// How many batches of publishes run at once: a quarter of the pool (at least one), so that
+    /// claims, outcomes and reads keep connections while publishes pour in.
+    static func publishRunners(poolSize: Int) -> Int { max(1, poolSize / 4) }
 
     /// Runs the connection pool and, once ``relay(into:)`` was called, the wake-up relay, until
     /// cancelled or until graceful shutdown begins.
