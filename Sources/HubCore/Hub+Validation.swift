@@ -47,12 +47,22 @@ extension Hub {
         if let mode = draft.deliveryMode, !DeliveryMode.known.contains(mode) {
             fail("deliveryMode", "must be shoulderTap or visible")
         }
+        for (field, text) in [
+            ("payload.rawContent", payload.rawContent), ("payload.visualContent.title", payload.visualContent?.title),
+            ("payload.visualContent.body", payload.visualContent?.body),
+        ]
+        where text?.utf8.contains(0) == true {
+            // PostgreSQL's jsonb cannot hold it; refused on every store, so that a hub.yaml's
+            // store never changes what a publisher may send.
+            fail(field, "must not contain the character U+0000 (NUL)")
+        }
         if let tooLarge = payloadSizeError(payload) { errors.append(tooLarge) }
         return errors
     }
 
     /// The error of a payload over `maxPayloadBytes` (JSON-encoded), if it is.
     func payloadSizeError(_ payload: NotificationPayload) -> HubError.FieldError? {
+        guard Self.encodedSizeBound(of: payload) > configuration.maxPayloadBytes else { return nil }
         let size = Self.encodedSize(of: payload)
         guard size > configuration.maxPayloadBytes else { return nil }
         return .init(field: "payload", message: "is \(size) bytes; the limit is \(configuration.maxPayloadBytes) bytes")
@@ -60,5 +70,15 @@ extension Hub {
 
     static func encodedSize(of payload: NotificationPayload) -> Int {
         (try? JSONEncoder().encode(payload).count) ?? 0
+    }
+
+    /// At least ``encodedSize(of:)``, without encoding: each byte of text takes at most six in
+    /// JSON (`\u00XX`), and the keys and punctuation fewer than 64. When this is within the limit
+    /// the payload is (the publish path skips a JSONEncoder per publish).
+    static func encodedSizeBound(of payload: NotificationPayload) -> Int {
+        let text =
+            (payload.rawContent?.utf8.count ?? 0) + (payload.visualContent?.title.utf8.count ?? 0)
+            + (payload.visualContent?.body?.utf8.count ?? 0)
+        return 64 + 6 * text
     }
 }

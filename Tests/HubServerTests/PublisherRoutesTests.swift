@@ -115,11 +115,40 @@ struct PublisherRoutesTests {
             #expect(tooLargePayload.status == .contentTooLarge)
             #expect(tooLargePayload.problemType == "payload-too-large")
 
+            // Short text that escapes to more than the limit: 300 × \u0001 is 1,800 bytes of JSON.
+            let escaped = String(repeating: #"\u0001"#, count: 300)
+            let escapedPayload = try await client.publish(
+                #"{"appNotificationId":"esc","payload":{"rawContent":"\#(escaped)"}}"#, user: "alice")
+            #expect(escapedPayload.status == .contentTooLarge)
+            #expect(escapedPayload.problemType == "payload-too-large")
+
             let form = try await client.send(
                 .post, "/v1/apps/\(Harness.notes)/users/alice/notifications", bearer: Harness.notesKey,
                 json: "appNotificationId=x", headers: [.contentType: "application/x-www-form-urlencoded"])
             #expect(form.status == .unsupportedMediaType)
             #expect(form.problemType == "unsupported-media-type")
+        }
+    }
+
+    @Test("U+0000 in a payload's text is a 400 naming the field, on every store (PostgreSQL's jsonb cannot hold it)")
+    func nulInPayload() async throws {
+        let harness = try await Harness()
+        try await harness.run { client in
+            let cases = [
+                #"{"appNotificationId":"n1","payload":{"rawContent":"a\u0000b"}}"#: "payload.rawContent",
+                #"{"appNotificationId":"n2","payload":{"visualContent":{"title":"\u0000"}}}"#:
+                    "payload.visualContent.title",
+                #"{"appNotificationId":"n3","payload":{"visualContent":{"title":"t","body":"b\u0000"}}}"#:
+                    "payload.visualContent.body",
+            ]
+            for (body, field) in cases {
+                let response = try await client.publish(body, user: "alice")
+                #expect(response.status == .badRequest, "\(field)")
+                #expect(response.text.contains(field) && response.text.contains("U+0000"), "\(response.text)")
+            }
+            let fine = try await client.publish(
+                #"{"appNotificationId":"n4","payload":{"rawContent":"a\u0001b"}}"#, user: "alice")
+            #expect(fine.status == .created)
         }
     }
 
