@@ -114,7 +114,7 @@ extension PostgresStore {
         static let name = "hub_renew_leases"
         static let sql = """
             UPDATE hub_delivery SET lease_until = $1
-            WHERE id = ANY($2::bigint[]) AND lease_owner = $3 AND \(DeliveryColumns.pendingByID)
+            WHERE id = ANY($2::bigint[]) AND lease_owner = $3 AND state = 'pending'
             """
     }
 
@@ -205,7 +205,7 @@ extension PostgresStore {
                 lease_owner = NULL, lease_until = NULL
             FROM unnest($1::bigint[], $2::text[], $3::text[], $4::boolean[], $5::timestamptz[])
                 AS o(id, result, detail, has_detail, at)
-            WHERE d.id = o.id AND d.\(DeliveryColumns.pendingByID)
+            WHERE d.id = o.id AND d.state = 'pending'
             """
     }
 

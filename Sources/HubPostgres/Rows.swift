@@ -239,15 +239,6 @@ enum DeliveryColumns {
         suspended_at = NULL, suspended_reason = NULL
         """
 
-    /// `state = 'pending'`, for statements that find their rows by ID: the same test (equality of
-    /// text is bytewise in every deterministic collation), but with a collation of its own, so
-    /// that none of the partial indexes (`WHERE state = 'pending' …`) matches it and the rows are
-    /// found through the primary key. Otherwise a plan made while the table looked empty — a new
-    /// database; a prepared statement keeps its generic plan until the table is next analyzed —
-    /// walked the whole of `hub_delivery_due` for each ID (its third column): ~0.2 ms a row at
-    /// 40,000 rows, measured with auto_explain under `hub-bench pipeline`.
-    static let pendingByID = "state = 'pending' COLLATE \"C\""
-
     static let list = """
         id, app_id, user_id, endpoint_id, kind, notification_id, change_version, priority, attempts, created_at,
         due_at, last_error
