@@ -14,7 +14,10 @@ import Synchronization
 // of them in one batch would wait for each other's lock) and none whose key a running batch
 // holds, runs them, answers each caller, and takes the next batch until the queue is empty. A
 // lone caller therefore runs at once, alone; batches form only while others are running, and
-// grow with the load — no caller waits for company.
+// grow with the load — no caller waits for company. A caller cancelled while its job is still
+// queued (a store deadline passed, the request went away) takes it back and gets a
+// CancellationError: abandoned work never reaches the database; a job already in a running
+// batch completes.
 
 /// Runs queued jobs in batches; see the comment above.
 final class Batcher<Job: Sendable, Key: Hashable & Sendable, Output: Sendable>: Sendable {
@@ -22,6 +25,7 @@ final class Batcher<Job: Sendable, Key: Hashable & Sendable, Output: Sendable>: 
     typealias Run = @Sendable (_ jobs: [Job]) async -> [Result<Output, any Error>]
 
     private struct Waiting {
+        let id: UInt64
         let job: Job
         let key: Key
         let continuation: CheckedContinuation<Output, any Error>
@@ -29,6 +33,7 @@ final class Batcher<Job: Sendable, Key: Hashable & Sendable, Output: Sendable>: 
 
     private struct State {
         var queue: [Waiting] = []
+        var nextID: UInt64 = 0
         var running = 0
         /// The keys of the jobs that running batches hold.
         var busy: Set<Key> = []
@@ -60,16 +65,41 @@ final class Batcher<Job: Sendable, Key: Hashable & Sendable, Output: Sendable>: 
 
     /// Queues `job` and returns its result once a batch has run it. Every caller of one batcher
     /// passes the same `run`: a runner started by this call runs other callers' jobs with it.
+    /// - Throws: `CancellationError` when the calling task is cancelled before a batch took the job.
     func submit(_ job: Job, key: Key, run: @escaping Run) async throws -> Output {
-        try await withCheckedThrowingContinuation { continuation in
-            let start = state.withLock { state -> Bool in
-                state.queue.append(Waiting(job: job, key: key, continuation: continuation))
-                guard state.running < runners else { return false }
-                state.running += 1
-                return true
-            }
-            if start { Task { await self.drain(run) } }
+        let id = state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
         }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                // Under the lock that `withdraw` takes: a cancellation either comes before (the
+                // flag is set, the job is never queued) or finds the job queued or taken.
+                let action = state.withLock { state -> SubmitAction in
+                    if Task.isCancelled { return .cancelled }
+                    state.queue.append(Waiting(id: id, job: job, key: key, continuation: continuation))
+                    guard state.running < runners else { return .none }
+                    state.running += 1
+                    return .start
+                }
+                switch action {
+                case .none: break
+                case .start: Task { await self.drain(run) }
+                case .cancelled: continuation.resume(throwing: CancellationError())
+                }
+            }
+        } onCancel: {
+            withdraw(id)
+        }
+    }
+
+    /// Takes job `id` off the queue, if it is still there, and fails its caller.
+    private func withdraw(_ id: UInt64) {
+        let withdrawn = state.withLock { state -> Waiting? in
+            guard let index = state.queue.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.queue.remove(at: index)
+        }
+        withdrawn?.continuation.resume(throwing: CancellationError())
     }
 
     /// Runs batches until the queue has nothing this runner may take.
@@ -112,6 +142,11 @@ final class Batcher<Job: Sendable, Key: Hashable & Sendable, Output: Sendable>: 
             return batch
         }
     }
+}
+
+/// What a submitting caller does after queuing its job.
+private enum SubmitAction {
+    case none, start, cancelled
 }
 
 /// A batch's run returned fewer results than it had jobs (a programming error).
