@@ -41,6 +41,10 @@ extension PostgresStore {
         /// How long the server keeps a session that sits idle inside a transaction (its client
         /// vanished mid-transaction) before ending it and releasing its locks.
         public var idleInTransactionTimeout: Duration = .seconds(60)
+        /// How often ``PostgresStore/run()`` checks whether a hub table grew far past what its
+        /// statistics say, to analyze it before autovacuum does (`PostgresStore+Statistics.swift`);
+        /// `nil` leaves statistics to autovacuum alone.
+        public var statisticsInterval: Duration? = .seconds(2)
 
         /// - Throws: ``PostgresStoreError`` with code `invalidConfiguration` when the schema name
         ///   or pool size is unusable.

@@ -21,7 +21,9 @@ import Synchronization
 ///   goes away never holds a caller, and the pool and the relay reconnect when it is back (see
 ///   `PostgresStore+Sessions.swift`). ``migrate()`` works before ``run()`` (it opens a
 ///   connection of its own). Put the store *before* the hub in a `ServiceGroup`, so that it stops
-///   last, after the hub has recorded its in-flight sends.
+///   last, after the hub has recorded its in-flight sends. While a table grows faster than
+///   autovacuum analyzes it (a new database), ``run()`` analyzes it, so that prepared
+///   statements are not left with plans made for empty tables (`PostgresStore+Statistics.swift`).
 /// - Transactions: every ``HubCore/Store`` method is one transaction at `READ COMMITTED`; it has
 ///   committed (and, with the server's default `synchronous_commit = on`, reached the WAL on disk)
 ///   when the method returns. Concurrent publishes to different feeds share transactions (up to
@@ -90,6 +92,9 @@ public final class PostgresStore: Store, Service {
             group.addTask {
                 self.listenerStarted.open()
                 await self.listener.run()
+            }
+            if let interval = configuration.statisticsInterval {
+                group.addTask { await cancelWhenGracefulShutdown { await self.keepStatistics(every: interval) } }
             }
             group.addTask {
                 guard (try? await self.listenerStarted.wait()) != nil else { return }
