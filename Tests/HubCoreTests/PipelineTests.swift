@@ -7,34 +7,6 @@ import Testing
 
 @testable import HubCore
 
-/// Holds sends until opened (a provider that stalls).
-final class Gate: Sendable {
-    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-    let waiting = Atomic<Int>(0)
-
-    func pass() async {
-        waiting.add(1, ordering: .relaxed)
-        defer { waiting.subtract(1, ordering: .relaxed) }
-        await withCheckedContinuation { continuation in
-            let open = state.withLock { state -> Bool in
-                if state.open { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if open { continuation.resume() }
-        }
-    }
-
-    func open() {
-        let waiters = state.withLock { state in
-            state.open = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-}
-
 func temporaryStorePath() throws -> String { try TemporaryFolder.path("pipeline") }
 
 /// Registers users `u0`, `u1`, … each with an APNs phone and an FCM Android device.
@@ -63,7 +35,7 @@ struct PipelineTests {
             #expect(await eventually { test.fcm.deliveries.count == 100 }, "FCM delivered while APNs stalled")
             // The lane fills up to its concurrency (8); a busy lane claims only once a quarter of it
             // (2 slots) is free, so a stalled one may hold 7.
-            let stalled = gate.waiting.load(ordering: .relaxed)
+            let stalled = gate.waiting
             #expect((7...8).contains(stalled), "APNs holds at most its lane's concurrency: \(stalled)")
             #expect(apns.deliveries.count == stalled)
             gate.open()
@@ -105,7 +77,7 @@ struct PipelineTests {
             }
             for user in 0..<40 { try await test.publish("n", user: "u\(user)") }
             // 4 sending, at most 4 queued: the other publishes left theirs in the outbox.
-            #expect(await eventually { gate.waiting.load(ordering: .relaxed) == 4 })
+            #expect(await eventually { gate.waiting == 4 })
             #expect(try await test.store.deliveryStatistics().pending == 40)
             gate.open()
             #expect(await eventually { apns.deliveries.count == 40 })

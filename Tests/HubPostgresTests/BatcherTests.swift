@@ -1,3 +1,4 @@
+import HubTesting
 import Synchronization
 import Testing
 
@@ -14,7 +15,7 @@ struct BatcherTests {
         let ran = Mutex<[[String]]>([])
         let run: Batcher<String, String, String>.Run = { jobs in
             ran.withLock { $0.append(jobs) }
-            if jobs == ["first"] { await gate.wait() }
+            if jobs == ["first"] { await gate.pass() }
             return jobs.map { .success($0 + " done") }
         }
         // The only runner is busy with "first" until the gate opens.
@@ -61,7 +62,7 @@ struct BatcherTests {
         let task = Task {
             try await batcher.submit("job", key: "a") { jobs in
                 started.withLock { $0 = true }
-                await gate.wait()
+                await gate.pass()
                 return jobs.map { .success($0 + " done") }
             }
         }
@@ -78,30 +79,5 @@ struct BatcherTests {
             try? await Task.sleep(for: .milliseconds(10))
         }
         return condition()
-    }
-}
-
-/// Waiters wait until ``open()`` is called (not cancellable: a running batch ignores its callers).
-private final class Gate: Sendable {
-    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-
-    func wait() async {
-        await withCheckedContinuation { continuation in
-            let resumeNow = state.withLock { state -> Bool in
-                if state.open { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if resumeNow { continuation.resume() }
-        }
-    }
-
-    func open() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.open = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
     }
 }
