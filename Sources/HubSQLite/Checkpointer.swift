@@ -43,6 +43,9 @@ final class Checkpointer: Sendable {
     /// Whether the checkpoint thread runs now (tests).
     var isRunning: Bool { state.withLock { $0.running } }
 
+    /// The checkpoint thread's name (at most 15 bytes on Linux; see ``GroupCommit/threadName``).
+    static let threadName = "hub-checkpoint"
+
     /// A transaction was committed: a checkpoint is due within ``interval``.
     func committed() {
         let start = state.withLock { state -> Bool in
@@ -52,8 +55,11 @@ final class Checkpointer: Sendable {
             return true
         }
         guard start else { return }
-        let thread = Thread { self.loop() }
-        thread.name = "HubSQLite checkpoint"
+        // Named from inside: Foundation on Linux does not apply a name set before `start()`.
+        let thread = Thread {
+            Thread.current.name = Self.threadName
+            self.loop()
+        }
         thread.start()
     }
 

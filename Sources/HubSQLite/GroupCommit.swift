@@ -65,6 +65,11 @@ final class GroupCommit: Sendable {
         var held = 0
     }
 
+    /// The commit thread's name, as `top -H` and `perf` show it. Linux keeps at most 15 bytes
+    /// and refuses a longer name outright (the thread then keeps the name of the thread that
+    /// started it, a pool thread's).
+    static let threadName = "hub-commit"
+
     private let writer: any DatabaseWriter
     private let state: Mutex<State>
     private let wakeup = DispatchSemaphore(value: 0)
@@ -136,8 +141,11 @@ final class GroupCommit: Sendable {
         case .none: break
         case .signal: wakeup.signal()
         case .start:
-            let thread = Thread { self.commitLoop() }
-            thread.name = "HubSQLite group commit"
+            // Named from inside: Foundation on Linux does not apply a name set before `start()`.
+            let thread = Thread {
+                Thread.current.name = Self.threadName
+                self.commitLoop()
+            }
             thread.start()
         }
     }

@@ -36,6 +36,14 @@ struct GroupCommitTests {
         try Set(queue.read { db in try String.fetchAll(db, sql: "SELECT name FROM item") })
     }
 
+    @Test("the commit thread carries its name (Linux refuses names over 15 bytes)")
+    func commitThreadName() async throws {
+        let commit = GroupCommit(writer: try itemsDatabase())
+        let name = try await commit.write { _ in try String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8) }
+        #expect(name.trimmingCharacters(in: .newlines) == GroupCommit.threadName)
+        #expect(Checkpointer.threadName.utf8.count <= 15)
+    }
+
     @Test("a job alone that throws leaves nothing behind")
     func aloneRollsBack() async throws {
         let queue = try itemsDatabase()
