@@ -77,7 +77,7 @@ extension PostgresStore {
     }
 
     static func publish(_ jobs: [PublishRequest], _ db: Session) async throws -> [PublishResult] {
-        try await lockFeeds(forPublishing: jobs.map(\.key), on: db)
+        try await lockFeeds(sweepOrder(jobs.map(\.key)), on: db)
         let reads = try await readForPublish(jobs, db)
         var writes: [PublishWrite] = []
         writes.reserveCapacity(jobs.count)
@@ -134,20 +134,6 @@ extension PostgresStore {
                     ?? false
             }
         }
-    }
-
-    /// Locks the feeds of a batch of publishes, in the sweep's order (app, then user, bytewise).
-    static func lockFeeds(forPublishing keys: [FeedKey], on db: Session) async throws {
-        let ordered = keys.sorted { a, b in
-            a.appId == b.appId
-                ? a.userId.utf8.lexicographicallyPrecedes(b.userId.utf8)
-                : a.appId.utf8.lexicographicallyPrecedes(b.appId.utf8)
-        }
-        var binds = PostgresBindings(capacity: 3)
-        binds.append(feedLockSpace)
-        binds.append(ordered.map(\.appId))
-        binds.append(ordered.map(\.userId))
-        try await db.run(LockFeedsForPublish.self, binds)
     }
 
     static func readForPublish(_ jobs: [PublishRequest], _ db: Session) async throws -> [PublishRead] {

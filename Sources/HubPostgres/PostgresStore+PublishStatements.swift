@@ -7,16 +7,6 @@ import PostgresNIO
 // prepared statement. postgres-nio has no arrays with NULL elements: a column that may be NULL
 // goes with a `has_…` array of booleans.
 extension PostgresStore {
-    /// Locks the feeds `($2[i], $3[i])` in the order given (the caller sorts them).
-    enum LockFeedsForPublish: NamedStatement {
-        static let name = "hub_lock_feeds_for_publish"
-        static let sql = """
-            SELECT pg_advisory_xact_lock($1::integer, hashtext(f.app_id || E'\\n' || f.user_id))
-            FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS f(app_id, user_id, position)
-            ORDER BY f.position
-            """
-    }
-
     /// Per publish `job` (1-based): the notification with its `appNotificationId` (if any) and
     /// the user's endpoints (every state, by ID), each with whether a tap waits for it — one row
     /// per endpoint, or one row with NULL endpoint columns. Both lookups are `LATERAL` subqueries

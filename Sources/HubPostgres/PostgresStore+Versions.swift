@@ -50,16 +50,34 @@ extension PostgresStore {
     }
 
     /// Locks several feeds until the end of the current transaction, in the order given (callers
-    /// sort them the same way everywhere, so two multi-feed transactions never deadlock).
+    /// sort them the same way everywhere, so two multi-feed transactions never deadlock: the
+    /// sweep's order, app then user, bytewise; see ``sweepOrder(_:)``).
     static func lockFeeds(_ keys: [FeedKey], on db: Session) async throws {
         guard !keys.isEmpty else { return }
-        try await db.rows(
-            """
-            SELECT pg_advisory_xact_lock(\(feedLockSpace), hashtext(f.app_id || E'\\n' || f.user_id))
-            FROM unnest(\(keys.map(\.appId))::text[], \(keys.map(\.userId))::text[]) WITH ORDINALITY
-                AS f(app_id, user_id, position)
+        var binds = PostgresBindings(capacity: 3)
+        binds.append(feedLockSpace)
+        binds.append(keys.map(\.appId))
+        binds.append(keys.map(\.userId))
+        try await db.run(LockFeeds.self, binds)
+    }
+
+    /// `keys` in the order the sweep locks feeds (app, then user, bytewise: `COLLATE "C"`).
+    static func sweepOrder(_ keys: [FeedKey]) -> [FeedKey] {
+        keys.sorted { a, b in
+            a.appId == b.appId
+                ? a.userId.utf8.lexicographicallyPrecedes(b.userId.utf8)
+                : a.appId.utf8.lexicographicallyPrecedes(b.appId.utf8)
+        }
+    }
+
+    /// Locks the feeds `($2[i], $3[i])` in the order given.
+    enum LockFeeds: NamedStatement {
+        static let name = "hub_lock_feeds"
+        static let sql = """
+            SELECT pg_advisory_xact_lock($1::integer, hashtext(f.app_id || E'\\n' || f.user_id))
+            FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS f(app_id, user_id, position)
             ORDER BY f.position
-            """)
+            """
     }
 
     /// Locks the feeds of the pending deliveries `ids` until the end of the current transaction,

@@ -28,8 +28,9 @@ import Synchronization
 ///   committed (and, with the server's default `synchronous_commit = on`, reached the WAL on disk)
 ///   when the method returns. Concurrent publishes to different feeds share transactions (up to
 ///   32 in one, a quarter of the pool's connections at most running them; a publish the database
-///   refuses is run again alone, so it fails alone): see `PostgresStore+Publish.swift`. A transaction that PostgreSQL aborts for a deadlock or a
-///   serialization failure is run again, up to three times.
+///   refuses is run again alone, so it fails alone): see `PostgresStore+Publish.swift`. A
+///   transaction that PostgreSQL aborts for a deadlock or a serialization failure is run again,
+///   up to three times.
 /// - Feed order: change versions come from one sequence, and every transaction that takes one
 ///   first locks its feed (a transaction-level advisory lock), so a feed's versions become
 ///   visible in increasing order. See `PostgresStore+Versions.swift`.
