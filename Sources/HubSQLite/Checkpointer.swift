@@ -43,7 +43,7 @@ final class Checkpointer: Sendable {
     /// Whether the checkpoint thread runs now (tests).
     var isRunning: Bool { state.withLock { $0.running } }
 
-    /// The checkpoint thread's name (at most 15 bytes on Linux; see ``GroupCommit/threadName``).
+    /// The checkpoint thread's name, as `top -H` and `perf` show it.
     static let threadName = "hub-checkpoint"
 
     /// A transaction was committed: a checkpoint is due within ``interval``.
@@ -55,12 +55,7 @@ final class Checkpointer: Sendable {
             return true
         }
         guard start else { return }
-        // Named from inside: Foundation on Linux does not apply a name set before `start()`.
-        let thread = Thread {
-            Thread.current.name = Self.threadName
-            self.loop()
-        }
-        thread.start()
+        Thread.start(named: Self.threadName) { self.loop() }
     }
 
     /// Stops checkpointing and closes the connection (after a checkpoint in progress).

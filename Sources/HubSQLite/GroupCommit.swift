@@ -65,9 +65,7 @@ final class GroupCommit: Sendable {
         var held = 0
     }
 
-    /// The commit thread's name, as `top -H` and `perf` show it. Linux keeps at most 15 bytes
-    /// and refuses a longer name outright (the thread then keeps the name of the thread that
-    /// started it, a pool thread's).
+    /// The commit thread's name, as `top -H` and `perf` show it (see `Thread.start(named:_:)`).
     static let threadName = "hub-commit"
 
     private let writer: any DatabaseWriter
@@ -141,12 +139,7 @@ final class GroupCommit: Sendable {
         case .none: break
         case .signal: wakeup.signal()
         case .start:
-            // Named from inside: Foundation on Linux does not apply a name set before `start()`.
-            let thread = Thread {
-                Thread.current.name = Self.threadName
-                self.commitLoop()
-            }
-            thread.start()
+            Thread.start(named: Self.threadName) { self.commitLoop() }
         }
     }
 
