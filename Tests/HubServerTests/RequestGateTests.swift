@@ -185,10 +185,9 @@ final class Holding: Sendable {
         var inside = 0
         var most = 0
         var entered = 0
-        var released = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
     }
     private let state = Mutex(State())
+    private let door = Gate()
 
     /// Waits inside the route until ``release()``.
     func hold() async {
@@ -197,26 +196,12 @@ final class Holding: Sendable {
             state.entered += 1
             state.most = max(state.most, state.inside)
         }
-        await withCheckedContinuation { continuation in
-            let now = state.withLock { state -> Bool in
-                if state.released { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if now { continuation.resume() }
-        }
+        await door.pass()
         state.withLock { $0.inside -= 1 }
     }
 
     /// Lets every held request (and every later one) go on.
-    func release() {
-        let waiters = state.withLock { state in
-            state.released = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
+    func release() { door.open() }
 
     /// Requests inside the route now.
     var inside: Int { state.withLock { $0.inside } }
