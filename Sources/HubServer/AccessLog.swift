@@ -24,7 +24,7 @@ struct AccessLogMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             let response = try await next(request, context)
             // A parked request logs itself when it is answered (``ParkedRequestLog``).
-            if response.headers[ParkingHandler.marker] != nil { return response }
+            if response.headers.value(ParkingHandler.marker) != nil { return response }
             log(request, context, status: response.status.code, start: start)
             return response
         } catch {

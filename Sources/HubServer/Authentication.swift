@@ -11,7 +11,7 @@ extension HubAPI {
     /// The bearer token of the request.
     /// - Throws: ``Problem`` 401 when there is none.
     func bearerToken(_ request: Request, expecting what: String) throws -> String {
-        guard let header = request.headers[.authorization] else {
+        guard let header = request.headers.value(.authorization) else {
             throw Problem.unauthorized("Send 'Authorization: Bearer <\(what)>'.")
         }
         guard let token = HTTPText.bearerToken(header) else {
@@ -70,7 +70,7 @@ extension HubAPI {
 
     /// The endpoint a device names in `X-Hub-Endpoint`, if any.
     func callerEndpoint(_ request: Request) throws -> String? {
-        guard let value = request.headers[.hubEndpoint].map({ String(HTTPText.trimmed($0[...])) }), !value.isEmpty
+        guard let value = request.headers.value(.hubEndpoint).map({ String(HTTPText.trimmed($0[...])) }), !value.isEmpty
         else { return nil }
         guard value.utf8.count <= 128,
             value.unicodeScalars.allSatisfy({ Self.endpointCharacters.contains($0) })

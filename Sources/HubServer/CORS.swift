@@ -31,7 +31,7 @@ struct CORSPolicy: Sendable {
 
     /// The request's `Origin` when it is mapped by the app of the request's path.
     func allowedOrigin(_ request: Request) -> String? {
-        guard let origin = request.headers[.origin], !origin.isEmpty else { return nil }
+        guard let origin = request.headers.value(.origin), !origin.isEmpty else { return nil }
         let parts = request.uri.path.split(separator: "/", omittingEmptySubsequences: true)
         guard parts.count >= 4, parts[0] == "v1", parts[1] == "apps",
             let app = try? Identifier.decodingPercentEscapes(parts[2]),
@@ -43,7 +43,9 @@ struct CORSPolicy: Sendable {
     /// Adds the answer to a preflight (`OPTIONS` with `Access-Control-Request-Method`) from a
     /// mapped origin: the path's methods and the headers a client may send.
     func addPreflightHeaders(to headers: inout HTTPFields, request: Request, methods: Set<HTTPRequest.Method>) {
-        guard let origin = allowedOrigin(request), request.headers[.accessControlRequestMethod] != nil else { return }
+        guard let origin = allowedOrigin(request), request.headers.value(.accessControlRequestMethod) != nil else {
+            return
+        }
         headers[.accessControlAllowOrigin] = origin
         headers[.accessControlAllowMethods] = RouteTable.allow(methods)
         headers[.accessControlAllowHeaders] = Self.allowedHeaders
@@ -70,8 +72,8 @@ struct CORSMiddleware<Context: RequestContext>: RouterMiddleware {
         if let origin = policy.allowedOrigin(request) {
             response.headers[.accessControlAllowOrigin] = origin
             response.headers[.accessControlExposeHeaders] = CORSPolicy.exposedHeaders
-            if response.headers[.vary] == nil { response.headers[.vary] = "Origin" }
-        } else if request.headers[.origin] != nil, response.headers[.vary] == nil {
+            if response.headers.value(.vary) == nil { response.headers[.vary] = "Origin" }
+        } else if request.headers.value(.origin) != nil, response.headers.value(.vary) == nil {
             response.headers[.vary] = "Origin"
         }
         return response

@@ -308,9 +308,9 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
             outstanding = max(0, outstanding - 1)
             if answersHead || (100..<200).contains(code) || code == 204 || code == 304 {
                 responseBody = .dropped
-            } else if let encoding = response.headerFields[.transferEncoding] {
+            } else if let encoding = response.headerFields.value(.transferEncoding) {
                 responseBody = encoding.lowercased().contains("chunked") ? .chunked : .asIs
-            } else if response.headerFields[.contentLength] == nil {
+            } else if response.headerFields.value(.contentLength) == nil {
                 responseBody = .chunked
                 buffer.writeStaticString("Transfer-Encoding: chunked\r\n")
             } else {

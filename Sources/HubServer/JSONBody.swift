@@ -143,12 +143,12 @@ extension Request {
     ///   `body-too-large` beyond `maxBytes`, 400 `invalid-request` when the body is empty, not
     ///   JSON, or not an object.
     mutating func jsonObject(maxBytes: Int) async throws -> [String: JSONValue] {
-        if let contentType = headers[.contentType], !Self.isJSON(contentType) {
+        if let contentType = headers.value(.contentType), !Self.isJSON(contentType) {
             throw Problem(
                 .unsupportedMediaType,
                 "Send the body as application/json (the request said '\(contentType.prefix(100))').")
         }
-        if let length = headers[.contentLength].flatMap({ Int($0) }), length > maxBytes {
+        if let length = headers.value(.contentLength).flatMap({ Int($0) }), length > maxBytes {
             throw Problem(
                 .bodyTooLarge, "The request body is \(length) bytes; this server accepts at most \(maxBytes).")
         }

@@ -24,7 +24,7 @@ struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             let response = try await next(request, context)
             // A parked request records itself when it is answered (``ParkedRequestLog``).
-            if response.headers[ParkingHandler.marker] != nil { return response }
+            if response.headers.value(ParkingHandler.marker) != nil { return response }
             status = response.status
             Self.record(route: context.endpointPath, status: status, start: start)
             return response

@@ -87,7 +87,7 @@ final class ParkingHandler: ChannelOutboundHandler, RemovableChannelHandler {
         }
         switch part {
         case .head(let head):
-            if let value = head.headerFields[Self.marker], let id = UInt64(value) {
+            if let value = head.headerFields.value(Self.marker), let id = UInt64(value) {
                 current = (id, head)
                 swallowEnd = true
                 promise?.succeed()

@@ -95,7 +95,7 @@ struct RateLimitMiddleware: RouterMiddleware {
     }
 
     private static func bearer(_ request: Request) -> String? {
-        guard let header = request.headers[.authorization] else { return nil }
+        guard let header = request.headers.value(.authorization) else { return nil }
         return HTTPText.bearerToken(header)
     }
 

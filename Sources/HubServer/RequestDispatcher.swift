@@ -193,7 +193,7 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
     /// counted by the ``RequestGate``), otherwise when the gate lets it.
     private func start(_ head: HTTPRequest, body: RequestBody, gated: Bool, context: ChannelHandlerContext) {
         responding = true
-        if let connection = head.headerFields[.connection], connection.lowercased().contains("close") {
+        if let connection = head.headerFields.value(.connection), connection.lowercased().contains("close") {
             closeAfterResponse = true
         }
         let request = Request(head: head, body: body)

@@ -23,7 +23,7 @@ enum RequestHeadLimits {
 
     /// The problem of a request, when it is one of the handler's stand-ins or its target is too long.
     static func problem(for request: Request) -> Problem? {
-        switch request.headers[marker] {
+        switch request.headers.value(marker) {
         case "414":
             return Problem(
                 .uriTooLong,

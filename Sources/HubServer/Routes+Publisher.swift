@@ -86,7 +86,7 @@ extension HubAPI {
 
     /// The subscription an `X-UNS-ID` header names.
     private func graphSubscription(_ request: Request) throws -> TokenCodec.Subscription {
-        guard let id = request.headers[.unsID].map({ String(HTTPText.trimmed($0[...])) }), !id.isEmpty else {
+        guard let id = request.headers.value(.unsID).map({ String(HTTPText.trimmed($0[...])) }), !id.isEmpty else {
             throw Problem(
                 .invalidRequest,
                 "Send the user's subscription ID in X-UNS-ID (the device gets it from POST /v1/apps/{app}/me/subscription).",

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Testing
 
 @testable import HubServer
@@ -39,5 +40,22 @@ struct HTTPTextTests {
         var allowed = CharacterSet.urlPathAllowed
         allowed.remove(charactersIn: "/;")
         #expect(HTTPText.pathSegment(value) == value.addingPercentEncoding(withAllowedCharacters: allowed))
+    }
+
+    @Test("a field's value reads as the subscript reads it: absent, once, repeated (joined), cookies")
+    func fieldValue() {
+        var fields: HTTPFields = [.authorization: "Bearer k", .contentType: "application/json"]
+        fields.append(HTTPField(name: .accept, value: "a/b"))
+        fields.append(HTTPField(name: .accept, value: "c/d"))
+        fields.append(HTTPField(name: .cookie, value: "x=1"))
+        fields.append(HTTPField(name: .cookie, value: "y=2"))
+        for name: HTTPField.Name in [.authorization, .contentType, .accept, .cookie, .origin, .contentLength] {
+            #expect(fields.value(name) == fields[name], "\(name)")
+        }
+        #expect(fields.value(.authorization) == "Bearer k")
+        #expect(fields.value(HTTPField.Name("AUTHORIZATION")!) == "Bearer k", "names compare without case")
+        #expect(fields.value(.accept) == "a/b, c/d")
+        #expect(fields.value(.cookie) == "x=1; y=2")
+        #expect(fields.value(.origin) == nil)
     }
 }
