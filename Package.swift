@@ -389,7 +389,7 @@ let package = Package(
         .testTarget(
             name: "HubCLITests",
             dependencies: [
-                "hub", "device-simulator", "HubEmulators", "HubConfig", "HubCore", "HubAPNS", "HubFCM", "HubWNS",
+                "hub", "HubCLI", "device-simulator", "HubEmulators", "HubConfig", "HubCore", "HubAPNS", "HubFCM", "HubWNS",
                 "HubWebPush", "HubTesting",
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),  // DeploymentTests reads compose.yaml

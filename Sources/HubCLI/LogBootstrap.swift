@@ -9,13 +9,45 @@ enum LogBootstrap {
         switch settings.format {
         case .text:
             LoggingSystem.bootstrap { label in
-                var handler = StreamLogHandler.standardError(label: label)
+                var handler = TextLogHandler(StreamLogHandler.standardError(label: label))
                 handler.logLevel = level
                 return handler
             }
         case .json:
             LoggingSystem.bootstrap { label in JSONLogHandler(label: label, logLevel: level) }
         }
+    }
+}
+
+/// swift-log's text format (`StreamLogHandler`), with metadata that costs nothing to set.
+///
+/// `StreamLogHandler` renders its metadata as text each time a key is set. Hummingbird sets a
+/// request ID on a logger of its own for every request, so that rendering ran once per request
+/// (~1% of a publish's CPU) for lines that are almost never written. This handler keeps the
+/// metadata and hands it to the stream handler as the record's own metadata only when a line is
+/// written: the same text, rendered once per line.
+struct TextLogHandler: LogHandler {
+    private var stream: StreamLogHandler
+    var metadata: Logger.Metadata = [:]
+
+    init(_ stream: StreamLogHandler) { self.stream = stream }
+
+    var logLevel: Logger.Level {
+        get { stream.logLevel }
+        set { stream.logLevel = newValue }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var event = event
+        if !metadata.isEmpty {
+            event.metadata = metadata.merging(event.metadata ?? [:]) { _, explicit in explicit }
+        }
+        stream.log(event: event)
     }
 }
 
