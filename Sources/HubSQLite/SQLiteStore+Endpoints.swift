@@ -123,11 +123,7 @@ extension SQLiteStore {
     static func activeEndpoints(_ db: Database, _ key: FeedKey) throws -> [Endpoint] {
         var endpoints: [Endpoint] = []
         let rows = try Row.fetchCursor(
-            db.cachedStatement(
-                sql: """
-                    SELECT \(EndpointRecord.positionalColumns) FROM endpoint
-                    WHERE appId = ? AND userId = ? AND state = 'active' ORDER BY id
-                    """),
+            db.cachedStatement(sql: EndpointRecord.activeQuery),
             arguments: [key.appId, key.userId])
         while let row = try rows.next() { endpoints.append(EndpointRecord(positional: row).endpoint) }
         return endpoints

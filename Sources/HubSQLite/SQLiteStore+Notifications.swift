@@ -147,10 +147,7 @@ extension SQLiteStore {
         return try await read { db in
             let rows = try NotificationRecord.fetchAll(
                 db.cachedStatement(
-                    sql: """
-                        SELECT \(NotificationRecord.selection) FROM notification WHERE appId = ? AND userId = ? AND changeVersion > ?
-                        ORDER BY changeVersion LIMIT ?
-                        """),
+                    sql: NotificationRecord.feedQuery),
                 arguments: [key.appId, key.userId, version, pageSize + 1])
             let changes = rows.prefix(pageSize).map(\.notification)
             return FeedPage(
@@ -199,9 +196,7 @@ extension SQLiteStore {
     static func fetchNotification(_ db: Database, _ key: FeedKey, id: String) throws -> UserNotification? {
         try NotificationRecord.fetchOne(
             db.cachedStatement(
-                sql:
-                    "SELECT \(NotificationRecord.selection) FROM notification WHERE appId = ? AND userId = ? AND id = ?"
-            ),
+                sql: NotificationRecord.byIdQuery),
             arguments: [key.appId, key.userId, id]
         )?.notification
     }
@@ -211,9 +206,7 @@ extension SQLiteStore {
     ) throws -> UserNotification? {
         try NotificationRecord.fetchOne(
             db.cachedStatement(
-                sql:
-                    "SELECT \(NotificationRecord.selection) FROM notification WHERE appId = ? AND userId = ? AND appNotificationId = ?"
-            ),
+                sql: NotificationRecord.byAppNotificationIdQuery),
             arguments: [key.appId, key.userId, appNotificationId]
         )?.notification
     }

@@ -1,0 +1,119 @@
+import Foundation
+import GRDB
+import HubCore
+
+// MARK: - Deliveries
+
+/// A row of the `delivery` table: a ``Delivery`` plus the outbox bookkeeping.
+struct DeliveryRecord: FetchableRecord, MutablePersistableRecord {
+    static let databaseTableName = "delivery"
+
+    /// `pending` until a final outcome is recorded, then `finished`.
+    enum State: String {
+        case pending, finished
+    }
+
+    var id: Int64?
+    var appId: String
+    var userId: String
+    var endpointId: String
+    /// The endpoint's transport when the delivery was enqueued (for statistics).
+    var transport: TransportID
+    var kind: DeliveryKind
+    var notificationId: String?
+    var changeVersion: Int64
+    var priority: NotificationPriority
+    var state: State = .pending
+    var leaseOwner: String?
+    var leaseUntil: Date?
+    /// When the current (or last) lease was taken.
+    var claimedAt: Date?
+    var attempts: Int = 0
+    var createdAt: Date
+    var dueAt: Date
+    var lastError: String?
+    var result: DeliveryResult?
+    var detail: String?
+    var finishedAt: Date?
+    /// Set while the delivery is parked for a configuration fault: pending, but not claimed.
+    var suspendedAt: Date?
+    var suspendedReason: String?
+
+    /// A new pending delivery to `endpoint`.
+    init(
+        to endpoint: Endpoint, kind: DeliveryKind, notificationId: String?, changeVersion: Int64,
+        priority: NotificationPriority, createdAt: Date, dueAt: Date
+    ) {
+        appId = endpoint.appId
+        userId = endpoint.userId
+        endpointId = endpoint.id
+        transport = endpoint.transport
+        self.kind = kind
+        self.notificationId = notificationId
+        self.changeVersion = changeVersion
+        self.priority = priority
+        self.createdAt = createdAt
+        self.dueAt = dueAt
+    }
+
+    init(row: Row) {
+        id = row["id"]
+        appId = row["appId"]
+        userId = row["userId"]
+        endpointId = row["endpointId"]
+        transport = TransportID(rawValue: row["transport"])
+        kind = DeliveryKind(rawValue: row["kind"])
+        notificationId = row["notificationId"]
+        changeVersion = row["changeVersion"]
+        priority = NotificationPriority(rawValue: row["priority"])
+        state = State(rawValue: row["state"]) ?? .finished
+        leaseOwner = row["leaseOwner"]
+        leaseUntil = row.optionalDate("leaseUntil")
+        claimedAt = row.optionalDate("claimedAt")
+        attempts = row["attempts"]
+        createdAt = row.date("createdAt")
+        dueAt = row.date("dueAt")
+        lastError = row["lastError"]
+        result = (row["result"] as String?).map(DeliveryResult.init(rawValue:))
+        detail = row["detail"]
+        finishedAt = row.optionalDate("finishedAt")
+        suspendedAt = row.optionalDate("suspendedAt")
+        suspendedReason = row["suspendedReason"]
+    }
+
+    func encode(to container: inout PersistenceContainer) {
+        container["id"] = id
+        container["appId"] = appId
+        container["userId"] = userId
+        container["endpointId"] = endpointId
+        container["transport"] = transport.rawValue
+        container["kind"] = kind.rawValue
+        container["notificationId"] = notificationId
+        container["changeVersion"] = changeVersion
+        container["priority"] = priority.rawValue
+        container["urgency"] = priority.urgency
+        container["state"] = state.rawValue
+        container["leaseOwner"] = leaseOwner
+        container["leaseUntil"] = leaseUntil?.storedSeconds
+        container["claimedAt"] = claimedAt?.storedSeconds
+        container["attempts"] = attempts
+        container["createdAt"] = createdAt.storedSeconds
+        container["dueAt"] = dueAt.storedSeconds
+        container["lastError"] = lastError
+        container["result"] = result?.rawValue
+        container["detail"] = detail
+        container["finishedAt"] = finishedAt?.storedSeconds
+        container["suspendedAt"] = suspendedAt?.storedSeconds
+        container["suspendedReason"] = suspendedReason
+    }
+
+    mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+
+    /// The HubCore view of this row.
+    var delivery: Delivery {
+        Delivery(
+            id: id ?? 0, appId: appId, userId: userId, endpointId: endpointId, kind: kind,
+            notificationId: notificationId, changeVersion: changeVersion, priority: priority, attempts: attempts,
+            createdAt: createdAt, dueAt: dueAt, lastError: lastError)
+    }
+}
