@@ -69,7 +69,7 @@ extension Hub {
     }
 
     static func encodedSize(of payload: NotificationPayload) -> Int {
-        (try? JSONEncoder().encode(payload).count) ?? 0
+        payload.storedJSON.utf8.count
     }
 
     /// At least ``encodedSize(of:)``, without encoding: each byte of text takes at most six in

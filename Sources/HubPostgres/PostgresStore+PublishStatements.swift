@@ -141,9 +141,14 @@ extension PostgresStore {
             binds.append(notifications.map { $0.groupName ?? "" })
             binds.append(notifications.map { $0.groupName != nil })
             binds.append(notifications.map(\.priority.rawValue))
-            binds.append(try notifications.map { String(decoding: try encoder.encode($0.payload), as: UTF8.self) })
+            binds.append(notifications.map(\.payload.storedJSON))
             binds.append(
-                try notifications.map { String(decoding: try encoder.encode($0.targetPolicy), as: UTF8.self) })
+                try notifications.map {
+                    // What almost every publish has (every platform), without an encoder.
+                    $0.targetPolicy.platformTypes.isEmpty
+                        ? #"{"platformTypes":[]}"#
+                        : String(decoding: try encoder.encode($0.targetPolicy), as: UTF8.self)
+                })
             binds.append(notifications.map { $0.displayTimeToLive ?? 0 })
             binds.append(notifications.map { $0.displayTimeToLive != nil })
             binds.append(notifications.map(\.expirationDateTime))

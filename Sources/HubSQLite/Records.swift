@@ -158,7 +158,7 @@ struct NotificationRecord: FetchableRecord {
         var targetPolicy: String
 
         init(payload: NotificationPayload, targetPolicy: TargetPolicy) throws {
-            self.payload = try JSONColumn.encode(payload)
+            self.payload = payload.storedJSON
             self.targetPolicy = try JSONColumn.encode(targetPolicy)
         }
 

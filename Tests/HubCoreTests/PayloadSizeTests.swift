@@ -21,4 +21,31 @@ struct PayloadSizeTests {
         let bare = NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "t"))
         #expect(Hub.encodedSizeBound(of: bare) >= Hub.encodedSize(of: bare))
     }
+
+    @Test("The stored JSON of a payload is exactly JSONEncoder's, with sorted keys, for every character class")
+    func storedJSONMatchesJSONEncoder() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let every = String(String.UnicodeScalarView((0..<0x80).compactMap(Unicode.Scalar.init)))
+        let texts = [
+            "", "plain", every, "\"\\/</script>", "\u{2028}\u{2029}é漢字🙂\u{FFFE}", "\u{7F}\u{80}\u{9F}", "a/b\\c",
+        ]
+        var payloads = [
+            NotificationPayload(), NotificationPayload(rawContent: "only raw"),
+            NotificationPayload(visualContent: VisualContent(title: "only a title")),
+        ]
+        for text in texts {
+            payloads.append(NotificationPayload(rawContent: text))
+            payloads.append(NotificationPayload(visualContent: VisualContent(title: text, body: text)))
+            payloads.append(
+                NotificationPayload(
+                    rawContent: text, visualContent: VisualContent(title: "t", body: text.isEmpty ? nil : text)))
+        }
+        for payload in payloads {
+            let expected = String(decoding: try encoder.encode(payload), as: UTF8.self)
+            #expect(payload.storedJSON == expected)
+            #expect(try JSONDecoder().decode(NotificationPayload.self, from: Data(payload.storedJSON.utf8)) == payload)
+            #expect(Hub.encodedSize(of: payload) == expected.utf8.count)
+        }
+    }
 }
