@@ -78,6 +78,8 @@ struct PublishTarget: Sendable {
     var port: Int
     var app: String
     var publisherKey: String
+    /// When set, the connections ask `GET` this path instead of publishing (the HTTP ceiling).
+    var probe: String?
 }
 
 /// HTTP/1.1 keep-alive connections that publish to `hub serve`, one publish in flight each.
@@ -204,6 +206,13 @@ final class PublishClientHandler: ChannelInboundHandler, RemovableChannelHandler
         guard let context else { return }
         inFlight = user
         sequence += 1
+        if let probe = target.probe {
+            let head = HTTPRequestHead(
+                version: .http1_1, method: .GET, uri: probe, headers: ["Host": self.headers["Host"].first ?? ""])
+            context.write(wrapOutboundOut(.head(head)), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            return
+        }
         let body = #"{"appNotificationId":"c\#(connection)-\#(sequence)","payload":{"rawContent":"bench"}}"#
         var headers = self.headers
         headers.add(name: "Content-Length", value: String(body.utf8.count))

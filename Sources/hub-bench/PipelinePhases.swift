@@ -30,6 +30,38 @@ struct PipelinePhases {
         tracker.reset()
     }
 
+    /// The HTTP ceiling of this run: the same client and connections asking `GET /healthz` (no
+    /// body, no store, no dispatcher) as fast as answered, for up to 5 s. Publishes/s are printed
+    /// as a share of it, which compares runs on hosts of different speed.
+    func httpCeiling(into figures: inout PipelineFigures) async throws {
+        let seconds = min(5, options.seconds)
+        let tally = PublishTally(users: 1)
+        let sequence = PublishSequence(users: 1)
+        let probes = targets.map { target in
+            var probe = target
+            probe.probe = "/healthz"
+            return probe
+        }
+        let load = try await PublishLoad.connect(
+            options.connections, to: probes, group: MultiThreadedEventLoopGroup.singleton, tally: tally,
+            next: { sequence.next() })
+        let end = Monotonic.now() + UInt64(seconds) * 1_000_000_000
+        tally.closeWindow(at: end)
+        sequence.start(until: end)
+        load.start()
+        await load.waitUntilFinished()
+        await load.close()
+        let answered = tally.snapshot
+        figures.httpCeiling = Double(answered.acceptedInWindow) / Double(seconds)
+        let refused = answered.refused.isEmpty ? "" : ", refused \(answered.refused)"
+        emit(
+            String(
+                format:
+                    "HTTP ceiling: %.0f requests/s (GET /healthz over the same %d connections and client for %d s%@; "
+                    + "no store or dispatcher)",
+                figures.httpCeiling, options.connections, seconds, refused))
+    }
+
     /// Publishes over every instance for `--seconds` (closed loop, or offered at `--publish-rate`);
     /// what arrived at the emulator during the load and after it.
     func throughput(into figures: inout PipelineFigures) async throws {
@@ -101,6 +133,12 @@ struct PipelinePhases {
                 setup.targets.acceptedPerSecond(figures.acceptedPerSecond)))
         emit(
             String(
+                format: "publishes ÷ HTTP ceiling: %.2f (%.0f accepted publishes/s ÷ %.0f GET /healthz/s; the issue's "
+                    + "10,000/s target was %.2f of the ~52,000/s /healthz it measured)",
+                figures.acceptedPerSecond / figures.httpCeiling, figures.acceptedPerSecond, figures.httpCeiling,
+                10_000.0 / 52_000))
+        emit(
+            String(
                 format: "deliveries during the load: %.0f/s (%d pushes at the emulator = %.1f%% of the accepted "
                     + "publishes × endpoints)%@%@",
                 figures.deliveriesPerSecond, deliveredInWindow, figures.deliveredInWindowShare * 100,
@@ -134,6 +172,7 @@ struct PipelinePhases {
     /// Publishes at `rate`/s to instance A only, each to a user of its own, and measures publish →
     /// provider (the emulator's arrival) for every push.
     func latency(into figures: inout PipelineFigures) async throws {
+        try await httpFloor(into: &figures)
         let count = setup.rate * options.latencySeconds
         let tally = PublishTally(users: setup.users)
         let load = try await PublishLoad.connect(
@@ -166,9 +205,36 @@ struct PipelinePhases {
                 drain.complete ? "" : ", the outbox stopped draining", setup.targets.latencyP99(figures.latencyP99)))
         emit(
             String(
-                format: "hub CPU at %d publishes/s: %.3f CPU-s per 1,000 publishes with their deliveries%@",
+                format: "hub CPU at %d publishes/s: %.3f CPU-s per 1,000 publishes with their deliveries "
+                    + "(%.1f × the HTTP floor)%@",
                 setup.rate, figures.cpuPerThousandPublishes,
+                figures.cpuPerThousandPublishes / figures.cpuPerThousandProbes,
                 setup.targets.cpuPerThousandPublishes(figures.cpuPerThousandPublishes)))
+    }
+
+    /// The CPU floor of the latency phase: `GET /healthz` at the same rate to instance A, for up to
+    /// 5 s; the hub's CPU per 1,000 such requests is what any request costs it at that rate (the
+    /// wake-ups of an HTTP server that is mostly idle), before a publish does any work.
+    private func httpFloor(into figures: inout PipelineFigures) async throws {
+        let seconds = min(5, options.latencySeconds)
+        let count = setup.rate * seconds
+        let tally = PublishTally(users: setup.users)
+        var probe = targets[0]
+        probe.probe = "/healthz"
+        let load = try await PublishLoad.connect(
+            options.connections, to: [probe], group: MultiThreadedEventLoopGroup.singleton, tally: tally, next: nil)
+        let cpuStart = hubs.cpuSeconds()
+        _ = try await pace(load, rate: setup.rate, count: count, until: .max, marking: false)
+        try await waitForAnswers(tally, count: count)
+        let cpu = hubs.cpuSeconds() - cpuStart
+        await load.close()
+        let answered = tally.snapshot.accepted
+        figures.cpuPerThousandProbes = answered > 0 ? cpu * 1000 / Double(answered) : .nan
+        emit(
+            String(
+                format:
+                    "HTTP floor at %d requests/s: %.3f CPU-s per 1,000 GET /healthz (%d answered in %d s, instance A)",
+                setup.rate, figures.cpuPerThousandProbes, answered, seconds))
     }
 
     /// Submits publishes at `rate`/s, user after user, round-robin over the connections, until

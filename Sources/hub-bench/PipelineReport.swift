@@ -5,6 +5,8 @@ struct PipelineFigures: Sendable {
     var setup: PipelineSetup
     var transportRate = Double.nan
     var acceptedPerSecond = Double.nan
+    /// `GET /healthz` answered per second over the same connections (the HTTP ceiling).
+    var httpCeiling = Double.nan
     /// Pushes at the emulator per second during the throughput phase.
     var deliveriesPerSecond = Double.nan
     /// Pushes during the load ÷ (publishes accepted during the load × endpoints per user).
@@ -19,6 +21,8 @@ struct PipelineFigures: Sendable {
     var latencyP50 = Double.nan
     var latencyP99 = Double.nan
     var cpuPerThousandPublishes = Double.nan
+    /// Hub CPU per 1,000 `GET /healthz` at the latency phase's rate (the HTTP floor).
+    var cpuPerThousandProbes = Double.nan
     /// PostgreSQL with two instances: publish on one → a long-poll on the other answers (ms).
     var wakeP50 = Double.nan
     var wakeP99 = Double.nan
@@ -33,7 +37,7 @@ struct PipelineFigures: Sendable {
         func number(_ value: Double, _ format: String) -> String { value.isNaN ? "-" : String(format: format, value) }
         emit("\nsummary")
         let header: [(String, Int)] = [
-            ("publishes/s", 11), ("deliveries/s", 12), ("in-run", 6), ("users", 5), ("CPU-s/1k del", 12),
+            ("publishes/s", 11), ("÷ HTTP", 6), ("deliveries/s", 12), ("in-run", 6), ("users", 5), ("CPU-s/1k del", 12),
             ("÷ transport", 11), ("p50 ms", 8), ("p99 ms", 8), ("CPU-s/1k pub", 12), ("wake p99", 8),
         ]
         let labelWidth = results.map(\.setup.label.count).max() ?? 0
@@ -41,7 +45,9 @@ struct PipelineFigures: Sendable {
         for figures in results {
             let users = figures.usersServed == figures.usersPublished ? "all" : "\(figures.usersServed)"
             let cells = [
-                number(figures.acceptedPerSecond, "%.0f"), number(figures.deliveriesPerSecond, "%.0f"),
+                number(figures.acceptedPerSecond, "%.0f"),
+                number(figures.acceptedPerSecond / figures.httpCeiling, "%.2f"),
+                number(figures.deliveriesPerSecond, "%.0f"),
                 number(figures.deliveredInWindowShare * 100, "%.1f%%"), users,
                 number(figures.cpuPerThousandDeliveries, "%.3f"), number(figures.ratio, "%.2f"),
                 number(figures.latencyP50, "%.2f"), number(figures.latencyP99, "%.2f"),

@@ -89,6 +89,7 @@ struct PipelineRun {
                     PublishTarget(port: $0.port, app: PipelineWorkspace.app, publisherKey: workspace.publisherKey)
                 })
             try await phases.warmUp()
+            try await phases.httpCeiling(into: &figures)
             try await phases.throughput(into: &figures)
             report(refusalsOf: tracker, phase: "throughput")
             tracker.reset()

@@ -98,7 +98,9 @@ struct PipelineBenchTests {
             line(prefix).flatMap { Double($0.dropFirst(prefix.count).prefix { $0.isNumber || $0 == "." }) }
         }
         #expect((number(after: "transport alone: ") ?? 0) > 0, "\(stdout)")
+        #expect((number(after: "HTTP ceiling: ") ?? 0) > 0, "\(stdout)")
         #expect((number(after: "throughput: ") ?? 0) > 0, "\(stdout)")
+        #expect((number(after: "publishes ÷ HTTP ceiling: ") ?? 0) > 0, "\(stdout)")
         #expect(line("throughput: ")?.contains("accepted publishes/s") == true, "\(stdout)")
         #expect((number(after: "deliveries during the load: ") ?? 0) > 0, "\(stdout)")
         #expect((number(after: "after the load: ") ?? 0) > 0, "\(stdout)")
@@ -114,6 +116,8 @@ struct PipelineBenchTests {
         }
         #expect((arrived ?? 0) > 0, "\(stdout)")
         #expect(line("hub CPU at 100 publishes/s: ")?.contains("CPU-s per 1,000 publishes") == true, "\(stdout)")
+        #expect((number(after: "HTTP floor at 100 requests/s: ") ?? 0) > 0, "\(stdout)")
+        #expect(line("hub CPU at 100 publishes/s: ")?.contains("× the HTTP floor") == true, "\(stdout)")
         #expect(stdout.contains("\(instances) instance\(instances == 1 ? "" : "s")"), "\(stdout)")
     }
 }
