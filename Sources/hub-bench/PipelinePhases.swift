@@ -131,12 +131,19 @@ struct PipelinePhases {
                 format: "throughput: %.0f accepted publishes/s (%d durable 2xx in %d s over HTTP%@%@%@)%@",
                 figures.acceptedPerSecond, answered.acceptedInWindow, options.seconds, offered, refused, failures,
                 setup.targets.acceptedPerSecond(figures.acceptedPerSecond)))
+        // The throughput target is for SQLite with one endpoint per user; when it was set, this machine
+        // answered ~52,000 GET /healthz/s.
+        let reference =
+            setup.store == "sqlite" && endpoints == 1
+            ? String(
+                format: "; the issue's 10,000/s target was %.2f of the ~52,000/s /healthz it measured",
+                10_000.0 / 52_000)
+            : ""
         emit(
             String(
-                format: "publishes ÷ HTTP ceiling: %.2f (%.0f accepted publishes/s ÷ %.0f GET /healthz/s; the issue's "
-                    + "10,000/s target was %.2f of the ~52,000/s /healthz it measured)",
+                format: "publishes ÷ HTTP ceiling: %.2f (%.0f accepted publishes/s ÷ %.0f GET /healthz/s%@)",
                 figures.acceptedPerSecond / figures.httpCeiling, figures.acceptedPerSecond, figures.httpCeiling,
-                10_000.0 / 52_000))
+                reference))
         emit(
             String(
                 format: "deliveries during the load: %.0f/s (%d pushes at the emulator = %.1f%% of the accepted "
