@@ -19,10 +19,11 @@ import NIOHTTPTypes
 /// - a malformed body (a parse error after the head) ends the request's body with the error, and
 ///   the connection closes after its response (a bare 400 when no request is being answered).
 ///
-/// A request's response goes through a `NIOAsyncChannelOutboundWriter` whose parts a second task
-/// of the request writes to the channel, in order; both tasks end with the request. The next
-/// request is read once the response's end was written, told from the event loop.
-final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
+/// A request's response goes through a ``ResponseRelay``: written to the channel at once when
+/// its route returns, or streamed by a second task of the request when the route is still writing
+/// after ``ResponseRelay/streamingDelay``. The next request is read once the response's end was
+/// written, told from the event loop.
+final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler, NIOScheduledCallbackHandler {
     typealias InboundIn = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
@@ -62,6 +63,10 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
     private var bodyNumber: UInt64 = 0
     /// A read was held back.
     private var readHeld = false
+    /// The parts of the response being answered, until they are all written.
+    private var relay: ResponseRelay?
+    /// Makes ``relay`` stream the response if its route is still writing it after a while.
+    private var streamingTimer: NIOScheduledCallback?
 
     init(responder: @escaping HTTPChannelHandler.Responder, gate: RequestGate, logger: Logger) {
         self.responder = responder
@@ -204,8 +209,12 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
         let done: @Sendable (Bool) -> Void = { succeeded in
             handler.eventLoop.runOnLoop { handler.value.responded(succeeded: succeeded) }
         }
+        let relay = ResponseRelay(channel: channel, done: done)
+        self.relay = relay
+        streamingTimer = try? context.eventLoop.assumeIsolated().scheduleCallback(
+            in: ResponseRelay.streamingDelay, handler: self)
         guard gated else {
-            Task { await respond(to: request, responder: responder, channel: channel, logger: logger, done: done) }
+            Task { await relay.respond(to: request, responder: responder, logger: logger) }
             return
         }
         let gate = self.gate
@@ -219,7 +228,7 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
                     return
                 }
                 Task {
-                    await respond(to: request, responder: responder, channel: channel, logger: logger, done: done)
+                    await relay.respond(to: request, responder: responder, logger: logger)
                     gate.leave()
                 }
             }
@@ -244,6 +253,9 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
     /// closes, or reads the next request.
     private func responded(succeeded: Bool) {
         responding = false
+        relay = nil
+        streamingTimer?.cancel()
+        streamingTimer = nil
         guard let context else { return }
         guard succeeded else {
             finished = true
@@ -298,6 +310,14 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
+extension RequestDispatcher {
+    /// The response is still being written: its parts stream from now on.
+    func handleScheduledCallback(eventLoop: some EventLoop) {
+        streamingTimer = nil
+        relay?.stream()
+    }
+}
+
 @available(*, unavailable)
 extension RequestDispatcher: Sendable {}
 
@@ -305,51 +325,6 @@ extension EventLoop {
     /// Runs `body` now when called on this loop, otherwise on it soon.
     fileprivate func runOnLoop(_ body: @escaping @Sendable () -> Void) {
         if inEventLoop { body() } else { execute(body) }
-    }
-}
-
-/// Runs the responder for `request`, its response parts written to `channel` as they come;
-/// `done` runs once, on the channel's event loop as soon as the response's end was written (or
-/// with `false` when the response could not be written whole), possibly before this returns.
-///
-/// Parts are written without waiting for each to reach the socket: only a channel that is not
-/// writable (a slow reader) makes the writer wait, and the end is flushed and reported from the
-/// event loop. Awaiting every part cost two hops between the event loop and the task pool per
-/// response (README, "Whole path").
-private func respond(
-    to request: Request, responder: @escaping HTTPChannelHandler.Responder, channel: any Channel, logger: Logger,
-    done: @escaping @Sendable (Bool) -> Void
-) async {
-    let (writer, sink) = NIOAsyncChannelOutboundWriter<HTTPResponsePart>.makeTestingWriter()
-    await withTaskGroup(of: Void.self) { group in
-        group.addTask {
-            var failed = false
-            var reported = false
-            for await part in sink where !failed && !reported {
-                switch part {
-                case .head, .body:
-                    if channel.isWritable {
-                        channel.write(part, promise: nil)
-                    } else {
-                        do { try await channel.writeAndFlush(part) } catch { failed = true }
-                    }
-                case .end:
-                    reported = true
-                    let written = channel.eventLoop.makePromise(of: Void.self)
-                    written.futureResult.whenComplete { result in
-                        if case .success = result { done(true) } else { done(false) }
-                    }
-                    channel.writeAndFlush(part, promise: written)
-                }
-            }
-            if !reported { done(false) }
-        }
-        do {
-            try await responder(request, ResponseWriter(outbound: writer), channel)
-        } catch {
-            logger.trace("Failed to write a response: \(error)")
-        }
-        writer.finish()
     }
 }
 
