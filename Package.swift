@@ -350,7 +350,10 @@ let package = Package(
             swiftSettings: strictness
         ),
         .testTarget(
-            name: "HubFCMTests", dependencies: ["HubFCM", "HubTesting", "HubEmulators", "HubSQLite"], swiftSettings: strictness),
+            name: "HubFCMTests",
+            dependencies: [
+                "HubFCM", "HubTesting", "HubEmulators", "HubSQLite", .product(name: "JWTKit", package: "jwt-kit"),
+            ], swiftSettings: strictness),
         .testTarget(
             name: "HubWNSTests",
             // AllTransportsTests publishes to polling, APNs, FCM and WNS endpoints of one user.

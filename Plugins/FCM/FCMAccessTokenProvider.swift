@@ -126,7 +126,8 @@ actor FCMAccessTokenProvider {
         return AccessToken(value: granted.accessToken, renewAt: issued.addingTimeInterval(lifetime - margin))
     }
 
-    /// Signs the assertion: RS256, `kid` = private key ID, `iss` = client e-mail, `aud` = token URI.
+    /// Signs the assertion: RS256, `kid` = private key ID, `iss` = client e-mail, `aud` = token URI,
+    /// `iat` and `exp` in whole seconds.
     private func sign(at issued: Date) async throws -> String {
         let keys: JWTKeyCollection
         if let signer {
@@ -145,11 +146,14 @@ actor FCMAccessTokenProvider {
             await keys.add(rsa: key, digestAlgorithm: .sha256, kid: kid)
             signer = keys
         }
-        let lifetime = min(configuration.assertionLifetime.seconds, 3600)
+        // Whole seconds, as Google's libraries send them: jwt-kit writes a date's fraction, which
+        // strict token endpoints refuse.
+        let lifetime = min(configuration.assertionLifetime.seconds, 3600).rounded(.down)
+        let issuedAt = Date(timeIntervalSince1970: issued.timeIntervalSince1970.rounded(.down))
         let claims = FCMAssertionClaims(
             iss: IssuerClaim(value: credentials.clientEmail), scope: FCMConfiguration.messagingScope,
-            aud: AudienceClaim(value: tokenURI), iat: IssuedAtClaim(value: issued),
-            exp: ExpirationClaim(value: issued.addingTimeInterval(lifetime)))
+            aud: AudienceClaim(value: tokenURI), iat: IssuedAtClaim(value: issuedAt),
+            exp: ExpirationClaim(value: issuedAt.addingTimeInterval(lifetime)))
         return try await keys.sign(claims, kid: kid)
     }
 

@@ -58,6 +58,17 @@ public struct FCMErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
 
 /// Why an FCM request failed: the code to act on, what Google said, and when to try again.
 public struct FCMError: Error, Sendable, CustomStringConvertible {
+    /// Whether this is `INVALID_ARGUMENT` about the registration token itself ("The registration
+    /// token is not a valid FCM registration token"): the token never was one, or belongs to
+    /// another app, and PROVIDERS.md §2.4 says to drop it. Other `INVALID_ARGUMENT`s name a field
+    /// of the message: the message is wrong, not the device.
+    public var namesInvalidToken: Bool {
+        guard code == .invalidArgument else { return false }
+        let text = message.lowercased()
+        return text.contains("registration token")
+            && (text.contains("not a valid") || text.contains("invalid registration"))
+    }
+
     /// The `FcmError.errorCode` of the answer, or a hub code (``FCMErrorCode/networkFailure``, …).
     public var code: FCMErrorCode
     /// The HTTP status of FCM's or the token endpoint's answer, if one came.

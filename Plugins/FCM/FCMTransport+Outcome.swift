@@ -8,13 +8,17 @@ extension FCMTransport {
     /// Firebase project), a service account Google refuses (token endpoint, or 401 again with a
     /// fresh access token) and a 403 without `SENDER_ID_MISMATCH` (no permission, API disabled) —
     /// are ``HubCore/DeliveryOutcome/suspended(reason:)``: parked until the hub restarts with the
-    /// configuration fixed. `SENDER_ID_MISMATCH` drops the token, as PROVIDERS.md says.
+    /// configuration fixed. `SENDER_ID_MISMATCH` and an `INVALID_ARGUMENT` that says the
+    /// registration token is not valid drop the token, as PROVIDERS.md says; other
+    /// `INVALID_ARGUMENT`s reject the delivery (the message is wrong, not the device).
     /// The reason keeps the HTTP status, Google's status, the code and message, so it is stored with
     /// the delivery.
     func outcome(for error: FCMError, app: CrossDeviceApp) -> DeliveryOutcome {
         let reason = error.description
         switch error.code {
         case .unregistered, .senderIDMismatch:
+            return .endpointGone(since: nil, reason: reason)
+        case .invalidArgument where error.namesInvalidToken:
             return .endpointGone(since: nil, reason: reason)
         case .invalidArgument, .payloadTooLarge:
             return .rejected(reason: reason)

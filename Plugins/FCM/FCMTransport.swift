@@ -16,8 +16,8 @@ import Synchronization
 /// - always: `restricted_package_name` = the endpoint's package, `priority` `HIGH` for high-priority
 ///   notifications and fallbacks, else `NORMAL`.
 ///
-/// How answers map to outcomes: `UNREGISTERED`, `SENDER_ID_MISMATCH` → endpoint gone;
-/// `INVALID_ARGUMENT`, oversize → rejected; `QUOTA_EXCEEDED` → retry after `Retry-After`, at least
+/// How answers map to outcomes: `UNREGISTERED`, `SENDER_ID_MISMATCH`, and `INVALID_ARGUMENT` saying
+/// the registration token is not valid → endpoint gone; other `INVALID_ARGUMENT`s, oversize → rejected; `QUOTA_EXCEEDED` → retry after `Retry-After`, at least
 /// ``FCMConfiguration/minimumQuotaRetry``; `UNAVAILABLE`, `INTERNAL`, network failures → retry
 /// honouring `Retry-After`; 401 → a new access token and one more try within the same send;
 /// configuration faults (`THIRD_PARTY_AUTH_ERROR`, 401 again with a new access token, 403 without

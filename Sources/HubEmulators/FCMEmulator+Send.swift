@@ -108,6 +108,10 @@ extension FCMEmulator {
                 401, "UNAUTHENTICATED", "Auth error from APNS or Web Push Service", errorCode: "THIRD_PARTY_AUTH_ERROR")
         case .internalError:
             googleError(500, "INTERNAL", "Internal error encountered.", errorCode: "INTERNAL")
+        case .invalidField:
+            invalid(
+                "Invalid value at 'message.android.ttl' (type.googleapis.com/google.protobuf.Duration), "
+                    + "Field 'ttl', Illegal duration format; duration must end with 's'")
         default:
             invalid("The registration token is not a valid FCM registration token")
         }

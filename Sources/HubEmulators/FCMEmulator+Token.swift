@@ -18,6 +18,9 @@ extension FCMEmulator {
     static let sendingScopes: Set<String> = [
         "https://www.googleapis.com/auth/firebase.messaging", "https://www.googleapis.com/auth/cloud-platform",
     ]
+    /// The audience Google's auth libraries (google-auth, under firebase-admin) put in every
+    /// service-account assertion, whatever `token_uri` they send it to: Google's token endpoint.
+    static let googleTokenAudience = "https://oauth2.googleapis.com/token"
     /// Tolerated difference between the sender's clock and the emulator's.
     static let allowedSkew: TimeInterval = 60
 
@@ -72,6 +75,18 @@ extension FCMEmulator {
         guard header["alg"] as? String == "RS256" else {
             return .failure(AssertionProblem("Invalid JWT: alg must be RS256."))
         }
+        // NumericDate in whole seconds, as Google's own libraries send it; strict token endpoints
+        // refuse a fraction (jwt-kit's default date encoding writes one).
+        if let payloadBytes = Self.base64URLDecode(parts[1]),
+            let payload = try? JSONSerialization.jsonObject(with: payloadBytes) as? [String: Any]
+        {
+            for name in ["iat", "exp"] {
+                if let number = payload[name] as? NSNumber, number.doubleValue != number.doubleValue.rounded(.down) {
+                    return .failure(
+                        AssertionProblem("Invalid JWT: \(name) must be whole seconds since 1970, not \(number)."))
+                }
+            }
+        }
         let unverified: ServiceAccountAssertionClaims
         do {
             unverified = try await JWTKeyCollection().unverified(assertion, as: ServiceAccountAssertionClaims.self)
@@ -90,8 +105,10 @@ extension FCMEmulator {
         } catch {
             return .failure(AssertionProblem("Invalid JWT Signature."))
         }
-        guard claims.aud.value.contains(tokenURI) else {
-            return .failure(AssertionProblem("Invalid JWT: Failed audience check. (aud must be \(tokenURI))"))
+        guard claims.aud.value.contains(tokenURI) || claims.aud.value.contains(Self.googleTokenAudience) else {
+            return .failure(
+                AssertionProblem(
+                    "Invalid JWT: Failed audience check. (aud must be \(tokenURI) or \(Self.googleTokenAudience))"))
         }
         let scopes = Set((claims.scope ?? "").split(separator: " ").map(String.init))
         guard !scopes.isDisjoint(with: Self.sendingScopes) else {

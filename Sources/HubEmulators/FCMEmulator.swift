@@ -7,8 +7,9 @@ public import struct Foundation.Date
 /// 127.0.0.1, that accepts and rejects what the real services do.
 ///
 /// - `POST /token` verifies the RS256 service-account assertion against the registered account's
-///   public key (`kid`, `iss`, `aud` = this token URI, `scope`, `exp − iat ≤ 3600`, clock skew ≤ 60 s)
-///   and issues access tokens.
+///   public key (`kid`, `iss`, `aud` = this token URI or Google's `https://oauth2.googleapis.com/token`,
+///   which Google's own libraries always send; `scope`; `iat` and `exp` in whole seconds,
+///   `exp − iat ≤ 3600`, clock skew ≤ 60 s) and issues access tokens.
 /// - `POST /v1/projects/{project}/messages:send` checks the bearer token and its project, the JSON
 ///   shape (one target, string-only `data`, reserved keys, Android priority and `ttl`, the 4096-byte
 ///   limit) and answers with Google's error bodies (`google.rpc.Status` with an `FcmError` detail).
@@ -31,8 +32,12 @@ public final class FCMEmulator: Sendable {
         public static let unregistered = TokenFailure(rawValue: "UNREGISTERED")
         /// 403 `PERMISSION_DENIED` / `SENDER_ID_MISMATCH`: the token belongs to another project.
         public static let senderIDMismatch = TokenFailure(rawValue: "SENDER_ID_MISMATCH")
-        /// 400 `INVALID_ARGUMENT`: "not a valid FCM registration token".
+        /// 400 `INVALID_ARGUMENT`: "The registration token is not a valid FCM registration token"
+        /// (a token that never was one, or of another app: drop it).
         public static let invalidArgument = TokenFailure(rawValue: "INVALID_ARGUMENT")
+        /// 400 `INVALID_ARGUMENT` about a field of the message, not the token ("Invalid value at
+        /// 'message.android.ttl'"): the message is wrong, the device is not.
+        public static let invalidField = TokenFailure(rawValue: "INVALID_ARGUMENT_FIELD")
         /// 401 `UNAUTHENTICATED` / `THIRD_PARTY_AUTH_ERROR`: the APNs or Web Push key in Firebase is bad.
         public static let thirdPartyAuthError = TokenFailure(rawValue: "THIRD_PARTY_AUTH_ERROR")
         /// 500 `INTERNAL` / `INTERNAL`.

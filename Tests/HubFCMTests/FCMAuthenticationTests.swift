@@ -1,9 +1,11 @@
 import Foundation
 import HubCore
-import HubEmulators
 import HubFCM
+import JWTKit
 import Synchronization
 import Testing
+
+@testable import HubEmulators
 
 @Suite("FCM: OAuth service-account flow against the emulator's token endpoint")
 struct FCMAuthenticationTests {
@@ -89,6 +91,36 @@ struct FCMAuthenticationTests {
         }
     }
 
+    @Test("the assertion's iat and exp are whole seconds whatever the clock's fraction; the emulator refuses fractions")
+    func wholeSeconds() async throws {
+        let fraction = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down) + 0.75)
+        try await FCMFixture.with(configure: { configuration in
+            configuration.now = { fraction }
+        }) { fixture in
+            #expect(await fixture.transport.send(fixture.outbound()) == .accepted)
+            #expect(fixture.emulator.rejectedAssertions.isEmpty, "\(fixture.emulator.rejectedAssertions)")
+        }
+        // An assertion with a fractional iat, signed with the account's own key, is refused.
+        try await FCMFixture.with { fixture in
+            let account = FCMTestServiceAccount.primary
+            let keys = JWTKeyCollection()
+            await keys.add(
+                rsa: try Insecure.RSA.PrivateKey(pem: account.privateKeyPEM), digestAlgorithm: .sha256,
+                kid: JWKIdentifier(string: account.privateKeyID))
+            let claims = FractionalAssertion(
+                iss: account.clientEmail, scope: "https://www.googleapis.com/auth/firebase.messaging",
+                aud: fixture.emulator.tokenURI, iat: fraction.timeIntervalSince1970,
+                exp: fraction.timeIntervalSince1970 + 3600)
+            let assertion = try await keys.sign(claims, kid: JWKIdentifier(string: account.privateKeyID))
+            let problem = await fixture.emulator.check(assertion)
+            guard case .failure(let refusal) = problem else {
+                Issue.record("a fractional iat was accepted")
+                return
+            }
+            #expect(refusal.description.contains("iat must be whole seconds"), "\(refusal)")
+        }
+    }
+
     @Test("the emulator refuses an assertion whose aud is not its token URI")
     func audience() async throws {
         try await FCMFixture.with { fixture in
@@ -119,4 +151,14 @@ struct FCMAuthenticationTests {
             }
         }
     }
+}
+
+/// Assertion claims written by hand, times as plain numbers (a fraction included).
+private struct FractionalAssertion: JWTPayload {
+    var iss: String
+    var scope: String
+    var aud: String
+    var iat: Double
+    var exp: Double
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
 }

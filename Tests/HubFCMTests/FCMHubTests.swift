@@ -34,23 +34,30 @@ struct FCMHubTests {
             EndpointRegistration(platform: .android, appId: FCMFixture.package, transport: .fcm, token: token))
     }
 
-    @Test("a publish taps the Android endpoint once; an UNREGISTERED token deactivates its endpoint")
+    @Test(
+        "a publish taps the Android endpoint once; an UNREGISTERED token and one FCM says is not valid deactivate theirs"
+    )
     func publishAndDeadToken() async throws {
         try await FCMFixture.with { fixture in
             fixture.emulator.setFailure(.unregistered, forToken: "uninstalled")
+            fixture.emulator.setFailure(.invalidArgument, forToken: "other-apps-token")
             try await Self.withHub(fixture) { hub in
                 _ = try await Self.register(hub, "pixel", token: "live-token")
                 _ = try await Self.register(hub, "old-phone", token: "uninstalled")
+                _ = try await Self.register(hub, "tablet", token: "other-apps-token")
                 _ = try await hub.publish(
                     app: FCMFixture.appID, user: "alice",
                     NotificationDraft(appNotificationId: "n1", payload: NotificationPayload(rawContent: "x")))
                 #expect(await eventually { fixture.emulator.messages.count == 1 })
                 #expect(
                     try await eventually {
-                        try await hub.appEndpoints(app: FCMFixture.appID, state: .inactive).map(\.id) == ["old-phone"]
+                        try await hub.appEndpoints(app: FCMFixture.appID, state: .inactive).map(\.id).sorted()
+                            == ["old-phone", "tablet"]
                     })
                 let dead = try await hub.endpoint(app: FCMFixture.appID, user: "alice", id: "old-phone")
                 #expect(dead.inactiveReason?.contains("UNREGISTERED") == true)
+                let invalid = try await hub.endpoint(app: FCMFixture.appID, user: "alice", id: "tablet")
+                #expect(invalid.inactiveReason?.contains("not a valid FCM registration token") == true)
                 try await Task.sleep(for: .milliseconds(100))
                 #expect(fixture.emulator.messages.map(\.token) == ["live-token"])
             }

@@ -23,16 +23,31 @@ struct FCMOutcomeTests {
         }
     }
 
-    @Test("INVALID_ARGUMENT is rejected, not a dead device")
+    @Test("INVALID_ARGUMENT about a field of the message is rejected, not a dead device")
     func invalidArgument() async throws {
         try await FCMFixture.with { fixture in
-            fixture.emulator.setFailure(.invalidArgument, forToken: "malformed")
-            let outcome = await fixture.transport.send(fixture.outbound(token: "malformed"))
+            fixture.emulator.setFailure(.invalidField, forToken: "some-device")
+            let outcome = await fixture.transport.send(fixture.outbound(token: "some-device"))
             guard case .rejected(let reason) = outcome else {
                 Issue.record("expected a rejection, got \(outcome)")
                 return
             }
             #expect(reason.contains("INVALID_ARGUMENT"))
+            #expect(reason.contains("message.android.ttl"))
+        }
+    }
+
+    @Test("INVALID_ARGUMENT saying the registration token is not valid drops the token (PROVIDERS.md §2.4)")
+    func invalidToken() async throws {
+        try await FCMFixture.with { fixture in
+            fixture.emulator.setFailure(.invalidArgument, forToken: "never-a-token")
+            let outcome = await fixture.transport.send(fixture.outbound(token: "never-a-token"))
+            guard case .endpointGone(_, let reason) = outcome else {
+                Issue.record("expected the endpoint gone, got \(outcome)")
+                return
+            }
+            #expect(reason.contains("INVALID_ARGUMENT"))
+            #expect(reason.contains("not a valid FCM registration token"))
         }
     }
 
