@@ -5,9 +5,24 @@ public import struct Foundation.Date
 
 /// Knobs that make the emulator behave as APNs does to real senders on bad days.
 extension APNSEmulator {
-    /// Answers `410 Unregistered` with `timestamp` for `token` from now on.
+    /// Answers `410 Unregistered` for `token` from now on, with `timestamp` as the time the app was
+    /// uninstalled (the hub keeps a token registered again after it).
     public func markUnregistered(token: String, at timestamp: Date) {
-        state.withLock { $0.unregistered[token] = timestamp }
+        state.withLock {
+            $0.unregistered[token] = timestamp
+            $0.unregisteredAtFirstSend.remove(token)
+        }
+    }
+
+    /// Answers `410 Unregistered` for `token` from its first request on, with that request's time
+    /// as the timestamp: the app was uninstalled after the device registered with the hub, so the
+    /// hub's 410 handling (drop the token unless it was registered again after the timestamp)
+    /// drops it. A time fixed before the hub registered the token would rightly keep it.
+    public func markUnregisteredFromFirstSend(token: String) {
+        state.withLock {
+            $0.unregistered[token] = nil
+            $0.unregisteredAtFirstSend.insert(token)
+        }
     }
 
     /// Answers the next `count` valid requests (to `token`, or to any token) with `status` and

@@ -42,6 +42,7 @@ extension APNSEmulator {
             let bundleID = try checkTopic(incoming, pushType: pushType, allowed: authenticated)
             let payloadProblem = Self.payloadProblem(incoming.body, pushType: pushType)
             try state.withLock { state throws(APNSEmulatorRejection) in
+                if state.unregisteredAtFirstSend.remove(token) != nil { state.unregistered[token] = now }
                 try Self.checkDevice(token, bundleID: bundleID, environment: configuration.environment, state: state)
                 if let payloadProblem { throw payloadProblem }
                 if let failure = state.takeFailure(for: token) {

@@ -31,7 +31,10 @@ struct APNSEmulatorState {
     var keys: [String: RegisteredKey] = [:]
     var teamBundles: [String: Set<String>] = [:]
     var devices: [String: Device] = [:]
+    /// Tokens that answer `410 Unregistered` from this time on, with it as the timestamp.
     var unregistered: [String: Date] = [:]
+    /// Tokens that become unregistered at their first valid request (see `markUnregisteredFromFirstSend`).
+    var unregisteredAtFirstSend: Set<String> = []
     var failures: [Failure] = []
     var held: Set<String> = []
     var responseDelay: Duration?

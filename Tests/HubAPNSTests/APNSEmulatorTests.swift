@@ -42,6 +42,16 @@ struct APNSEmulatorTests {
             connection: APNSEmulatorConnection = APNSEmulatorConnection(id: 1, channel: nil),
             extra: [(String, String)] = []
         ) -> String {
+            let verdict = self.verdict(change, body: body, connection: connection, extra: extra)
+            return verdict.reason.map { "\(verdict.status) \($0)" } ?? "\(verdict.status)"
+        }
+
+        /// ``judge(_:body:connection:extra:)``'s whole verdict.
+        func verdict(
+            _ change: (inout [String: String]) -> Void = { _ in }, body: String = #"{"aps":{"content-available":1}}"#,
+            connection: APNSEmulatorConnection = APNSEmulatorConnection(id: 1, channel: nil),
+            extra: [(String, String)] = []
+        ) -> APNSEmulatorVerdict {
             var headers = [
                 ":method": "POST", ":path": "/3/device/\(APNSEmulatorTests.token)", ":scheme": "https",
                 ":authority": "127.0.0.1", "apns-push-type": "background", "apns-topic": bundle,
@@ -49,10 +59,9 @@ struct APNSEmulatorTests {
             ]
             change(&headers)
             let fields = headers.map { (name: $0.key, value: $0.value) } + extra.map { (name: $0.0, value: $0.1) }
-            let verdict = emulator.evaluate(
+            return emulator.evaluate(
                 APNSEmulatorIncoming(fields: fields, body: Array(body.utf8), certificateBundleIDs: []),
                 on: connection)
-            return verdict.reason.map { "\(verdict.status) \($0)" } ?? "\(verdict.status)"
         }
     }
 
@@ -156,6 +165,24 @@ struct APNSEmulatorTests {
         #expect(fixture.judge() == "410 Unregistered")
         let record = try #require(fixture.emulator.requests.last)
         #expect(record.status == 410 && record.reason == "Unregistered")
+    }
+
+    @Test(
+        "a token unregistered from its first send reports that send's time (after the hub registered it), not the time it was marked"
+    )
+    func unregisteredFromFirstSend() async throws {
+        let fixture = try await Fixture.make()
+        defer { Task { await fixture.emulator.shutdown() } }
+        fixture.emulator.markUnregisteredFromFirstSend(token: Self.token)
+        // The device registers with the hub a while after the emulator started.
+        fixture.clock.advance(minutes: 5)
+        let first = fixture.verdict()
+        #expect(first.status == 410 && first.reason == "Unregistered")
+        #expect(first.timestamp == fixture.clock.now)
+        fixture.clock.advance(minutes: 5)
+        let later = fixture.verdict()
+        #expect(later.status == 410)
+        #expect(later.timestamp == first.timestamp, "the app was uninstalled once")
     }
 
     @Test("bodies: empty, too large, not JSON, background carrying an alert, alert showing nothing, wrong types")

@@ -2,6 +2,7 @@ import Foundation
 import HubAPNS
 import HubCore
 import HubFCM
+import HubTesting
 import HubWNS
 import Logging
 import Testing
@@ -9,14 +10,21 @@ import Testing
 /// `hub emulate …` as a developer runs it: started on port 0, used with what it prints, stopped by SIGTERM.
 @Suite("hub emulate")
 struct EmulateCommandTests {
-    @Test("apns: a token-auth push with the printed key and CA is accepted, a dead token is gone, SIGTERM exits 0")
+    @Test(
+        "apns: a token-auth push with the printed key and CA is accepted, dead tokens are gone (uninstalled at the first send, or at a given time), SIGTERM exits 0"
+    )
     func apns() async throws {
         let workspace = try makeWorkspace()
         let dead = String(repeating: "d0", count: 32)
+        let deadBefore = String(repeating: "e0", count: 32)
         // No hub.yaml in this folder: the command makes and prints a development key.
         let emulator = try RunningEmulator(
-            ["apns", "--config", "absent.yaml", "--port", "0", "--directory", "apns", "--unregistered", dead],
+            [
+                "apns", "--config", "absent.yaml", "--port", "0", "--directory", "apns", "--unregistered", dead,
+                "--unregistered", "\(deadBefore)@2026-01-02T03:04:05Z",
+            ],
             in: workspace, readyWhen: "Requests follow")
+        let started = Date()
         let banner = emulator.output
         let port = try #require(emulator.value(after: "on https://127.0.0.1:", in: banner).flatMap { Int($0) })
         let caPath = try #require(emulator.value(after: "CA certificate  ", in: banner))
@@ -38,17 +46,28 @@ struct EmulateCommandTests {
                 deviceToken: live, environment: .production, bundleID: "com.example.app",
                 payload: .alert(APNSAlertPayload(alert: APNSAlert(title: "Hello", body: "from the test")))),
             credentials: credentials)
-        let gone = await transport.send(
-            APNSRequest(
-                deviceToken: dead, environment: .production, bundleID: "com.example.app",
-                payload: .background(APNSBackgroundPayload())),
-            credentials: credentials)
+        func background(_ token: String) async -> DeliveryOutcome {
+            await transport.send(
+                APNSRequest(
+                    deviceToken: token, environment: .production, bundleID: "com.example.app",
+                    payload: .background(APNSBackgroundPayload())),
+                credentials: credentials)
+        }
+        let gone = await background(dead)
+        let goneBefore = await background(deadBefore)
         await transport.shutdown()
         #expect(accepted == .accepted, "\(emulator.output)")
-        guard case .endpointGone = gone else {
-            Issue.record("a token given with --unregistered must be gone, got \(gone)")
+        // Uninstalled at its first send: after a hub registered the token, so a hub drops it.
+        guard case .endpointGone(let since?, _) = gone else {
+            Issue.record("a token given with --unregistered must be gone with a time, got \(gone)")
             return
         }
+        #expect(since >= started.addingTimeInterval(-1), "\(since) is before the emulator started (\(started))")
+        guard case .endpointGone(let sinceGiven?, _) = goneBefore else {
+            Issue.record("a token given with --unregistered TOKEN@TIME must be gone with that time, got \(goneBefore)")
+            return
+        }
+        #expect(sinceGiven == Date(timeIntervalSince1970: 1_767_323_045), "\(sinceGiven)")
         #expect(try await emulator.waitFor("410 Unregistered background com.example.app"))
         #expect(emulator.output.contains("200 alert com.example.app → a1a1a1a1…(64)"), "\(emulator.output)")
 
@@ -87,6 +106,54 @@ struct EmulateCommandTests {
         try await transport.shutdown()
         #expect(outcome == .accepted, "\(emulator.output)")
         #expect(try await emulator.waitFor("accepted token emulate-1"))
+
+        emulator.signal(SIGTERM)
+        #expect(emulator.waitForExit() == 0, "\(emulator.output)\n\(emulator.errors)")
+    }
+
+    @Test(
+        "fcm: firebase-admin (PyPI) sends with the printed service account and CA; an invalid token is refused",
+        .enabled(if: PythonScript.canImport("firebase_admin") || ProcessInfo.processInfo.environment["CI"] == "true"))
+    func fcmWithFirebaseAdmin() async throws {
+        let workspace = try makeWorkspace()
+        let emulator = try RunningEmulator(
+            ["fcm", "--port", "0", "--directory", "fcm", "--invalid-token", "not-a-token"], in: workspace,
+            readyWhen: "Accepted messages follow")
+        let banner = emulator.output
+        let base = try #require(emulator.value(after: "FCM emulator on ", in: banner))
+        let caPath = try #require(emulator.value(after: "CA certificate   ", in: banner))
+        let accountPath = try #require(emulator.value(after: "service account  ", in: banner))
+        // firebase-admin as an app server uses it: its service-account file (whose token_uri is the
+        // emulator; google-auth still signs for Google's token URL) and its FCM URL, pointed here.
+        let script = """
+            import sys
+            import firebase_admin
+            from firebase_admin import credentials, exceptions, messaging
+            messaging._MessagingService.FCM_URL = sys.argv[1] + '/v1/projects/{0}/messages:send'
+            firebase_admin.initialize_app(credentials.Certificate(sys.argv[2]))
+            def message(token):
+                return messaging.Message(
+                    token=token, data={'kind': 'tap'},
+                    notification=messaging.Notification(title='Hello', body='from firebase-admin'),
+                    android=messaging.AndroidConfig(priority='high', ttl=120))
+            print(messaging.send(message('from-firebase-admin')))
+            try:
+                messaging.send(message('not-a-token'))
+                print('accepted')
+            except exceptions.InvalidArgumentError as error:
+                print('refused:', error)
+            """
+        let output = try await PythonScript.run(
+            script, arguments: [base, accountPath], environment: ["REQUESTS_CA_BUNDLE": caPath])
+        let lines = output.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasPrefix("projects/") == true && lines.first?.contains("/messages/") == true, "\(output)")
+        #expect(
+            lines.last?.hasPrefix("refused: The registration token is not a valid FCM registration token") == true,
+            "\(output)")
+        #expect(
+            try await emulator.waitFor(
+                "accepted token from-firebase-admin [kind=tap] notification \"Hello\" priority high ttl 120s"),
+            "\(emulator.output)")
 
         emulator.signal(SIGTERM)
         #expect(emulator.waitForExit() == 0, "\(emulator.output)\n\(emulator.errors)")

@@ -93,9 +93,7 @@ struct PythonClientTests {
 /// Runs `python3` scripts that use pywebpush and http-ece.
 enum PythonWebPush {
     /// Whether `python3` can import pywebpush and http_ece.
-    static let available: Bool = {
-        (try? runSync(["-c", "import pywebpush, http_ece"], environment: [:]).status) == 0
-    }()
+    static let available = PythonScript.canImport("pywebpush, http_ece")
 
     /// `key` as a PEM file and `trust` as a CA file in a fresh temporary folder, for pywebpush
     /// (`vapid_private_key`) and requests (`REQUESTS_CA_BUNDLE`).
@@ -108,40 +106,10 @@ enum PythonWebPush {
         return (keyPath, caPath)
     }
 
-    /// Runs `script` with `arguments`; returns its standard output, throws with its standard error.
+    /// Runs `script` (see ``PythonScript/run(_:arguments:environment:)``).
     static func run(
         _ script: String, arguments: [String] = [], environment: [String: String] = [:]
-    ) async throws
-        -> String
-    {
-        let result = try await Task.detached { try runSync(["-c", script] + arguments, environment: environment) }.value
-        guard result.status == 0 else {
-            throw PythonFailure(description: "python3 exited \(result.status): \(result.error)")
-        }
-        return result.output
-    }
-
-    struct PythonFailure: Error, CustomStringConvertible {
-        var description: String
-    }
-
-    private static func runSync(
-        _ arguments: [String], environment: [String: String]
-    ) throws -> (
-        status: Int32, output: String, error: String
-    ) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3"] + arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        let output = Pipe()
-        let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+    ) async throws -> String {
+        try await PythonScript.run(script, arguments: arguments, environment: environment)
     }
 }

@@ -23,7 +23,13 @@ struct EmulateAPNS: AsyncParsableCommand {
     @Option(help: "The environment it plays: production or development.") var environment = "production"
     @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS after a connection's first valid request.")
     var maxConcurrentStreams = 1000
-    @Option(help: "A device token that answers 410 Unregistered (repeatable).") var unregistered: [String] = []
+    @Option(
+        help: """
+            A device token that answers 410 Unregistered (repeatable), with the time of its first request \
+            as the time the app was uninstalled, or TOKEN@TIME for another (ISO 8601, e.g. \
+            2026-11-25T09:00:00Z; a hub keeps a token registered again after it).
+            """)
+    var unregistered: [String] = []
     @Option(help: "A PEM CA file that client certificates (.p12 credentials) must chain to.") var clientCA: String?
     @Flag(help: "Do not print each request.") var quiet = false
 
@@ -51,8 +57,15 @@ struct EmulateAPNS: AsyncParsableCommand {
                         + "→ \(token) (\(request.payload.count) bytes)\(note)")
             }
         }
+        let dead = try unregistered.map(Self.unregisteredToken)
         let emulator = try await APNSEmulator.start(settings)
-        for token in unregistered { emulator.markUnregistered(token: token, at: Date()) }
+        for (token, since) in dead {
+            if let since {
+                emulator.markUnregistered(token: token, at: since)
+            } else {
+                emulator.markUnregisteredFromFirstSend(token: token)
+            }
+        }
         let caPath = folder.appendingPathComponent("ca.pem").path
         try emulator.certificateAuthority.writeCertificatePEM(to: caPath)
         try PrivateFiles.restrict(caPath)
@@ -126,5 +139,16 @@ struct EmulateAPNS: AsyncParsableCommand {
             "  no app in \(options.config) has a token key; \(made) for \(bundleIDs.joined(separator: ", ")):",
             "    credentials: { apns: { teamId: \(key.teamID), keyId: \(key.keyID), privateKey: file:\(keyPath) } }",
         ]
+    }
+
+    /// `TOKEN` (uninstalled at its first request) or `TOKEN@TIME` (uninstalled at TIME, ISO 8601).
+    static func unregisteredToken(_ text: String) throws -> (token: String, since: Date?) {
+        guard let at = text.lastIndex(of: "@") else { return (text, nil) }
+        let time = String(text[text.index(after: at)...])
+        guard let since = try? Date.ISO8601FormatStyle().parse(time) else {
+            throw ValidationError(
+                "--unregistered \(text): '\(time)' is not an ISO 8601 time such as 2026-11-25T09:00:00Z")
+        }
+        return (String(text[..<at]), since)
     }
 }

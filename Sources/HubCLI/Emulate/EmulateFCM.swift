@@ -20,6 +20,10 @@ struct EmulateFCM: AsyncParsableCommand {
     @Option(help: "A registration token that answers 404 UNREGISTERED (repeatable).") var unregistered: [String] = []
     @Option(help: "A registration token that answers 403 SENDER_ID_MISMATCH (repeatable).")
     var senderMismatch: [String] = []
+    @Option(
+        help: "A registration token that answers 400 INVALID_ARGUMENT, not a valid FCM registration token (repeatable)."
+    )
+    var invalidToken: [String] = []
     @Option(help: "Sends allowed per project per rolling minute; over it, 429 QUOTA_EXCEEDED.") var quotaPerMinute: Int?
 
     func run() async throws {
@@ -28,6 +32,7 @@ struct EmulateFCM: AsyncParsableCommand {
         try await emulator.register(account)
         for token in unregistered { emulator.setFailure(.unregistered, forToken: token) }
         for token in senderMismatch { emulator.setFailure(.senderIDMismatch, forToken: token) }
+        for token in invalidToken { emulator.setFailure(.invalidArgument, forToken: token) }
         emulator.setQuota(perMinute: quotaPerMinute)
 
         let folder = URL(fileURLWithPath: directory, isDirectory: true).standardizedFileURL
