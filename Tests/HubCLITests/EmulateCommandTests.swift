@@ -112,6 +112,53 @@ struct EmulateCommandTests {
     }
 
     @Test(
+        "apns: aioapns (PyPI) pushes with the printed key and CA; an --unregistered token answers 410 with a time",
+        .enabled(if: PythonScript.canImport("aioapns") || ProcessInfo.processInfo.environment["CI"] == "true"))
+    func apnsWithAioapns() async throws {
+        let workspace = try makeWorkspace()
+        let dead = String(repeating: "d1", count: 32)
+        let emulator = try RunningEmulator(
+            ["apns", "--config", "absent.yaml", "--port", "0", "--directory", "apns", "--unregistered", dead],
+            in: workspace, readyWhen: "Requests follow")
+        let banner = emulator.output
+        let port = try #require(emulator.value(after: "on https://127.0.0.1:", in: banner))
+        let caPath = try #require(emulator.value(after: "CA certificate  ", in: banner))
+        let keyPath = try #require(emulator.value(after: "privateKey: file:", in: banner))
+        let teamID = try #require(emulator.value(after: "teamId: ", in: banner))
+        let keyID = try #require(emulator.value(after: "keyId: ", in: banner))
+        // aioapns as an app server uses it, its production host and port pointed at the emulator.
+        let script = """
+            import asyncio, ssl, sys
+            import aioapns.connection as connection
+            from aioapns import APNs, NotificationRequest, PushType
+            connection.APNsTLSClientProtocol.APNS_PORT = int(sys.argv[1])
+            connection.APNsProductionClientProtocol.APNS_SERVER = '127.0.0.1'
+            async def main():
+                client = APNs(key=open(sys.argv[3]).read(), key_id=sys.argv[4], team_id=sys.argv[5],
+                              topic='com.example.app', use_sandbox=False,
+                              ssl_context=ssl.create_default_context(cafile=sys.argv[2]))
+                live = await client.send_notification(NotificationRequest(
+                    device_token='b2' * 32, message={'aps': {'alert': {'title': 'Hello', 'body': 'from aioapns'}}},
+                    push_type=PushType.ALERT))
+                print('live', live.is_successful, live.status)
+                gone = await client.send_notification(NotificationRequest(
+                    device_token=sys.argv[6], message={'aps': {'content-available': 1}},
+                    push_type=PushType.BACKGROUND, priority=5))
+                print('dead', gone.status, gone.description, gone.timestamp is not None)
+            asyncio.run(main())
+            """
+        let output = try await PythonScript.run(script, arguments: [port, caPath, keyPath, keyID, teamID, dead])
+        let lines = output.split(separator: "\n").map(String.init)
+        #expect(lines.first == "live True 200", "\(output)")
+        #expect(lines.last == "dead 410 Unregistered True", "\(output)")
+        #expect(try await emulator.waitFor("410 Unregistered background com.example.app"), "\(emulator.output)")
+        #expect(emulator.output.contains("200 alert com.example.app → b2b2b2b2…(64)"), "\(emulator.output)")
+
+        emulator.signal(SIGTERM)
+        #expect(emulator.waitForExit() == 0, "\(emulator.output)\n\(emulator.errors)")
+    }
+
+    @Test(
         "fcm: firebase-admin (PyPI) sends with the printed service account and CA; an invalid token is refused",
         .enabled(if: PythonScript.canImport("firebase_admin") || ProcessInfo.processInfo.environment["CI"] == "true"))
     func fcmWithFirebaseAdmin() async throws {
