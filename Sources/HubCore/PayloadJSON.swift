@@ -44,10 +44,23 @@ enum StoredJSON {
 
     /// `text` as a JSON string, escaped as `JSONEncoder` escapes it (slashes included).
     static func appendString(_ text: String, to bytes: inout [UInt8]) {
+        JSONEscaping.appendQuoted(text, escapingSlashes: true, to: &bytes)
+    }
+}
+
+/// JSON strings written byte by byte, for the hub's own JSON writers.
+public enum JSONEscaping {
+    /// `value` as a JSON string: `"` and `\` escaped, controls as `\b`, `\t`, `\n`, `\f`, `\r` or
+    /// `\u00xx`, `/` as `\/` when `escapingSlashes` (as `JSONEncoder` does by default), everything
+    /// else (non-ASCII included) as it is.
+    public static func appendQuoted(_ value: String, escapingSlashes: Bool, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
+        for byte in value.utf8 {
             switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"):
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                bytes.append(UInt8(ascii: "\\"))
+                bytes.append(byte)
+            case UInt8(ascii: "/") where escapingSlashes:
                 bytes.append(UInt8(ascii: "\\"))
                 bytes.append(byte)
             case 0x08: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])

@@ -1,4 +1,5 @@
 import Foundation
+import HubCore
 
 // The hot resources (a notification, a feed page, a history) are written straight to bytes:
 // Foundation's JSONEncoder with a custom date strategy was ~4% of a publish's CPU. The output is
@@ -98,27 +99,8 @@ struct JSONWriter {
     /// `value` as a JSON string: `"` and `\` escaped, controls as `\n`, `\t`, … or `\u00XX`,
     /// everything else (`/` and non-ASCII included) as it is.
     static func appendQuoted(_ value: String, to bytes: inout [UInt8]) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x08: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
-            case 0x0C: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
-            case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0x00..<0x20:
-                bytes.append(contentsOf: Array("\\u00".utf8))
-                bytes.append(hexDigits[Int(byte >> 4)])
-                bytes.append(hexDigits[Int(byte & 0xF)])
-            default: bytes.append(byte)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
+        JSONEscaping.appendQuoted(value, escapingSlashes: false, to: &bytes)
     }
-
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// `2025-01-31T12:00:00.000Z`: UTC, milliseconds truncated (as `JSON.dateStyle` formats).
     static func appendISO8601(_ date: Date, to bytes: inout [UInt8]) {

@@ -234,7 +234,11 @@ final class OpenSocket: Sendable {
     }
 
     /// Everything the server sends until it closes the connection (or the socket's timeout).
-    func readToEnd() async -> String {
+    func readToEnd() async -> String { await read(until: nil) }
+
+    /// What the server sends until `marker` arrived (the rest stays to be read), or without one
+    /// until it closes the connection; either way at most until the socket's timeout.
+    func read(until marker: String?) async -> String {
         let fd = self.fd
         return await withCheckedContinuation { continuation in
             Thread.detachNewThread {
@@ -244,6 +248,7 @@ final class OpenSocket: Sendable {
                     let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                     if count <= 0 { break }
                     received += buffer[..<count]
+                    if let marker, String(decoding: received, as: UTF8.self).contains(marker) { break }
                 }
                 continuation.resume(returning: String(decoding: received, as: UTF8.self))
             }

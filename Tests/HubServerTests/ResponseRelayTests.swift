@@ -9,10 +9,6 @@ import Testing
 
 @testable import HubServer
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// `ResponseRelay` on the hub's server: a response whose route returned goes out at once; one
 /// whose route is still writing streams, part by part, while the route writes.
 @Suite("Response relay")
@@ -36,22 +32,18 @@ struct ResponseRelayTests {
         try await app.test(.live) { client in
             let port = try #require(client.port)
             defer { gate.open() }
-            let fd = try RawHTTP.connectedSocket(port: port, timeout: 20)
-            defer { close(fd) }
-            let request = Array(
-                ("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"
+            let socket = try OpenSocket(port: port)
+            try socket.send(
+                "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"
                     + "GET /quick HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                    .utf8)
-            #expect(
-                request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == request.count)
             // The route waits at the gate: what arrives now was streamed while it writes.
-            let early = try await Self.read(fd, until: "first part")
+            let early = await socket.read(until: "first part")
             #expect(early.contains("HTTP/1.1 200"), "\(early)")
             #expect(early.contains("first part"), "\(early)")
             #expect(!early.contains("second part"), "\(early)")
             #expect(gate.waiting == 1, "the route is still waiting for the gate")
             gate.open()
-            let rest = try await Self.read(fd, until: "quick answer")
+            let rest = await socket.read(until: "quick answer")
             #expect((early + rest).contains("second part"), "\(early + rest)")
             #expect(rest.contains("quick answer"), "the pipelined request after the stream is answered: \(rest)")
         }
@@ -67,35 +59,11 @@ struct ResponseRelayTests {
             let requests =
                 String(repeating: "GET /quick HTTP/1.1\r\nHost: x\r\n\r\n", count: 5)
                 + "GET /quick HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-            let fd = try RawHTTP.connectedSocket(port: port, timeout: 20)
-            defer { close(fd) }
-            let bytes = Array(requests.utf8)
-            #expect(bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count)
-            let text = try await Self.read(fd, until: nil)
+            let socket = try OpenSocket(port: port)
+            try socket.send(requests)
+            let text = await socket.readToEnd()
             #expect(text.components(separatedBy: "HTTP/1.1 200").count == 7, "\(text)")
             #expect(text.components(separatedBy: "quick answer").count == 7, "\(text)")
-        }
-    }
-
-    /// Reads from `fd` until `marker` arrived (or, without one, until the server closes).
-    static func read(_ fd: Int32, until marker: String?) async throws -> String {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                var received: [UInt8] = []
-                var buffer = [UInt8](repeating: 0, count: 65_536)
-                while true {
-                    let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                    if count <= 0 { break }
-                    received += buffer[..<count]
-                    if let marker, String(decoding: received, as: UTF8.self).contains(marker) { break }
-                }
-                let text = String(decoding: received, as: UTF8.self)
-                if let marker, !text.contains(marker) {
-                    continuation.resume(throwing: RawHTTP.Failure(description: "no '\(marker)' in: \(text)"))
-                } else {
-                    continuation.resume(returning: text)
-                }
-            }
         }
     }
 }
