@@ -21,7 +21,11 @@ final class APNSConnectionPool: APNSConnectionDelegate, Sendable {
     private let configuration: APNSTransport.Configuration
     private let logger: Logger
     private let state: Mutex<APNSPoolState>
-    private let badDeviceTokenStreak = Atomic<Int>(0)
+    /// The distinct tokens answered `BadDeviceToken` since the last accepted push (at most as many
+    /// as the threshold they are counted against), and whether there are any (read on every
+    /// accepted push without the lock).
+    private let badDeviceTokens = Mutex<Set<String>>([])
+    private let inBadDeviceTokenStreak = Atomic<Bool>(false)
     /// Where this pool's turn through NIO's event loops starts (see ``eventLoop(forConnection:)``).
     private let firstEventLoop: Int
     private static let pools = Atomic<Int>(0)
@@ -246,15 +250,25 @@ final class APNSConnectionPool: APNSConnectionDelegate, Sendable {
         perform(effects)
     }
 
-    /// Counts `BadDeviceToken` answers in a row.
-    /// - Returns: the streak, this answer included.
-    func recordBadDeviceToken() -> Int {
-        badDeviceTokenStreak.wrappingAdd(1, ordering: .relaxed).newValue
+    /// Counts `token` in the streak of distinct tokens answered `BadDeviceToken` with no accepted
+    /// push in between (the same token again does not count: several deliveries to one dead
+    /// token say nothing about the others).
+    /// - Returns: the distinct tokens of the streak, at most `limit`, and whether this answer made
+    ///   the count reach `limit`.
+    func recordBadDeviceToken(_ token: String, limit: Int) -> (count: Int, reachedLimit: Bool) {
+        inBadDeviceTokenStreak.store(true, ordering: .relaxed)
+        return badDeviceTokens.withLock { tokens in
+            guard tokens.count < limit else { return (tokens.count, false) }
+            let inserted = tokens.insert(token).inserted
+            return (tokens.count, inserted && tokens.count == limit)
+        }
     }
 
     /// Ends a `BadDeviceToken` streak.
     func recordDelivered() {
-        if badDeviceTokenStreak.load(ordering: .relaxed) != 0 { badDeviceTokenStreak.store(0, ordering: .relaxed) }
+        guard inBadDeviceTokenStreak.load(ordering: .relaxed) else { return }
+        inBadDeviceTokenStreak.store(false, ordering: .relaxed)
+        badDeviceTokens.withLock { $0.removeAll() }
     }
 
     /// Fails waiting sends, lets in-flight ones finish for up to `grace`, then closes every connection.

@@ -41,10 +41,12 @@ extension APNSTransport {
         /// Trim a visible notification's body (with "…") when the payload is over the limit,
         /// instead of rejecting it.
         public var trimsAlertBody: Bool = true
-        /// After this many `BadDeviceToken` answers in a row on one environment, one warning says
-        /// the endpoints may have registered with the wrong environment, and further
-        /// `BadDeviceToken` answers suspend their deliveries (instead of deactivating the
-        /// endpoints) until APNs accepts a push again.
+        /// Once this many distinct tokens of one set of credentials and environment were answered
+        /// `BadDeviceToken` with no accepted push in between, one warning says the endpoints may
+        /// have registered with the wrong environment, and further `BadDeviceToken` answers suspend
+        /// their deliveries (instead of deactivating the endpoints; they show in
+        /// `hub_deliveries_suspended` and the app's statistics) until APNs accepts a push again.
+        /// The same token answered again does not count twice.
         public var badDeviceTokenWarningThreshold: Int = 10
         /// The wall clock for provider tokens' `iat`, `Retry-After` dates and expirations.
         public var now: @Sendable () -> Date = { Date() }

@@ -29,8 +29,8 @@ extension APNSTransport {
     /// `BadEnvironmentKeyIdInToken`, `Forbidden`), a topic wrong for the app (`BadTopic`,
     /// `TopicDisallowed`, `MissingTopic`), `ExpiredProviderToken` again after a newly signed token
     /// (the host's clock), a key that does not sign, and `BadDeviceToken` for every token once
-    /// ``APNSTransport/Configuration/badDeviceTokenWarningThreshold`` came in a row (the
-    /// environment is wrong, not the tokens) — are ``HubCore/DeliveryOutcome/suspended(reason:)``:
+    /// ``APNSTransport/Configuration/badDeviceTokenWarningThreshold`` distinct tokens had it with no
+    /// accepted push in between (the environment is wrong, not the tokens) — are ``HubCore/DeliveryOutcome/suspended(reason:)``:
     /// parked, not dropped, until the hub restarts with the configuration fixed.
     func outcome(
         of exchange: Exchange, request: APNSRequest, group: APNSCredentialGroup, pool: APNSConnectionPool
@@ -69,20 +69,20 @@ extension APNSTransport {
             guard reason == .badDeviceToken else {
                 return .endpointGone(since: body.timestamp, reason: label)
             }
-            let streak = pool.recordBadDeviceToken()
             let threshold = configuration.badDeviceTokenWarningThreshold
-            if streak >= threshold {
+            let streak = pool.recordBadDeviceToken(request.deviceToken, limit: threshold)
+            if streak.count >= threshold {
                 // Every token failing at once: suspect the environment, not the tokens (PROVIDERS.md §1.5).
-                if streak == threshold {
+                if streak.reachedLimit {
                     let message =
-                        "\(threshold) APNs tokens in a row were BadDeviceToken on \(request.environment): the "
+                        "\(threshold) distinct APNs tokens in a row were BadDeviceToken on \(request.environment): the "
                         + "endpoints may have registered with the wrong environment (development builds need "
                         + "environment: development), or the credentials are for the other environment; "
                         + "suspending such deliveries until one is accepted again"
                     logger.warning("\(message)", metadata: ["pool": "\(pool.label)"])
                 }
                 return .suspended(
-                    reason: "\(label) (\(request.environment)) for \(threshold) or more tokens in a row: "
+                    reason: "\(label) (\(request.environment)) for \(threshold) or more distinct tokens in a row: "
                         + "check the environment of the endpoints and of the credentials")
             }
             return .endpointGone(
