@@ -38,9 +38,6 @@ final class ResponseRelay: Sendable {
         self.done = done
     }
 
-    /// Whether the parts went, or go, at once or streamed (tests).
-    var taken: Bool { sink.withLock { $0 == nil } }
-
     private func take() -> NIOAsyncChannelOutboundWriter<HTTPResponsePart>.TestSink? {
         sink.withLock { sink in
             defer { sink = nil }
@@ -69,11 +66,7 @@ final class ResponseRelay: Sendable {
                     channel.write(part, promise: nil)
                     continue
                 }
-                let ended = channel.eventLoop.makePromise(of: Void.self)
-                ended.futureResult.whenComplete { result in
-                    if case .success = result { done(true) } else { done(false) }
-                }
-                channel.writeAndFlush(part, promise: ended)
+                Self.writeEnd(part, to: channel, done: done)
                 return
             }
             channel.flush()
@@ -100,14 +93,21 @@ final class ResponseRelay: Sendable {
                     }
                 case .end:
                     reported = true
-                    let written = channel.eventLoop.makePromise(of: Void.self)
-                    written.futureResult.whenComplete { result in
-                        if case .success = result { done(true) } else { done(false) }
-                    }
-                    channel.writeAndFlush(part, promise: written)
+                    Self.writeEnd(part, to: channel, done: done)
                 }
             }
             if !reported { done(false) }
         }
+    }
+
+    /// Writes and flushes the response's end; `done` says whether it was written.
+    private static func writeEnd(
+        _ end: HTTPResponsePart, to channel: any Channel, done: @escaping @Sendable (Bool) -> Void
+    ) {
+        let written = channel.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenComplete { result in
+            if case .success = result { done(true) } else { done(false) }
+        }
+        channel.writeAndFlush(end, promise: written)
     }
 }
