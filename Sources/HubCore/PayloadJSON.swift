@@ -13,7 +13,7 @@ extension NotificationPayload {
         var first = true
         if let rawContent {
             StoredJSON.appendKey("rawContent", first: &first, to: &bytes)
-            StoredJSON.appendString(rawContent, to: &bytes)
+            JSONEscaping.appendQuoted(rawContent, escapingSlashes: true, to: &bytes)
         }
         if let visualContent {
             StoredJSON.appendKey("visualContent", first: &first, to: &bytes)
@@ -21,10 +21,10 @@ extension NotificationPayload {
             var innerFirst = true
             if let body = visualContent.body {
                 StoredJSON.appendKey("body", first: &innerFirst, to: &bytes)
-                StoredJSON.appendString(body, to: &bytes)
+                JSONEscaping.appendQuoted(body, escapingSlashes: true, to: &bytes)
             }
             StoredJSON.appendKey("title", first: &innerFirst, to: &bytes)
-            StoredJSON.appendString(visualContent.title, to: &bytes)
+            JSONEscaping.appendQuoted(visualContent.title, escapingSlashes: true, to: &bytes)
             bytes.append(UInt8(ascii: "}"))
         }
         bytes.append(UInt8(ascii: "}"))
@@ -40,11 +40,6 @@ enum StoredJSON {
         key.withUTF8Buffer { bytes.append(contentsOf: $0) }
         bytes.append(UInt8(ascii: "\""))
         bytes.append(UInt8(ascii: ":"))
-    }
-
-    /// `text` as a JSON string, escaped as `JSONEncoder` escapes it (slashes included).
-    static func appendString(_ text: String, to bytes: inout [UInt8]) {
-        JSONEscaping.appendQuoted(text, escapingSlashes: true, to: &bytes)
     }
 }
 
