@@ -80,6 +80,13 @@ struct PublishTarget: Sendable {
     var publisherKey: String
     /// When set, the connections ask `GET` this path instead of publishing (the HTTP ceiling).
     var probe: String?
+
+    /// This target's instance asked `GET /healthz` instead (the HTTP ceiling and floor).
+    var healthProbe: PublishTarget {
+        var probe = self
+        probe.probe = "/healthz"
+        return probe
+    }
 }
 
 /// HTTP/1.1 keep-alive connections that publish to `hub serve`, one publish in flight each.

@@ -37,13 +37,9 @@ struct PipelinePhases {
         let seconds = min(5, options.seconds)
         let tally = PublishTally(users: 1)
         let sequence = PublishSequence(users: 1)
-        let probes = targets.map { target in
-            var probe = target
-            probe.probe = "/healthz"
-            return probe
-        }
         let load = try await PublishLoad.connect(
-            options.connections, to: probes, group: MultiThreadedEventLoopGroup.singleton, tally: tally,
+            options.connections, to: targets.map(\.healthProbe), group: MultiThreadedEventLoopGroup.singleton,
+            tally: tally,
             next: { sequence.next() })
         let end = Monotonic.now() + UInt64(seconds) * 1_000_000_000
         tally.closeWindow(at: end)
@@ -226,10 +222,9 @@ struct PipelinePhases {
         let seconds = min(5, options.latencySeconds)
         let count = setup.rate * seconds
         let tally = PublishTally(users: setup.users)
-        var probe = targets[0]
-        probe.probe = "/healthz"
         let load = try await PublishLoad.connect(
-            options.connections, to: [probe], group: MultiThreadedEventLoopGroup.singleton, tally: tally, next: nil)
+            options.connections, to: [targets[0].healthProbe], group: MultiThreadedEventLoopGroup.singleton,
+            tally: tally, next: nil)
         let cpuStart = hubs.cpuSeconds()
         _ = try await pace(load, rate: setup.rate, count: count, until: .max, marking: false)
         try await waitForAnswers(tally, count: count)

@@ -27,7 +27,7 @@ struct PythonClientTests {
                                    headers={"Urgency": "high", "Topic": "pyTopic1"})
                 print(response.status_code)
                 """
-            let output = try await PythonWebPush.run(
+            let output = try await PythonScript.run(
                 script, arguments: [subscription.json, keyPath], environment: ["REQUESTS_CA_BUNDLE": caPath])
             #expect(output.trimmingCharacters(in: .whitespacesAndNewlines) == "201")
             let message = try #require(fixture.emulator.received(by: subscription).first)
@@ -54,7 +54,7 @@ struct PythonClientTests {
                 except WebPushException as error:
                     print(error.response.status_code)
                 """
-            let output = try await PythonWebPush.run(
+            let output = try await PythonScript.run(
                 script, arguments: [subscription.json, keyPath], environment: ["REQUESTS_CA_BUNDLE": caPath])
             #expect(output.trimmingCharacters(in: .whitespacesAndNewlines) == "403")
             #expect(fixture.emulator.received.isEmpty)
@@ -79,7 +79,7 @@ struct PythonClientTests {
                                              version="aes128gcm")
                 sys.stdout.write(plaintext.decode("utf-8"))
                 """
-            let output = try await PythonWebPush.run(
+            let output = try await PythonScript.run(
                 script,
                 arguments: [B64.encode(message.body), subscription.privateKeyBase64URL, B64.encode(subscription.auth)])
             #expect(output == message.text)
@@ -90,7 +90,7 @@ struct PythonClientTests {
     }
 }
 
-/// Runs `python3` scripts that use pywebpush and http-ece.
+/// What the pywebpush and http-ece scripts need (they run with ``PythonScript``).
 enum PythonWebPush {
     /// Whether `python3` can import pywebpush and http_ece.
     static let available = PythonScript.canImport("pywebpush, http_ece")
@@ -104,12 +104,5 @@ enum PythonWebPush {
         try key.pemRepresentation.reveal().write(toFile: keyPath, atomically: true, encoding: .utf8)
         try trust.write(toFile: caPath, atomically: true, encoding: .utf8)
         return (keyPath, caPath)
-    }
-
-    /// Runs `script` (see ``PythonScript/run(_:arguments:environment:)``).
-    static func run(
-        _ script: String, arguments: [String] = [], environment: [String: String] = [:]
-    ) async throws -> String {
-        try await PythonScript.run(script, arguments: arguments, environment: environment)
     }
 }
