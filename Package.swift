@@ -290,6 +290,7 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
             ],
+            exclude: ["Fixtures"],
             swiftSettings: strictness
         ),
         .executableTarget(
@@ -392,7 +393,8 @@ let package = Package(
         .testTarget(
             name: "HubCLITests",
             dependencies: [
-                "hub", "HubCLI", "device-simulator", "HubEmulators", "HubConfig", "HubCore", "HubAPNS", "HubFCM", "HubWNS",
+                "hub", "HubCLI", "device-simulator", "HubEmulators", "HubConfig", "HubCore", "HubAPNS", "HubFCM",
+                "HubWNS",
                 "HubWebPush", "HubTesting",
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),  // DeploymentTests reads compose.yaml

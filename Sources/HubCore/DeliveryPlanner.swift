@@ -9,13 +9,14 @@ public import struct Foundation.Date
 /// The rules:
 /// - Only active endpoints get deliveries, and none whose transport wakes its devices in-process
 ///   (``inProcessTransports``, those declaring ``TransportCapabilities/wakesInProcess``): the hub wakes those after the commit.
-/// - A publish reaches the endpoints whose platform its `targetPolicy` includes. State changes,
-///   deletions and expiries reach every endpoint but the one that made the change.
+/// - Every change reaches only the endpoints whose platform the notification's `targetPolicy`
+///   includes (the others never see it in their feeds); a state change skips the endpoint that
+///   made it.
 /// - A publish in visible mode whose payload has `visualContent` gets one `visible` delivery per
 ///   endpoint. Everything else is a shoulder tap, which coalesces with the endpoint's pending tap
 ///   (``PlannedDelivery/coalesces``).
 /// - A high-priority publish with a `fallbackPolicy` that is tapped also gets a `fallback`
-///   delivery per endpoint, due when the policy's timeout has passed.
+///   delivery per endpoint of the policy's platforms, due when the policy's timeout has passed.
 ///
 /// ```swift
 /// let plan = DeliveryPlanner(transports: transports).plan(notification, .published(mode: .shoulderTap),
@@ -73,7 +74,9 @@ public struct DeliveryPlanner: Sendable, Hashable {
                     continue
                 }
                 planned.append(PlannedDelivery(endpoint, .shoulderTap, dueAt: now))
-                if notification.priority == .high, let policy = notification.fallbackPolicy {
+                if notification.priority == .high, let policy = notification.fallbackPolicy,
+                    policy.includes(endpoint.platform)
+                {
                     let due = now.addingTimeInterval(Double(policy.timeoutSeconds))
                     planned.append(PlannedDelivery(endpoint, .fallback, dueAt: due))
                 }
@@ -84,14 +87,14 @@ public struct DeliveryPlanner: Sendable, Hashable {
         return planned
     }
 
-    /// Whether `endpoint` gets anything for `change`.
+    /// Whether `endpoint` gets anything for `change`: only endpoints of the targeted platforms, as
+    /// only they show the notification in their feeds (``NotificationView``).
     private func receives(_ endpoint: Endpoint, _ change: Change, _ notification: UserNotification) -> Bool {
-        guard endpoint.state == .active, !inProcessTransports.contains(endpoint.transport) else { return false }
-        switch change {
-        case .published: return notification.targetPolicy.includes(endpoint.platform)
-        case .stateChanged(let except): return endpoint.id != except
-        case .deleted, .expired: return true
-        }
+        guard endpoint.state == .active, !inProcessTransports.contains(endpoint.transport),
+            notification.targetPolicy.includes(endpoint.platform)
+        else { return false }
+        if case .stateChanged(let except) = change { return endpoint.id != except }
+        return true
     }
 }
 

@@ -122,7 +122,7 @@ final class Dispatcher: Sendable {
         guard let app = router.apps[delivery.appId] else {
             return .finish(.rejected, detail: "the app '\(delivery.appId)' is no longer configured", goneSince: nil)
         }
-        if let reason = Self.skipReason(claimed) {
+        if let reason = Self.skipReason(claimed, now: now()) {
             return .finish(.superseded, detail: reason, goneSince: nil)
         }
         guard let transport = router.transport(endpoint.transport) else {
@@ -136,7 +136,7 @@ final class Dispatcher: Sendable {
         let started = ContinuousClock.now
         let outbound = OutboundDelivery(
             delivery: delivery, endpoint: endpoint, app: app,
-            notification: delivery.kind == .shoulderTap ? nil : claimed.notification)
+            notification: delivery.kind == .shoulderTap ? nil : Self.content(of: claimed))
         let outcome = await transport.send(outbound)
         Timer(label: "hub_delivery_duration_seconds", dimensions: [("transport", transportLabel)])
             .recordNanoseconds((ContinuousClock.now - started).nanoseconds)
@@ -183,9 +183,15 @@ final class Dispatcher: Sendable {
         }
     }
 
-    /// Why a claimed delivery need not be sent any more, if so.
-    static func skipReason(_ claimed: ClaimedDelivery) -> String? {
+    /// Why a claimed delivery need not be sent any more, if so. Content is never sent past its
+    /// notification's expiration, even before the sweep has marked it expired.
+    static func skipReason(_ claimed: ClaimedDelivery, now: Date) -> String? {
         let delivery = claimed.delivery
+        if delivery.kind != .shoulderTap, let notification = claimed.notification,
+            notification.status == .active, notification.expirationDateTime <= now
+        {
+            return "the notification expired"
+        }
         switch delivery.kind {
         case .visible:
             guard let notification = claimed.notification, notification.status == .active else {
@@ -202,6 +208,16 @@ final class Dispatcher: Sendable {
             break
         }
         return nil
+    }
+
+    /// The notification a visible or fallback delivery renders: a fallback shows its policy's own
+    /// `visualContent` when it has one (Graph's `endpointFallback.visualContent`).
+    static func content(of claimed: ClaimedDelivery) -> UserNotification? {
+        guard var notification = claimed.notification else { return nil }
+        if claimed.delivery.kind == .fallback, let visual = notification.fallbackPolicy?.visualContent {
+            notification.payload.visualContent = visual
+        }
+        return notification
     }
 
     /// Another attempt after a back-off, or `gaveUp` when attempts or age ran out.

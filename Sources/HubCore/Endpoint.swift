@@ -79,14 +79,22 @@ public struct HistoryFilter: Sendable, Hashable {
     /// Defaults to active notifications only.
     public var status: NotificationStatus?
     public var limit: Int
+    /// Only notifications whose `targetPolicy` includes this platform (a device's history).
+    public var platform: Platform?
+    /// The read time: an `active` notification whose expiration is at or before it counts as
+    /// `expired` for ``status``. `nil` compares stored states only.
+    public var asOf: Date?
+
     public init(
         readState: ReadState? = nil, userActionState: UserActionState? = nil,
-        status: NotificationStatus? = .active, limit: Int = 100
+        status: NotificationStatus? = .active, limit: Int = 100, platform: Platform? = nil, asOf: Date? = nil
     ) {
         self.readState = readState
         self.userActionState = userActionState
         self.status = status
         self.limit = limit
+        self.platform = platform
+        self.asOf = asOf
     }
 }
 

@@ -41,8 +41,31 @@ extension Hub {
             let supported = app.supportedPlatforms.map(\.rawValue).joined(separator: ", ")
             fail("targetPolicy.platformTypes[\(index)]", "'\(platform)' is not a platform of this app (\(supported))")
         }
-        if let fallback = draft.fallbackPolicy, !FallbackPolicy.allowedTimeout.contains(fallback.timeoutSeconds) {
-            fail("fallbackPolicy.timeoutSeconds", "must be 60–600 seconds")
+        if let fallback = draft.fallbackPolicy {
+            if !FallbackPolicy.allowedTimeout.contains(fallback.timeoutSeconds) {
+                fail("fallbackPolicy.timeoutSeconds", "must be 60–600 seconds")
+            }
+            for (index, platform) in fallback.platformTypes.enumerated() {
+                if app.platforms[platform] == nil {
+                    let supported = app.supportedPlatforms.map(\.rawValue).joined(separator: ", ")
+                    fail(
+                        "fallbackPolicy.platformTypes[\(index)]",
+                        "'\(platform)' is not a platform of this app (\(supported))")
+                } else if !draft.targetPolicy.includes(platform) {
+                    fail(
+                        "fallbackPolicy.platformTypes[\(index)]",
+                        "'\(platform)' is not in targetPolicy.platformTypes; a fallback goes only to targeted devices")
+                }
+            }
+            if let visual = fallback.visualContent {
+                if visual.title.trimmingCharacters(in: .whitespaces).isEmpty {
+                    fail("fallbackPolicy.visualContent.title", "is required when visualContent is given")
+                }
+                for (field, text) in [("title", visual.title), ("body", visual.body)]
+                where text?.utf8.contains(0) == true {
+                    fail("fallbackPolicy.visualContent.\(field)", "must not contain the character U+0000 (NUL)")
+                }
+            }
         }
         if let mode = draft.deliveryMode, !DeliveryMode.known.contains(mode) {
             fail("deliveryMode", "must be shoulderTap or visible")

@@ -128,22 +128,33 @@ public final class Hub: Service, Sendable {
         return tombstone
     }
 
-    /// The user's notifications, newest first.
+    /// The user's notifications, newest first, as of now (``NotificationView``): `platform` (a
+    /// device's) leaves out those not targeting it, and ``HistoryFilter/asOf`` is now unless given.
     public func history(
-        app appID: String, user userID: String, filter: HistoryFilter = HistoryFilter()
+        app appID: String, user userID: String, filter: HistoryFilter = HistoryFilter(), platform: Platform? = nil
     )
         async throws -> [UserNotification]
     {
-        try await store.history(try feedKey(appID, userID), filter: filter)
+        let key = try feedKey(appID, userID)
+        var filter = filter
+        filter.platform = platform ?? filter.platform
+        let view = NotificationView(now: filter.asOf ?? now(), platform: filter.platform)
+        filter.asOf = view.now
+        return view.history(try await store.history(key, filter: filter), filter: filter)
     }
 
-    public func notification(app appID: String, user userID: String, id: String) async throws -> UserNotification {
+    /// One notification as of now (``NotificationView``); one not targeting `platform` (a
+    /// device's) is not found.
+    public func notification(
+        app appID: String, user userID: String, id: String, platform: Platform? = nil
+    ) async throws -> UserNotification {
         let key = try feedKey(appID, userID)
         try Identifier.check(id, field: "id")
-        guard let found = try await store.notification(key, id: id) else {
+        let view = NotificationView(now: now(), platform: platform)
+        guard let found = try await store.notification(key, id: id), view.shows(found) else {
             throw HubError(.notFound, "No notification '\(id)' for this user.")
         }
-        return found
+        return view.render(found)
     }
 
     // MARK: Devices
@@ -188,9 +199,12 @@ public final class Hub: Service, Sendable {
     /// by another process that does not relay its wake-ups shows at the end of the wait). A wait
     /// that ends because the task was cancelled or the signals were shut down
     /// (``FeedSignals/shutDown()``) returns what it read before waiting, without reading again.
+    ///
+    /// The page is what a reader of `platform` (a device's; `nil` for every platform) sees now
+    /// (``NotificationView``); its cursor moves past the changes it leaves out.
     public func feed(
         app appID: String, user userID: String, after version: Int64, limit: Int = 100,
-        wait: Duration? = nil, endpoint: String? = nil
+        wait: Duration? = nil, endpoint: String? = nil, platform: Platform? = nil
     ) async throws -> FeedPage {
         let key = try feedKey(appID, userID)
         let limit = min(max(limit, 1), 1000)
@@ -209,7 +223,8 @@ public final class Hub: Service, Sendable {
             }
         }
         if let endpoint { try await recordSync(key, endpoint: endpoint) }
-        return page ?? FeedPage(changes: [], version: version, hasMore: false)
+        guard let page else { return FeedPage(changes: [], version: version, hasMore: false) }
+        return NotificationView(now: now(), platform: platform).page(page)
     }
 
     /// Records that a push endpoint synced its feed (its fallback alerts are then not needed).

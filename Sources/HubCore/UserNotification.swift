@@ -32,11 +32,47 @@ public struct TargetPolicy: Sendable, Hashable, Codable {
 
 /// Graph's fallback policy: if an endpoint has not synced within `timeout` after a high-priority tap,
 /// the hub sends a visible alert instead.
+///
+/// Graph's own shape, `endpointFallback {platformTypes, fallbackDelayInSeconds, visualContent}`, maps
+/// onto it: the delay is ``timeoutSeconds``, the platforms ``platformTypes`` and the content
+/// ``visualContent``.
 public struct FallbackPolicy: Sendable, Hashable, Codable {
     /// Seconds, 60–600.
     public var timeoutSeconds: Int
-    public init(timeoutSeconds: Int) { self.timeoutSeconds = timeoutSeconds }
+    /// The platforms whose endpoints get a fallback alert; empty means every targeted platform.
+    public var platformTypes: [Platform]
+    /// What the alert shows; `nil` shows the notification's own `visualContent`.
+    public var visualContent: VisualContent?
+
+    public init(timeoutSeconds: Int, platformTypes: [Platform] = [], visualContent: VisualContent? = nil) {
+        self.timeoutSeconds = timeoutSeconds
+        self.platformTypes = platformTypes
+        self.visualContent = visualContent
+    }
+
     public static let allowedTimeout = 60...600
+
+    /// Whether endpoints of `platform` get the fallback alert.
+    public func includes(_ platform: Platform) -> Bool { platformTypes.isEmpty || platformTypes.contains(platform) }
+
+    /// Whether the policy holds more than its timeout (what stores keep beside the timeout).
+    public var hasDetails: Bool { !platformTypes.isEmpty || visualContent != nil }
+
+    private enum CodingKeys: String, CodingKey { case timeoutSeconds, platformTypes, visualContent }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        timeoutSeconds = try container.decode(Int.self, forKey: .timeoutSeconds)
+        platformTypes = try container.decodeIfPresent([Platform].self, forKey: .platformTypes) ?? []
+        visualContent = try container.decodeIfPresent(VisualContent.self, forKey: .visualContent)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(timeoutSeconds, forKey: .timeoutSeconds)
+        if !platformTypes.isEmpty { try container.encode(platformTypes, forKey: .platformTypes) }
+        try container.encodeIfPresent(visualContent, forKey: .visualContent)
+    }
 }
 
 /// What an app server publishes for one user (Graph's notification body).

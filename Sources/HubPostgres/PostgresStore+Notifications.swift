@@ -74,13 +74,21 @@ extension PostgresStore {
         let readState = filter.readState?.rawValue
         let userActionState = filter.userActionState?.rawValue
         let status = filter.status?.rawValue
+        // Exact expiry at read time (`asOf`): an active row past its expiration counts as expired.
+        let asOf = filter.status == .active || filter.status == .expired ? filter.asOf : nil
+        let platform = filter.platform?.rawValue
         return try await rows(
             """
             SELECT \(unescaped: NotificationColumns.list) FROM hub_notification
             WHERE app_id = \(key.appId) AND user_id = \(key.userId)
                 AND (\(readState)::text IS NULL OR read_state = \(readState))
                 AND (\(userActionState)::text IS NULL OR user_action_state = \(userActionState))
-                AND (\(status)::text IS NULL OR status = \(status))
+                AND (\(status)::text IS NULL OR (CASE
+                    WHEN \(asOf)::timestamptz IS NULL THEN status
+                    WHEN status = 'active' AND expiration_date_time <= \(asOf)::timestamptz THEN 'expired'
+                    ELSE status END) = \(status))
+                AND (\(platform)::text IS NULL OR jsonb_array_length(target_policy -> 'platformTypes') = 0
+                    OR target_policy -> 'platformTypes' @> jsonb_build_array(\(platform)::text))
             ORDER BY created_date_time DESC, change_version DESC LIMIT \(filter.limit)
             """
         ).map { try UserNotification(row: $0) }
@@ -170,10 +178,10 @@ extension PostgresStore {
         return (stored, endpoints)
     }
 
-    /// The values of `n`'s columns but `change_version`, as `$1` … `$17` of
+    /// The values of `n`'s columns but `change_version`, as `$1` … `$18` of
     /// ``NotificationColumns/upsert``.
     static func notificationBindings(_ n: UserNotification) throws -> PostgresBindings {
-        var binds = PostgresBindings(capacity: 17)
+        var binds = PostgresBindings(capacity: 18)
         binds.append(n.appId)
         binds.append(n.userId)
         binds.append(n.id)
@@ -191,6 +199,7 @@ extension PostgresStore {
         binds.append(n.readState.rawValue)
         binds.append(n.userActionState.rawValue)
         binds.append(n.status.rawValue)
+        try binds.append(n.fallbackPolicy.flatMap { $0.hasDetails ? JSONColumn($0) : nil })
         return binds
     }
 

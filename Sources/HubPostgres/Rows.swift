@@ -9,7 +9,8 @@ import PostgresNIO
 // - Open enumerations (`ReadState`, `TransportID`, …) are stored as their raw strings.
 // - Times are `timestamptz`: microsecond precision. Writes return the rows as the database
 //   stored them (`RETURNING`), so a value returned by a write equals the value read back later.
-// - `payload` and `targetPolicy` are `jsonb`; `fallbackPolicy` is its timeout in seconds.
+// - `payload` and `targetPolicy` are `jsonb`; `fallbackPolicy` is its timeout in seconds, and the
+//   whole policy in `fallback_details` (`jsonb`) when it names platforms or content (version 4).
 
 /// A Codable value stored in a `jsonb` column.
 struct JSONColumn<Value: Codable & Sendable>: Codable, Sendable, PostgresCodable {
@@ -44,16 +45,16 @@ enum NotificationColumns {
     static let list = """
         app_id, user_id, id, app_notification_id, group_name, priority, payload, target_policy,
         display_time_to_live, expiration_date_time, fallback_timeout_seconds, delivery_mode, created_date_time,
-        last_modified_date_time, read_state, user_action_state, status, change_version
+        last_modified_date_time, read_state, user_action_state, status, change_version, fallback_details
         """
 
-    /// Inserts or replaces the notification whose columns but `change_version` are `$1` … `$17`
+    /// Inserts or replaces the notification whose columns but `change_version` are `$1` … `$18`
     /// (``PostgresStore/notificationBindings(_:)``) with the next change version, returning
     /// ``list``. Parameters that may be NULL have a cast, so that their type never depends on a first run.
     static let upsert = """
         INSERT INTO hub_notification (\(list))
         VALUES ($1, $2, $3, $4, $5::text, $6, $7::jsonb, $8::jsonb, $9::bigint, $10, $11::bigint, $12::text,
-            $13, $14, $15, $16, $17, nextval('hub_change_version'))
+            $13, $14, $15, $16, $17, nextval('hub_change_version'), $18::jsonb)
         ON CONFLICT (app_id, user_id, id) DO UPDATE SET \(replace)
         RETURNING \(list)
         """
@@ -68,7 +69,7 @@ enum NotificationColumns {
         delivery_mode = EXCLUDED.delivery_mode, created_date_time = EXCLUDED.created_date_time,
         last_modified_date_time = EXCLUDED.last_modified_date_time, read_state = EXCLUDED.read_state,
         user_action_state = EXCLUDED.user_action_state, status = EXCLUDED.status,
-        change_version = EXCLUDED.change_version
+        change_version = EXCLUDED.change_version, fallback_details = EXCLUDED.fallback_details
         """
     /// The columns of the table aliased `n`, each renamed `n_<column>`, for statements that join.
     static let joined = aliased(list, table: "n", prefix: Names.joined.prefix)
@@ -79,6 +80,7 @@ enum NotificationColumns {
         let appId, userId, id, appNotificationId, groupName, priority, payload, targetPolicy: String
         let displayTimeToLive, expirationDateTime, fallbackTimeoutSeconds, deliveryMode: String
         let createdDateTime, lastModifiedDateTime, readState, userActionState, status, changeVersion: String
+        let fallbackDetails: String
 
         init(prefix: String) {
             self.prefix = prefix
@@ -100,6 +102,7 @@ enum NotificationColumns {
             userActionState = prefix + "user_action_state"
             status = prefix + "status"
             changeVersion = prefix + "change_version"
+            fallbackDetails = prefix + "fallback_details"
         }
 
         static let plain = Names(prefix: "")
@@ -132,8 +135,8 @@ extension UserNotification {
             targetPolicy: try row.value(names.targetPolicy, as: JSONColumn<TargetPolicy>.self).value,
             displayTimeToLive: try row.value(names.displayTimeToLive),
             expirationDateTime: try row.value(names.expirationDateTime),
-            fallbackPolicy: try row.value(names.fallbackTimeoutSeconds, as: Int?.self)
-                .map(FallbackPolicy.init(timeoutSeconds:)),
+            fallbackPolicy: try row.value(names.fallbackDetails, as: JSONColumn<FallbackPolicy>?.self)?.value
+                ?? row.value(names.fallbackTimeoutSeconds, as: Int?.self).map { FallbackPolicy(timeoutSeconds: $0) },
             deliveryMode: try row.value(names.deliveryMode, as: String?.self).map(DeliveryMode.init(rawValue:)),
             createdDateTime: try row.value(names.createdDateTime),
             lastModifiedDateTime: try row.value(names.lastModifiedDateTime),

@@ -9,7 +9,8 @@ import Synchronization
 // - Times are REAL seconds since 1970 (`Date.timeIntervalSince1970`), never GRDB's default text
 //   encoding, so that ranges (`dueAt <= ?`) compare numerically and sub-millisecond precision is kept.
 // - Open enumerations (`ReadState`, `TransportID`, …) are stored as their raw strings.
-// - `payload` and `targetPolicy` are JSON text; `fallbackPolicy` is its timeout in seconds.
+// - `payload` and `targetPolicy` are JSON text; `fallbackPolicy` is its timeout in seconds, and
+//   the whole policy as JSON in `fallbackDetails` when it names platforms or content (v5).
 
 // MARK: - Times
 
@@ -109,7 +110,7 @@ struct NotificationRecord: FetchableRecord {
     static let selection = """
         appId, userId, id, appNotificationId, groupName, priority, payload, targetPolicy, displayTimeToLive, \
         expirationDateTime, fallbackTimeoutSeconds, deliveryMode, createdDateTime, lastModifiedDateTime, readState, \
-        userActionState, status, changeVersion
+        userActionState, status, changeVersion, fallbackDetails
         """
 
     // The queries of every publish and feed read, built once: `cachedStatement(sql:)` hashes its
@@ -140,7 +141,8 @@ struct NotificationRecord: FetchableRecord {
             targetPolicy: try JSONColumn.decodePolicy(row[7]),
             displayTimeToLive: row[8],
             expirationDateTime: Date(storedSeconds: row[9]),
-            fallbackPolicy: fallbackSeconds.map(FallbackPolicy.init(timeoutSeconds:)),
+            fallbackPolicy: try (row[18] as String?).map { try JSONColumn.decode(FallbackPolicy.self, from: $0) }
+                ?? fallbackSeconds.map { FallbackPolicy(timeoutSeconds: $0) },
             deliveryMode: (row[11] as String?).map(DeliveryMode.init(rawValue:)),
             createdDateTime: Date(storedSeconds: row[12]),
             lastModifiedDateTime: Date(storedSeconds: row[13]),
@@ -156,14 +158,19 @@ struct NotificationRecord: FetchableRecord {
     struct EncodedContent: Sendable {
         var payload: String
         var targetPolicy: String
+        /// The fallback policy's JSON when it holds more than its timeout.
+        var fallbackDetails: String?
 
-        init(payload: NotificationPayload, targetPolicy: TargetPolicy) throws {
+        init(payload: NotificationPayload, targetPolicy: TargetPolicy, fallbackPolicy: FallbackPolicy?) throws {
             self.payload = payload.storedJSON
             self.targetPolicy = try JSONColumn.encode(targetPolicy)
+            self.fallbackDetails = try fallbackPolicy.flatMap { $0.hasDetails ? try JSONColumn.encode($0) : nil }
         }
 
         init(_ notification: UserNotification) throws {
-            try self.init(payload: notification.payload, targetPolicy: notification.targetPolicy)
+            try self.init(
+                payload: notification.payload, targetPolicy: notification.targetPolicy,
+                fallbackPolicy: notification.fallbackPolicy)
         }
     }
 
@@ -172,7 +179,7 @@ struct NotificationRecord: FetchableRecord {
     private static let contentColumns = [
         "appNotificationId", "groupName", "priority", "payload", "targetPolicy", "displayTimeToLive",
         "expirationDateTime", "fallbackTimeoutSeconds", "deliveryMode", "createdDateTime", "lastModifiedDateTime",
-        "readState", "userActionState", "status", "changeVersion",
+        "readState", "userActionState", "status", "changeVersion", "fallbackDetails",
     ]
     private static let insertSQL =
         "INSERT INTO notification (\(contentColumns.joined(separator: ", ")), appId, userId, id) VALUES ("
@@ -188,7 +195,7 @@ struct NotificationRecord: FetchableRecord {
             n.displayTimeToLive, n.expirationDateTime.storedSeconds, n.fallbackPolicy?.timeoutSeconds,
             n.deliveryMode?.rawValue, n.createdDateTime.storedSeconds, n.lastModifiedDateTime.storedSeconds,
             n.readState.rawValue, n.userActionState.rawValue, n.status.rawValue, n.changeVersion,
-            n.appId, n.userId, n.id,
+            content.fallbackDetails, n.appId, n.userId, n.id,
         ]
         return StatementArguments(values)
     }

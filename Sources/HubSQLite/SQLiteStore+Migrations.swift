@@ -10,6 +10,7 @@ extension SQLiteStore {
         migrator.registerMigration("v2", migrate: addOutboxLanes)
         migrator.registerMigration("v3", migrate: addSuspendedDeliveries)
         migrator.registerMigration("v4", migrate: dropDueIndex)
+        migrator.registerMigration("v5", migrate: addFallbackDetails)
         return migrator
     }()
 
@@ -140,6 +141,12 @@ extension SQLiteStore {
                 CREATE INDEX delivery_suspended ON delivery (appId, transport)
                     WHERE state = 'pending' AND suspendedAt IS NOT NULL;
                 """)
+    }
+
+    /// `v5`: `notification.fallbackDetails`, the fallback policy as JSON when it names platforms or
+    /// its own content (Graph's `endpointFallback`); `fallbackTimeoutSeconds` still holds the timeout.
+    private static func addFallbackDetails(_ db: Database) throws {
+        try db.execute(sql: "ALTER TABLE notification ADD COLUMN fallbackDetails TEXT")
     }
 
     /// `v4`: `delivery_due (state, dueAt)` goes. It only served "the pending rows" (the next due

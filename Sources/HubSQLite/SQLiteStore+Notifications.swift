@@ -18,7 +18,8 @@ extension SQLiteStore {
     public func publish(_ request: PublishRequest) async throws -> PublishResult {
         try Identifier.checkBeforeStoring(request)
         let content = try NotificationRecord.EncodedContent(
-            payload: request.draft.payload, targetPolicy: request.draft.targetPolicy)
+            payload: request.draft.payload, targetPolicy: request.draft.targetPolicy,
+            fallbackPolicy: request.draft.fallbackPolicy)
         return try await write { db in
             let draft = request.draft
             let key = request.key
@@ -127,9 +128,30 @@ extension SQLiteStore {
                 sql += " AND userActionState = ?"
                 arguments += [userActionState.rawValue]
             }
-            if let status = filter.status {
+            if let status = filter.status, let asOf = filter.asOf?.storedSeconds {
+                // Exact expiry at read time: an active row past its expiration counts as expired.
+                switch status {
+                case .active:
+                    sql += " AND status = 'active' AND expirationDateTime > ?"
+                    arguments += [asOf]
+                case .expired:
+                    sql += " AND (status = 'expired' OR (status = 'active' AND expirationDateTime <= ?))"
+                    arguments += [asOf]
+                default:
+                    sql += " AND status = ?"
+                    arguments += [status.rawValue]
+                }
+            } else if let status = filter.status {
                 sql += " AND status = ?"
                 arguments += [status.rawValue]
+            }
+            if let platform = filter.platform {
+                // targetPolicy is `{"platformTypes":[…]}`; an empty list targets every platform.
+                sql += """
+                     AND (json_array_length(targetPolicy, '$.platformTypes') = 0
+                        OR EXISTS (SELECT 1 FROM json_each(targetPolicy, '$.platformTypes') WHERE value = ?))
+                    """
+                arguments += [platform.rawValue]
             }
             sql += " ORDER BY createdDateTime DESC, changeVersion DESC LIMIT ?"
             arguments += [filter.limit]

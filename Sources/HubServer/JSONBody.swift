@@ -91,8 +91,17 @@ struct FieldReader {
         return text
     }
 
+    /// A whole number, sent as a JSON number or as a numeric string (`"60"`, as Graph's own
+    /// examples send `displayTimeToLive`; OData allows integers as strings).
     mutating func integer(_ object: [String: JSONValue], _ key: String, in prefix: String = "") -> Int? {
         guard let value = value(object, key) else { return nil }
+        if case .string(let text) = value {
+            guard let number = Self.wholeNumber(text) else {
+                fail(path(prefix, key), "must be a whole number, not the string '\(text.prefix(40))'")
+                return nil
+            }
+            return number
+        }
         guard case .number(let number) = value, number.rounded() == number, abs(number) < 1e15 else {
             fail(
                 path(prefix, key), "must be a whole number, not \(value.kind == "a number" ? "a fraction" : value.kind)"
@@ -100,6 +109,13 @@ struct FieldReader {
             return nil
         }
         return Int(number)
+    }
+
+    /// The value of a numeric string: an optional `-` and 1–15 ASCII digits, nothing else.
+    static func wholeNumber(_ text: String) -> Int? {
+        let digits = text.utf8.first == UInt8(ascii: "-") ? text.utf8.dropFirst() : text.utf8[...]
+        guard (1...15).contains(digits.count), digits.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        return Int(text)
     }
 
     mutating func object(_ object: [String: JSONValue], _ key: String, in prefix: String = "") -> [String: JSONValue]? {
@@ -137,6 +153,21 @@ struct FieldReader {
 }
 
 extension Request {
+    /// The 1-based line and column (in characters) of byte `offset` of `bytes`.
+    static func lineAndColumn(of offset: Int, in bytes: some Collection<UInt8>) -> (line: Int, column: Int) {
+        var line = 1
+        var column = 1
+        for byte in bytes.prefix(offset) {
+            if byte == UInt8(ascii: "\n") {
+                line += 1
+                column = 1
+            } else if byte & 0xC0 != 0x80 {
+                column += 1  // UTF-8 continuation bytes are not characters of their own
+            }
+        }
+        return (line, column)
+    }
+
     /// The body as a JSON object, after checking its media type and size.
     ///
     /// - Throws: ``Problem`` 415 `unsupported-media-type` for a declared non-JSON type, 413
@@ -174,9 +205,11 @@ extension Request {
         do {
             value = try JSONValue.parse(buffer.readableBytesView)
         } catch {
+            let (line, column) = Self.lineAndColumn(of: error.offset, in: buffer.readableBytesView)
             throw Problem(
-                .invalidRequest, "The request body is not valid JSON (\(error)).",
-                errors: [.init(field: "body", message: "is not valid JSON")])
+                .invalidRequest,
+                "The request body is not valid JSON: \(error.reason) at line \(line), column \(column) (byte \(error.offset)).",
+                errors: [.init(field: "body", message: "is not valid JSON (line \(line), column \(column))")])
         }
         guard case .object(let object) = value else {
             throw Problem(

@@ -93,7 +93,7 @@ final class ParkedEventStream: Sendable {
         }
         let (ticket, ended) = state.withLock { ($0.ticket, $0.ended) }
         if ended { return }
-        let endpoint: String? = if case .polling(let endpoint) = feed.binding { endpoint } else { nil }
+        let endpoint: String? = if case .polling(let endpoint, _) = feed.binding { endpoint } else { nil }
         let parking = signals.park(key, endpoint: endpoint, after: ticket, timeout: api.configuration.sseHeartbeat) {
             [self] woken in resume(woken: woken)
         }

@@ -87,7 +87,7 @@ final class ParkedLongPoll: Sendable {
         }
         state.withLock { $0.closeRegistration = registration }
         let key = FeedKey(appId: feed.app.id, userId: feed.user)
-        let endpoint: String? = if case .polling(let endpoint) = feed.binding { endpoint } else { nil }
+        let endpoint: String? = if case .polling(let endpoint, _) = feed.binding { endpoint } else { nil }
         let parking = signals.park(key, endpoint: endpoint, after: ticket, timeout: wait) { [self] woken in
             resume(woken: woken)
         }

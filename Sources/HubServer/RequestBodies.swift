@@ -5,14 +5,19 @@ import HubCore
 
 /// A Graph-shaped publish body (DESIGN §1): `appNotificationId`, `payload {rawContent,
 /// visualContent {title, body}}`, `targetPolicy {platformTypes}`, `priority` (any case),
-/// `groupName`, `displayTimeToLive`, `expirationDateTime`, `fallbackPolicy {timeoutSeconds}`,
-/// `deliveryMode`. Graph's `targetHostName`, when given, must name the app published to; other
-/// unknown fields are ignored, as Graph did.
+/// `groupName`, `displayTimeToLive`, `expirationDateTime`, `fallbackPolicy {timeoutSeconds}` or
+/// Graph's `fallbackPolicy {endpointFallback {…}}`, `deliveryMode`. Graph's `targetHostName`, when
+/// given, must name the app published to; whole numbers may be sent as numeric strings (as Graph's
+/// own examples do); a body wrapped as `{"notification": {…}}` is unwrapped; other unknown fields
+/// are ignored, as Graph did.
 struct PublishBody {
     var draft: NotificationDraft
     var reader: FieldReader
+    /// Whether `fallbackPolicy` came in Graph's `endpointFallback` shape (errors then name its fields).
+    var graphFallback = false
 
     init(_ body: [String: JSONValue], app: CrossDeviceApp) {
+        let body = Self.unwrapped(body)
         var reader = FieldReader()
         if let host = reader.string(body, "targetHostName"), host.lowercased() != app.id.lowercased() {
             reader.fail("targetHostName", "is '\(host.prefix(256))', but this request publishes to the app '\(app.id)'")
@@ -43,11 +48,7 @@ struct PublishBody {
         }
         var fallback: FallbackPolicy?
         if let fields = reader.object(body, "fallbackPolicy") {
-            if let seconds = reader.integer(fields, "timeoutSeconds", in: "fallbackPolicy") {
-                fallback = FallbackPolicy(timeoutSeconds: seconds)
-            } else if !reader.hasError(at: "fallbackPolicy.timeoutSeconds") {
-                reader.fail("fallbackPolicy.timeoutSeconds", "is required when fallbackPolicy is given")
-            }
+            (fallback, graphFallback) = Self.fallbackPolicy(fields, &reader)
         }
         var mode: DeliveryMode?
         if let text = reader.string(body, "deliveryMode") {
@@ -68,10 +69,10 @@ struct PublishBody {
         self.reader = reader
     }
 
-    /// The decode errors followed by the hub's semantic ones, leaving out semantic errors of
-    /// fields that already failed to decode (a field is reported once).
+    /// The decode errors followed by the hub's semantic ones (named as the body named them),
+    /// leaving out semantic errors of fields that already failed to decode (a field is reported once).
     func merged(with semantic: [HubError.FieldError]) -> [HubError.FieldError] {
-        reader.errors + semantic.filter { !reader.hasError(at: $0.field) }
+        reader.errors + semantic.map(named).filter { !reader.hasError(at: $0.field) }
     }
 }
 

@@ -18,6 +18,10 @@ extension HubAPI {
     ///   `readState` / `userActionState` and taps the user's other endpoints (`X-Hub-Endpoint`
     ///   names the caller's).
     /// - `POST /v1/apps/{app}/me/subscription`: the Graph `X-UNS-ID` of this user.
+    ///
+    /// A feed, history or notification read that names the caller's endpoint (`X-Hub-Endpoint`)
+    /// shows only the notifications whose `targetPolicy` includes that endpoint's platform; every
+    /// read is as of now (``NotificationView``: expiry exact, no payload in tombstones).
     func addDeviceRoutes(to router: HubRouter) {
         let me = "/v1/apps/:app/me"
         router.put(RouterPath(me + "/endpoints/:endpointId")) { request, context in
@@ -52,12 +56,16 @@ extension HubAPI {
         }
         router.get(RouterPath(me + "/notifications")) { request, context in
             let (app, user) = try await authenticateDevice(request, context: context)
-            let history = try await hub.history(app: app.id, user: user, filter: try historyFilter(request))
+            let platform = try await binding(of: try callerEndpoint(request), app: app, user: user).platform
+            let history = try await hub.history(
+                app: app.id, user: user, filter: try historyFilter(request), platform: platform)
             return JSON.response(NotificationList(notifications: history.map(NotificationResource.init)))
         }
         router.get(RouterPath(me + "/notifications/:id")) { request, context in
             let (app, user) = try await authenticateDevice(request, context: context)
-            let found = try await hub.notification(app: app.id, user: user, id: try context.pathParameter("id"))
+            let platform = try await binding(of: try callerEndpoint(request), app: app, user: user).platform
+            let found = try await hub.notification(
+                app: app.id, user: user, id: try context.pathParameter("id"), platform: platform)
             return JSON.response(NotificationResource(found))
         }
         router.patch(RouterPath(me + "/notifications/:id")) { request, context in
@@ -188,7 +196,7 @@ extension HubAPI {
         // A client that goes away wakes the waits of its feed (or of its polling endpoint): the
         // others read and answer as for any wake-up, this one answers into a closed connection.
         let key = FeedKey(appId: app.id, userId: user)
-        let endpoint: String? = if case .polling(let endpoint) = binding { endpoint } else { nil }
+        let endpoint: String? = if case .polling(let endpoint, _) = binding { endpoint } else { nil }
         let closing = ConnectionCloseCallbacks.shared
         let registration = closing.register(connection) { signals.wakeLocally(key, endpoint: endpoint) }
         defer { closing.remove(connection, registration) }
@@ -217,16 +225,25 @@ extension HubAPI {
         case none
         /// A polling endpoint: only deliveries to it wake a wait, so the device's own changes
         /// (universal dismiss) do not; the sync is recorded for fallback policies.
-        case polling(String)
+        case polling(String, Platform)
         /// A push endpoint syncing by hand: any change wakes a wait; the sync is recorded.
-        case push(String)
+        case push(String, Platform)
+
+        /// The named endpoint's platform: the feed shows only what targets it.
+        var platform: Platform? {
+            switch self {
+            case .none: nil
+            case .polling(_, let platform), .push(_, let platform): platform
+            }
+        }
     }
 
     func binding(of endpoint: String?, app: CrossDeviceApp, user: String) async throws -> EndpointBinding {
         guard let endpoint, let found = try await existingEndpoint(app: app, user: user, id: endpoint) else {
             return .none
         }
-        return hub.router.wakesInProcess(found.transport) ? .polling(endpoint) : .push(endpoint)
+        return hub.router.wakesInProcess(found.transport)
+            ? .polling(endpoint, found.platform) : .push(endpoint, found.platform)
     }
 
     /// One sync of the feed, waiting up to `wait` for a change when there is none.
@@ -237,11 +254,13 @@ extension HubAPI {
         switch binding {
         case .none:
             return try await hub.feed(app: app.id, user: user, after: version, limit: limit, wait: wait)
-        case .polling(let endpoint):
+        case .polling(let endpoint, let platform):
             return try await hub.feed(
-                app: app.id, user: user, after: version, limit: limit, wait: wait, endpoint: endpoint)
-        case .push(let endpoint):
-            let page = try await hub.feed(app: app.id, user: user, after: version, limit: limit, wait: wait)
+                app: app.id, user: user, after: version, limit: limit, wait: wait, endpoint: endpoint,
+                platform: platform)
+        case .push(let endpoint, let platform):
+            let page = try await hub.feed(
+                app: app.id, user: user, after: version, limit: limit, wait: wait, platform: platform)
             try await hub.recordSync(app: app.id, user: user, endpoint: endpoint)
             return page
         }

@@ -44,7 +44,7 @@ extension HubAPI {
             guard keyApps.contains(subscription.app) else {
                 throw Problem.unauthorized("The publisher key is not one of the app '\(subscription.app)'.")
             }
-            return try await publish(request, app: try hub.app(subscription.app)) { subscription.user }
+            return try await publish(request, app: try hub.app(subscription.app), graph: true) { subscription.user }
         }
     }
 
@@ -56,9 +56,10 @@ extension HubAPI {
     }
 
     /// Authenticates, reads and publishes; decode errors and the hub's own validation errors are
-    /// answered together in one 400. `user` is read after authentication.
+    /// answered together in one 400. `user` is read after authentication. `graph` answers in
+    /// Graph's response shape (``GraphNotificationResource``).
     private func publish(
-        _ request: Request, app: CrossDeviceApp, user readUser: () throws -> String
+        _ request: Request, app: CrossDeviceApp, graph: Bool = false, user readUser: () throws -> String
     ) async throws -> Response {
         do {
             try authenticatePublisher(request, app: app)
@@ -69,15 +70,24 @@ extension HubAPI {
                 let semantic = hub.validate(body.draft, for: app, userID: user, now: Date())
                 throw HubError.invalid(body.merged(with: semantic))
             }
-            let (notification, created) = try await hub.publish(app: app.id, user: user, body.draft)
+            let notification: UserNotification
+            let created: Bool
+            do {
+                (notification, created) = try await hub.publish(app: app.id, user: user, body.draft)
+            } catch let error as HubError where body.graphFallback && !error.fieldErrors.isEmpty {
+                throw HubError(error.code, error.message, fieldErrors: error.fieldErrors.map(body.named))
+            }
             HubMetrics.publish(app: app.id, result: created ? "created" : "updated")
             var headers: HTTPFields = [:]
             if created {
                 headers[.location] =
                     "/v1/apps/\(Self.segment(app.id))/users/\(Self.segment(user))/notifications/\(Self.segment(notification.id))"
             }
-            return JSON.response(
-                NotificationResource(notification), status: created ? .created : .ok, headers: headers)
+            let status: HTTPResponse.Status = created ? .created : .ok
+            if graph {
+                return try JSON.response(GraphNotificationResource(notification), status: status, headers: headers)
+            }
+            return JSON.response(NotificationResource(notification), status: status, headers: headers)
         } catch {
             HubMetrics.publishFailed(app: app, error: error)
             throw error

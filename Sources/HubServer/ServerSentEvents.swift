@@ -70,7 +70,7 @@ private struct EventStream: Sendable {
     func run(from start: Int64, into writer: inout any ResponseBodyWriter) async throws {
         let signals = api.hub.signals
         let key = FeedKey(appId: app.id, userId: user)
-        let wakeEndpoint: String? = if case .polling(let endpoint) = binding { endpoint } else { nil }
+        let wakeEndpoint: String? = if case .polling(let endpoint, _) = binding { endpoint } else { nil }
         let heartbeat = api.configuration.sseHeartbeat
         try await withGracefulShutdownHandler {
             var version = start

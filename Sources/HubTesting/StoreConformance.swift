@@ -44,6 +44,8 @@ public enum StoreConformance {
     public static let all: [Check] = [
         Check(name: "publishCreatesAndUpdates", run: publishCreatesAndUpdates),
         Check(name: "historyFilters", run: historyFilters),
+        Check(name: "historyByPlatformAndTime", run: historyByPlatformAndTime),
+        Check(name: "fallbackDetailsKept", run: fallbackDetailsKept),
         Check(name: "feedPaging", run: feedPaging),
         Check(name: "coalescing", run: coalescing),
         Check(name: "targetPolicyFilters", run: targetPolicyFilters),
@@ -154,7 +156,7 @@ enum Fixture {
             payload: NotificationPayload(
                 rawContent: raw, visualContent: title.map { VisualContent(title: $0, body: "Body") }),
             targetPolicy: TargetPolicy(platformTypes: platforms), displayTimeToLive: 60,
-            fallbackPolicy: fallback.map(FallbackPolicy.init(timeoutSeconds:)), deliveryMode: mode)
+            fallbackPolicy: fallback.map { FallbackPolicy(timeoutSeconds: $0) }, deliveryMode: mode)
     }
 
     /// Publishes `draft` for `key` at `now`, expiring a day later, with a new ID derived from its

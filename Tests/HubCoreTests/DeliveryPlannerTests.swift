@@ -73,12 +73,26 @@ struct DeliveryPlannerTests {
         )
     }
 
-    @Test("state changes tap every endpoint but the one that made them; deletes and expiries tap all, any platform")
+    @Test("state changes tap every targeted endpoint but the one that made them; deletes and expiries tap the targeted")
     func otherChanges() {
+        // An Android device never shows an iOS-only notification (its feed leaves it out), so no
+        // change of it taps Android.
         let iosOnly = Self.notification(platforms: [.ios])
-        #expect(plan(iosOnly, .stateChanged(except: "phone")) == ["tablet:shoulderTap:0", "android:shoulderTap:0"])
-        #expect(plan(iosOnly, .deleted) == ["phone:shoulderTap:0", "tablet:shoulderTap:0", "android:shoulderTap:0"])
-        #expect(plan(iosOnly, .expired) == ["phone:shoulderTap:0", "tablet:shoulderTap:0", "android:shoulderTap:0"])
+        #expect(plan(iosOnly, .stateChanged(except: "phone")) == ["tablet:shoulderTap:0"])
+        #expect(plan(iosOnly, .deleted) == ["phone:shoulderTap:0", "tablet:shoulderTap:0"])
+        #expect(plan(iosOnly, .expired) == ["phone:shoulderTap:0", "tablet:shoulderTap:0"])
+        let everywhere = Self.notification()
+        #expect(plan(everywhere, .stateChanged(except: "phone")) == ["tablet:shoulderTap:0", "android:shoulderTap:0"])
+        #expect(plan(everywhere, .deleted) == ["phone:shoulderTap:0", "tablet:shoulderTap:0", "android:shoulderTap:0"])
+    }
+
+    @Test("a fallback policy's platforms narrow its fallbacks to their endpoints")
+    func fallbackPlatforms() {
+        var notification = Self.notification(priority: .high)
+        notification.fallbackPolicy = FallbackPolicy(timeoutSeconds: 90, platformTypes: [.android])
+        #expect(
+            plan(notification, .published(mode: .shoulderTap))
+                == ["phone:shoulderTap:0", "tablet:shoulderTap:0", "android:shoulderTap:0", "android:fallback:90"])
     }
 
     @Test("only taps coalesce; the in-process transports are the planner's to name")

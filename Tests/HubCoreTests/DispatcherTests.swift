@@ -159,16 +159,24 @@ struct DispatcherTests {
             expirationDateTime: created.addingTimeInterval(3600), createdDateTime: created,
             lastModifiedDateTime: created)
         #expect(
-            Dispatcher.skipReason(ClaimedDelivery(delivery: delivery, endpoint: endpoint, notification: notification))
+            Dispatcher.skipReason(
+                ClaimedDelivery(delivery: delivery, endpoint: endpoint, notification: notification), now: created)
                 == nil)
         endpoint.lastSyncAt = created.addingTimeInterval(5)
         #expect(
-            Dispatcher.skipReason(ClaimedDelivery(delivery: delivery, endpoint: endpoint, notification: notification))
+            Dispatcher.skipReason(
+                ClaimedDelivery(delivery: delivery, endpoint: endpoint, notification: notification), now: created)
                 != nil)
+        #expect(
+            Dispatcher.skipReason(
+                ClaimedDelivery(delivery: delivery, endpoint: endpoint, notification: notification),
+                now: created.addingTimeInterval(3600)) == "the notification expired",
+            "no content is sent past the expiration, even before the sweep")
         endpoint.lastSyncAt = nil
         notification.userActionState = .dismissed
         #expect(
-            Dispatcher.skipReason(ClaimedDelivery(delivery: delivery, endpoint: endpoint, notification: notification))
+            Dispatcher.skipReason(
+                ClaimedDelivery(delivery: delivery, endpoint: endpoint, notification: notification), now: created)
                 != nil)
     }
 

@@ -48,7 +48,8 @@ struct Harness: Sendable {
     init(
         maxPayloadBytes: Int = 4096, maxBodyBytes: Int = 16 * 1024, adminToken: String? = Harness.adminToken,
         subscriptionLifetime: Duration = .seconds(3600), metrics: PrometheusCollectorRegistry? = nil,
-        extraIdentity: [IdentityRegistration] = [], plug: StorePlug? = nil, storeTimeout: Duration = .seconds(5)
+        extraIdentity: [IdentityRegistration] = [], plug: StorePlug? = nil, storeTimeout: Duration = .seconds(5),
+        extraApps: [CrossDeviceApp] = [], now: @escaping @Sendable () -> Date = { Date() }
     ) async throws {
         let key = ES256PrivateKey()
         let directory = try TemporaryFolder.make("hubserver")
@@ -58,27 +59,30 @@ struct Harness: Sendable {
             #"{"keys":[{"kty":"EC","crv":"P-256","use":"sig","alg":"ES256","kid":"notes-1","x":"\#(x)","y":"\#(y)"}]}"#
         try Data(jwks.utf8).write(to: jwksFile)
 
-        let apps = [
-            CrossDeviceApp(
-                id: Self.notes, name: "Contoso Notes",
-                platforms: [
-                    .ios: ["com.contoso.notes"], .android: ["com.contoso.notes"], .web: ["https://notes.contoso.com"],
-                ],
-                identity: [
-                    IdentityRegistration(
-                        issuer: Self.notesIssuer, audiences: [Self.notesAudience], keys: .jwksFile(path: jwksFile.path))
-                ] + extraIdentity,
-                publishers: [Publisher(name: "backend", key: Secret(Self.notesKey, source: "env:NOTES_KEY"))]),
-            CrossDeviceApp(
-                id: Self.tasks, name: "Fabrikam Tasks",
-                platforms: [.android: ["com.fabrikam.tasks"], .windows: ["Fabrikam.Tasks_8wekyb3d8bbwe"]],
-                identity: [
-                    IdentityRegistration(
-                        issuer: Self.tasksIssuer, audiences: [Self.tasksAudience],
-                        keys: .secret(Secret(Self.tasksSecret, source: "env:TASKS_SECRET")))
-                ],
-                publishers: [Publisher(name: "backend", key: Secret(Self.tasksKey, source: "env:TASKS_KEY"))]),
-        ]
+        let apps =
+            [
+                CrossDeviceApp(
+                    id: Self.notes, name: "Contoso Notes",
+                    platforms: [
+                        .ios: ["com.contoso.notes"], .android: ["com.contoso.notes"],
+                        .web: ["https://notes.contoso.com"],
+                    ],
+                    identity: [
+                        IdentityRegistration(
+                            issuer: Self.notesIssuer, audiences: [Self.notesAudience],
+                            keys: .jwksFile(path: jwksFile.path))
+                    ] + extraIdentity,
+                    publishers: [Publisher(name: "backend", key: Secret(Self.notesKey, source: "env:NOTES_KEY"))]),
+                CrossDeviceApp(
+                    id: Self.tasks, name: "Fabrikam Tasks",
+                    platforms: [.android: ["com.fabrikam.tasks"], .windows: ["Fabrikam.Tasks_8wekyb3d8bbwe"]],
+                    identity: [
+                        IdentityRegistration(
+                            issuer: Self.tasksIssuer, audiences: [Self.tasksAudience],
+                            keys: .secret(Secret(Self.tasksSecret, source: "env:TASKS_SECRET")))
+                    ],
+                    publishers: [Publisher(name: "backend", key: Secret(Self.tasksKey, source: "env:TASKS_KEY"))]),
+            ] + extraApps
         let signals = FeedSignals()
         let forward = PollingTransport(signals: signals)
         polling = RecordingTransport(id: .polling, capabilities: [.wakesInProcess, .tokenless]) {
@@ -96,7 +100,7 @@ struct Harness: Sendable {
             configuration: hubConfiguration,
             store: try plug.map { InterceptedStore(try SQLiteStore.inMemory(), $0) } ?? SQLiteStore.inMemory(),
             transports: [polling, custom],
-            signals: signals)
+            signals: signals, now: now)
         configuration = HubServerConfiguration(
             adminToken: adminToken.map { Secret($0, source: "env:HUB_ADMIN_TOKEN") }, maxBodyBytes: maxBodyBytes,
             cursorKey: Array("cursor-key-for-tests-0123456789ab".utf8), sseHeartbeat: .milliseconds(300),
