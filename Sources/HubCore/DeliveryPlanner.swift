@@ -15,6 +15,8 @@ public import struct Foundation.Date
 /// - A publish in visible mode whose payload has `visualContent` gets one `visible` delivery per
 ///   endpoint. Everything else is a shoulder tap, which coalesces with the endpoint's pending tap
 ///   (``PlannedDelivery/coalesces``).
+/// - A `scheduled` notification gets nothing, nor its deletion before its time: devices never saw
+///   it. Its release at `scheduledDateTime` is a `published` change.
 /// - A high-priority publish with a `fallbackPolicy` that is tapped also gets a `fallback`
 ///   delivery per endpoint of the policy's platforms, due when the policy's timeout has passed.
 ///
@@ -64,6 +66,9 @@ public struct DeliveryPlanner: Sendable, Hashable {
     public func plan(
         _ notification: UserNotification, _ change: Change, endpoints: [Endpoint], now: Date
     ) -> [PlannedDelivery] {
+        // Devices see nothing of a scheduled notification (``NotificationView``) until the sweep
+        // releases it (a `published` change of the then active notification), nor its cancellation.
+        if notification.status == .scheduled || NotificationView.cancelledBeforeRelease(notification) { return [] }
         var planned: [PlannedDelivery] = []
         planned.reserveCapacity(endpoints.count)
         for endpoint in endpoints where receives(endpoint, change, notification) {

@@ -1,5 +1,6 @@
 import Foundation
 import ServiceLifecycle
+import Synchronization
 
 extension Hub {
     /// Runs the dispatcher and the expiry sweeper until graceful shutdown, then drains in-flight sends.
@@ -39,20 +40,35 @@ extension Hub {
         }
     }
 
+    /// Sweeps every `sweepInterval`, and at the time of the earliest scheduled release (one this
+    /// instance published, or the store's earliest at the last sweep), checked every second.
     private func runSweeper() async {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             _ = await sweepOnce()
+            do {
+                releases.expect(try await store.nextScheduledRelease())
+            } catch {
+                if !Task.isCancelled {
+                    logger.warning("reading the next scheduled release failed", metadata: ["error": "\(error)"])
+                }
+            }
+            let periodic = ContinuousClock.now + configuration.dispatcher.sweepInterval
             try? await cancelWhenGracefulShutdown {
-                try await Task.sleep(for: self.configuration.dispatcher.sweepInterval)
+                while ContinuousClock.now < periodic {
+                    if let next = self.releases.earliest, next <= self.now() { break }
+                    try await Task.sleep(for: min(.seconds(1), periodic - ContinuousClock.now))
+                }
             }
         }
     }
 
-    /// Expires notifications past their expiration and purges old tombstones once.
+    /// Releases scheduled notifications whose time came, expires notifications past their
+    /// expiration and purges old tombstones, once.
     /// - Returns: the feeds that changed.
     @discardableResult
     public func sweepOnce() async -> Set<FeedKey> {
         let current = now()
+        releases.passed(current)
         do {
             let changed = try await store.sweep(
                 now: current, purgeBefore: current.addingTimeInterval(-configuration.retention.seconds),
@@ -65,5 +81,23 @@ extension Hub {
             }
             return []
         }
+    }
+}
+
+/// The earliest scheduled release the sweeper knows of.
+final class ReleaseSchedule: Sendable {
+    private let next = Mutex<Date?>(nil)
+
+    var earliest: Date? { next.withLock { $0 } }
+
+    /// Notes a release at `date` (earlier ones win).
+    func expect(_ date: Date?) {
+        guard let date else { return }
+        next.withLock { next in next = min(next ?? date, date) }
+    }
+
+    /// Forgets the releases at or before `now` (the sweep about to run takes them).
+    func passed(_ now: Date) {
+        next.withLock { next in if let date = next, date <= now { next = nil } }
     }
 }

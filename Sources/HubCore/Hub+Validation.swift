@@ -35,6 +35,14 @@ extension Hub {
                 fail("expirationDateTime", "must be at most \(days) days ahead")
             }
         }
+        if let scheduled = draft.scheduledDateTime {
+            let days = Int(configuration.maxLifetime.seconds / 86_400)
+            if scheduled.timeIntervalSince(now) > configuration.maxLifetime.seconds + 1 {
+                fail("scheduledDateTime", "must be at most \(days) days ahead")
+            } else if let expiry = draft.expirationDateTime, expiry <= scheduled {
+                fail("scheduledDateTime", "must be before expirationDateTime")
+            }
+        }
         if let ttl = draft.displayTimeToLive, ttl < 0 { fail("displayTimeToLive", "must be 0 or more seconds") }
         for (index, platform) in draft.targetPolicy.platformTypes.enumerated()
         where app.platforms[platform] == nil {

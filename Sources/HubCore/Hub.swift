@@ -30,6 +30,9 @@ public final class Hub: Service, Sendable {
     /// When each polling endpoint's sync was last written, so a busy endpoint costs one write per
     /// ``syncRecordInterval``, not one per long-poll.
     let recordedSyncs = Mutex<[EndpointRef: Date]>([:])
+    /// The earliest release of a notification this instance published scheduled, or read from the
+    /// store at its last sweep: when the sweeper runs next (see `Hub+Service.swift`).
+    let releases = ReleaseSchedule()
     /// A polling endpoint's `lastSyncAt` is written at most this often (it is informational:
     /// fallback alerts only go to push endpoints, whose syncs are always written).
     static let syncRecordInterval: TimeInterval = 5
@@ -97,17 +100,24 @@ public final class Hub: Service, Sendable {
             throw HubError(.payloadTooLarge, "The payload \(tooLarge.message).", fieldErrors: errors)
         }
         if !errors.isEmpty { throw HubError.invalid(errors) }
+        let mode = draft.deliveryMode ?? app.delivery.mode
+        // The lifetime of a scheduled notification counts from its release.
+        let start = draft.scheduledDateTime.map { max($0, now) } ?? now
         let request = PublishRequest(
             key: FeedKey(appId: app.id, userId: userID), draft: draft, newId: RandomID.make(),
             expirationDateTime: draft.expirationDateTime
-                ?? now.addingTimeInterval(configuration.defaultLifetime.seconds),
-            deliveryMode: draft.deliveryMode ?? app.delivery.mode, now: now, planner: planner,
+                ?? start.addingTimeInterval(configuration.defaultLifetime.seconds),
+            deliveryMode: mode, now: now, planner: planner,
             handOff: dispatcher.handOff(at: now))
         let result = try await store.publish(request)
         dispatcher.accept(result.handedOff)
-        await changed(
-            request.key, version: result.notification.changeVersion, targeting: draft.targetPolicy,
-            pokeDispatcher: result.leftForClaim != 0)
+        if result.notification.status == .scheduled {
+            releases.expect(result.notification.scheduledDateTime)
+        } else {
+            await changed(
+                request.key, version: result.notification.changeVersion, targeting: draft.targetPolicy,
+                pokeDispatcher: result.leftForClaim != 0)
+        }
         logger.debug(
             "published", metadata: ["app": "\(app.id)", "notification": "\(result.notification.id)"])
         return (result.notification, result.created)
@@ -128,29 +138,30 @@ public final class Hub: Service, Sendable {
         return tombstone
     }
 
-    /// The user's notifications, newest first, as of now (``NotificationView``): `platform` (a
-    /// device's) leaves out those not targeting it, and ``HistoryFilter/asOf`` is now unless given.
+    /// The user's notifications, newest first, as `reader` sees them now (``NotificationView``):
+    /// a device of a platform gets only those targeting it; ``HistoryFilter/asOf`` is now unless given.
     public func history(
-        app appID: String, user userID: String, filter: HistoryFilter = HistoryFilter(), platform: Platform? = nil
+        app appID: String, user userID: String, filter: HistoryFilter = HistoryFilter(),
+        reader: NotificationView.Reader = .publisher
     )
         async throws -> [UserNotification]
     {
         let key = try feedKey(appID, userID)
         var filter = filter
-        filter.platform = platform ?? filter.platform
-        let view = NotificationView(now: filter.asOf ?? now(), platform: filter.platform)
+        let view = NotificationView(now: filter.asOf ?? now(), reader: reader)
+        filter.platform = view.platform ?? filter.platform
         filter.asOf = view.now
         return view.history(try await store.history(key, filter: filter), filter: filter)
     }
 
-    /// One notification as of now (``NotificationView``); one not targeting `platform` (a
-    /// device's) is not found.
+    /// One notification as `reader` sees it now (``NotificationView``); one the reader does not
+    /// see (another platform's, a device reading a scheduled one) is not found.
     public func notification(
-        app appID: String, user userID: String, id: String, platform: Platform? = nil
+        app appID: String, user userID: String, id: String, reader: NotificationView.Reader = .publisher
     ) async throws -> UserNotification {
         let key = try feedKey(appID, userID)
         try Identifier.check(id, field: "id")
-        let view = NotificationView(now: now(), platform: platform)
+        let view = NotificationView(now: now(), reader: reader)
         guard let found = try await store.notification(key, id: id), view.shows(found) else {
             throw HubError(.notFound, "No notification '\(id)' for this user.")
         }
@@ -224,7 +235,7 @@ public final class Hub: Service, Sendable {
         }
         if let endpoint { try await recordSync(key, endpoint: endpoint) }
         guard let page else { return FeedPage(changes: [], version: version, hasMore: false) }
-        return NotificationView(now: now(), platform: platform).page(page)
+        return NotificationView(now: now(), reader: .device(platform)).page(page)
     }
 
     /// Records that a push endpoint synced its feed (its fallback alerts are then not needed).

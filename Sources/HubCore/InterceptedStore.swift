@@ -57,6 +57,10 @@ public struct InterceptedStore<Interceptor: StoreInterceptor>: Store {
         try await call("sweep") { try await $0.sweep(now: now, purgeBefore: purgeBefore, planner: planner) }
     }
 
+    public func nextScheduledRelease() async throws -> Date? {
+        try await call("nextScheduledRelease") { try await $0.nextScheduledRelease() }
+    }
+
     public func upsertEndpoint(_ endpoint: Endpoint) async throws -> Endpoint {
         try await call("upsertEndpoint") { try await $0.upsertEndpoint(endpoint) }
     }

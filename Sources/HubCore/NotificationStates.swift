@@ -29,7 +29,10 @@ public struct NotificationStatus: RawRepresentable, Hashable, Sendable, Codable,
     public static let expired = NotificationStatus(rawValue: "expired")
     /// Deleted by the publisher; stays in the feed as a tombstone until the retention period ends.
     public static let deleted = NotificationStatus(rawValue: "deleted")
-    public static let known: [NotificationStatus] = [.active, .expired, .deleted]
+    /// Published with a `scheduledDateTime` still ahead: kept out of feeds and taps until then,
+    /// when the sweep releases it (`active`, a feed change, its taps). The publisher sees it.
+    public static let scheduled = NotificationStatus(rawValue: "scheduled")
+    public static let known: [NotificationStatus] = [.active, .expired, .deleted, .scheduled]
     public var description: String { rawValue }
 }
 

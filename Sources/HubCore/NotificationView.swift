@@ -9,29 +9,50 @@ public import struct Foundation.Date
 /// - **Content.** Tombstones (`expired`, `deleted`) carry no payload: content is never served
 ///   after expiry or deletion.
 /// - **Platform.** A device reads only what targets its platform (`targetPolicy`), as only
-///   those devices are tapped; a reader without a platform (the publisher, a device that does not
-///   name its endpoint) sees every notification.
+///   those devices are tapped; a device that does not name its endpoint, and the publisher, see
+///   every platform's.
+/// - **Schedule.** Devices never see a `scheduled` notification, nor the tombstone of one
+///   cancelled before its time; the publisher sees both.
 public struct NotificationView: Sendable, Hashable {
-    public var now: Date
-    /// The reading device's platform; `nil` reads the user's notifications of every platform.
-    public var platform: Platform?
+    /// Who reads.
+    public enum Reader: Sendable, Hashable {
+        /// The app server (publisher routes).
+        case publisher
+        /// A device of `platform` (`nil`: one that does not name its endpoint).
+        case device(Platform?)
+    }
 
-    public init(now: Date, platform: Platform? = nil) {
+    public var now: Date
+    public var reader: Reader
+
+    public init(now: Date, reader: Reader) {
         self.now = now
-        self.platform = platform
+        self.reader = reader
+    }
+
+    /// The reading device's platform, if it named one.
+    public var platform: Platform? {
+        if case .device(let platform) = reader { platform } else { nil }
     }
 
     /// Whether the reader sees `notification` at all.
     public func shows(_ notification: UserNotification) -> Bool {
-        guard let platform else { return true }
-        return notification.targetPolicy.includes(platform)
+        guard case .device(let platform) = reader else { return true }
+        if notification.status == .scheduled || Self.cancelledBeforeRelease(notification) { return false }
+        return platform.map(notification.targetPolicy.includes) ?? true
+    }
+
+    /// Whether `notification` was deleted while it was still scheduled (devices never saw it).
+    public static func cancelledBeforeRelease(_ notification: UserNotification) -> Bool {
+        guard notification.status == .deleted, let scheduled = notification.scheduledDateTime else { return false }
+        return scheduled > notification.lastModifiedDateTime
     }
 
     /// `notification` as the reader sees it now.
     public func render(_ notification: UserNotification) -> UserNotification {
         var shown = notification
         if shown.status == .active && shown.expirationDateTime <= now { shown.status = .expired }
-        if shown.status != .active { shown.payload = NotificationPayload() }
+        if shown.status != .active && shown.status != .scheduled { shown.payload = NotificationPayload() }
         return shown
     }
 

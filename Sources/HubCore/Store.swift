@@ -55,13 +55,22 @@ public protocol FeedStore: Sendable {
     /// Changes after `version`, oldest first, at most `limit`.
     func feed(_ key: FeedKey, after version: Int64, limit: Int) async throws -> FeedPage
 
-    /// Marks notifications whose expiration passed as expired (a feed change, with the planned
-    /// taps) and removes tombstones and finished deliveries older than `purgeBefore`.
+    /// Releases `scheduled` notifications whose `scheduledDateTime` passed (active, a feed change,
+    /// with the deliveries planned for a publish in their `deliveryMode`), marks notifications
+    /// whose expiration passed as expired (a feed change, with the planned taps), and removes
+    /// tombstones and finished deliveries older than `purgeBefore`.
     /// - Returns: the feeds that changed.
     func sweep(now: Date, purgeBefore: Date, planner: DeliveryPlanner) async throws -> Set<FeedKey>
+
+    /// The earliest `scheduledDateTime` of a notification still `scheduled`: when the hub sweeps
+    /// next to release it. A store without schedules answers `nil` (the default), and scheduled
+    /// notifications then wait for the periodic sweep.
+    func nextScheduledRelease() async throws -> Date?
 }
 
 extension FeedStore {
+    public func nextScheduledRelease() async throws -> Date? { nil }
+
     /// ``delete(_:appNotificationId:at:planner:)`` with the standard planner.
     public func delete(_ key: FeedKey, appNotificationId: String, at now: Date) async throws -> UserNotification? {
         try await delete(key, appNotificationId: appNotificationId, at: now, planner: .standard)

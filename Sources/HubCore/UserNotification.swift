@@ -89,6 +89,8 @@ public struct NotificationDraft: Sendable, Hashable {
     public var fallbackPolicy: FallbackPolicy?
     /// Overrides the app's delivery mode for this notification.
     public var deliveryMode: DeliveryMode?
+    /// When to release it to devices; `nil` (or a time passed) sends at once.
+    public var scheduledDateTime: Date?
 
     public init(
         appNotificationId: String,
@@ -99,8 +101,10 @@ public struct NotificationDraft: Sendable, Hashable {
         displayTimeToLive: Int? = nil,
         expirationDateTime: Date? = nil,
         fallbackPolicy: FallbackPolicy? = nil,
-        deliveryMode: DeliveryMode? = nil
+        deliveryMode: DeliveryMode? = nil,
+        scheduledDateTime: Date? = nil
     ) {
+        self.scheduledDateTime = scheduledDateTime
         self.appNotificationId = appNotificationId
         self.groupName = groupName
         self.priority = priority
@@ -128,6 +132,8 @@ public struct UserNotification: Sendable, Hashable, Identifiable {
     public var expirationDateTime: Date
     public var fallbackPolicy: FallbackPolicy?
     public var deliveryMode: DeliveryMode?
+    /// When it was (or is) released to devices, if it was published scheduled.
+    public var scheduledDateTime: Date?
     public var createdDateTime: Date
     public var lastModifiedDateTime: Date
     public var readState: ReadState
@@ -142,8 +148,9 @@ public struct UserNotification: Sendable, Hashable, Identifiable {
         displayTimeToLive: Int? = nil, expirationDateTime: Date, fallbackPolicy: FallbackPolicy? = nil,
         deliveryMode: DeliveryMode? = nil, createdDateTime: Date, lastModifiedDateTime: Date,
         readState: ReadState = .unread, userActionState: UserActionState = .noInteraction,
-        status: NotificationStatus = .active, changeVersion: Int64 = 0
+        status: NotificationStatus = .active, changeVersion: Int64 = 0, scheduledDateTime: Date? = nil
     ) {
+        self.scheduledDateTime = scheduledDateTime
         self.id = id
         self.appId = appId
         self.userId = userId
@@ -162,5 +169,46 @@ public struct UserNotification: Sendable, Hashable, Identifiable {
         self.userActionState = userActionState
         self.status = status
         self.changeVersion = changeVersion
+    }
+}
+
+extension PublishRequest {
+    /// The notification this publish leaves, from the one stored under its `appNotificationId`
+    /// (`nil`: none), and whether it counts as created. Every store takes it from here.
+    ///
+    /// - New: `id = newId`, created = last modified = `now`, unread, no interaction.
+    /// - Stored and active or scheduled: content replaced, read/action state kept, last modified =
+    ///   `now`; `created == false`.
+    /// - Stored tombstone (expired or deleted): revived like a new one but keeping its `id`.
+    ///
+    /// The status is `scheduled` when the draft's `scheduledDateTime` is after `now` (its
+    /// `deliveryMode` then is this publish's, the one it is released in), else `active`. The
+    /// change version is the store's to set.
+    public func outcome(existing: UserNotification?) -> (notification: UserNotification, created: Bool) {
+        var notification: UserNotification
+        let created: Bool
+        if var current = existing, current.status == .active || current.status == .scheduled {
+            current.lastModifiedDateTime = now
+            notification = current
+            created = false
+        } else {
+            notification = UserNotification(
+                id: existing?.id ?? newId, appId: key.appId, userId: key.userId,
+                appNotificationId: draft.appNotificationId, payload: draft.payload,
+                expirationDateTime: expirationDateTime, createdDateTime: now, lastModifiedDateTime: now)
+            created = true
+        }
+        notification.groupName = draft.groupName
+        notification.priority = draft.priority
+        notification.payload = draft.payload
+        notification.targetPolicy = draft.targetPolicy
+        notification.displayTimeToLive = draft.displayTimeToLive
+        notification.expirationDateTime = expirationDateTime
+        notification.fallbackPolicy = draft.fallbackPolicy
+        notification.scheduledDateTime = draft.scheduledDateTime
+        notification.status = (draft.scheduledDateTime.map { $0 > now } ?? false) ? .scheduled : .active
+        // The release plans in the mode of this publish (the store does not know the app's default).
+        notification.deliveryMode = notification.status == .scheduled ? deliveryMode : draft.deliveryMode
+        return (notification, created)
     }
 }

@@ -16,7 +16,7 @@ extension PostgresStore {
         Migration(version: 1, name: "initial schema", statements: schemaV1),
         Migration(version: 2, name: "outbox lanes", statements: schemaV2),
         Migration(version: 3, name: "suspended deliveries", statements: schemaV3),
-        Migration(version: 4, name: "fallback details", statements: schemaV4),
+        Migration(version: 4, name: "fallback details and schedules", statements: schemaV4),
     ]
 
     /// Creates or upgrades the schema; safe to call on every start, from every instance at once.
@@ -238,9 +238,16 @@ extension PostgresStore {
     ]
 
     /// Version 4: `hub_notification.fallback_details`, the fallback policy as `jsonb` when it names
-    /// platforms or its own content (Graph's `endpointFallback`); `fallback_timeout_seconds` still
-    /// holds the timeout.
-    static let schemaV4 = ["ALTER TABLE hub_notification ADD COLUMN fallback_details jsonb"]
+    /// platforms or its own content (Graph's `endpointFallback`; `fallback_timeout_seconds` still
+    /// holds the timeout), and `scheduled_date_time` with `hub_notification_scheduled`, the
+    /// notifications the sweep releases (status `scheduled`) by time.
+    static let schemaV4 = [
+        "ALTER TABLE hub_notification ADD COLUMN fallback_details jsonb, ADD COLUMN scheduled_date_time timestamptz",
+        """
+        CREATE INDEX hub_notification_scheduled ON hub_notification (scheduled_date_time)
+            WHERE status = 'scheduled'
+        """,
+    ]
 
     /// Version 3: deliveries parked for a configuration fault (`suspended_at`, `suspended_reason`)
     /// stay pending but are not claimed. `hub_delivery_lane` is rebuilt without them, so a lane's

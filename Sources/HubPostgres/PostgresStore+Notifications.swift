@@ -178,10 +178,10 @@ extension PostgresStore {
         return (stored, endpoints)
     }
 
-    /// The values of `n`'s columns but `change_version`, as `$1` … `$18` of
+    /// The values of `n`'s columns but `change_version`, as `$1` … `$19` of
     /// ``NotificationColumns/upsert``.
     static func notificationBindings(_ n: UserNotification) throws -> PostgresBindings {
-        var binds = PostgresBindings(capacity: 18)
+        var binds = PostgresBindings(capacity: 19)
         binds.append(n.appId)
         binds.append(n.userId)
         binds.append(n.id)
@@ -200,6 +200,7 @@ extension PostgresStore {
         binds.append(n.userActionState.rawValue)
         binds.append(n.status.rawValue)
         try binds.append(n.fallbackPolicy.flatMap { $0.hasDetails ? JSONColumn($0) : nil })
+        binds.append(n.scheduledDateTime)
         return binds
     }
 

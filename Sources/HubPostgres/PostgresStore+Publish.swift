@@ -31,10 +31,7 @@ extension PostgresStore {
     /// one transaction that holds the feed's lock (see `PostgresStore+Versions.swift`), possibly
     /// with other users' publishes.
     ///
-    /// - New: `id = request.newId`, created = last modified = `now`, unread, no interaction, active.
-    /// - Existing and active: content replaced, read/action state kept; `created == false`.
-    /// - Existing tombstone (expired or deleted): revived like a new one but keeping its `id`;
-    ///   `created == true`.
+    /// The notification it leaves is ``PublishRequest/outcome(existing:)``'s.
     ///
     /// Every case takes the next change version. Deliveries: what `request.planner` plans for
     /// the user's endpoints as this transaction reads them; those due at once whose transport
@@ -82,23 +79,7 @@ extension PostgresStore {
         var writes: [PublishWrite] = []
         writes.reserveCapacity(jobs.count)
         for (request, read) in zip(jobs, reads) {
-            let draft = request.draft
-            var notification: UserNotification
-            let created: Bool
-            if var current = read.existing, current.status == .active {
-                current.apply(draft, expiration: request.expirationDateTime)
-                current.lastModifiedDateTime = request.now
-                notification = current
-                created = false
-            } else {
-                notification = UserNotification(
-                    id: read.existing?.id ?? request.newId, appId: request.key.appId, userId: request.key.userId,
-                    appNotificationId: draft.appNotificationId, payload: draft.payload,
-                    expirationDateTime: request.expirationDateTime, createdDateTime: request.now,
-                    lastModifiedDateTime: request.now)
-                notification.apply(draft, expiration: request.expirationDateTime)
-                created = true
-            }
+            let (notification, created) = request.outcome(existing: read.existing)
             let plan = request.planner.plan(
                 notification, .published(mode: request.deliveryMode), endpoints: read.endpoints, now: request.now)
             writes.append(

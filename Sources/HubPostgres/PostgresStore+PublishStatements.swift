@@ -53,12 +53,12 @@ extension PostgresStore {
                     $7::text[], $8::text[], $9::text[], $10::bigint[], $11::boolean[], $12::timestamptz[],
                     $13::bigint[], $14::boolean[], $15::text[], $16::boolean[], $17::timestamptz[],
                     $18::timestamptz[], $19::text[], $20::text[], $21::text[], $22::timestamptz[], $23::smallint[],
-                    $24::text[], $25::timestamptz[], $36::text[])
+                    $24::text[], $25::timestamptz[], $36::text[], $37::timestamptz[], $38::boolean[])
                     WITH ORDINALITY AS i(app_id, user_id, id, app_notification_id, group_name, has_group, priority,
                         payload, target_policy, display_time_to_live, has_ttl, expiration_date_time,
                         fallback_timeout_seconds, has_fallback, delivery_mode, has_mode, created_date_time,
                         last_modified_date_time, read_state, user_action_state, status, now, urgency, lease_owner,
-                        lease_until, fallback_details, position)
+                        lease_until, fallback_details, scheduled_date_time, has_schedule, position)
             ), saved AS (
                 INSERT INTO hub_notification (\(NotificationColumns.list))
                 SELECT app_id, user_id, id, app_notification_id, CASE WHEN has_group THEN group_name END, priority,
@@ -66,7 +66,7 @@ extension PostgresStore {
                     expiration_date_time, CASE WHEN has_fallback THEN fallback_timeout_seconds END,
                     CASE WHEN has_mode THEN delivery_mode END, created_date_time, last_modified_date_time,
                     read_state, user_action_state, status, nextval('hub_change_version'),
-                    NULLIF(fallback_details, '')::jsonb
+                    NULLIF(fallback_details, '')::jsonb, CASE WHEN has_schedule THEN scheduled_date_time END
                 FROM input ORDER BY position
                 ON CONFLICT (app_id, user_id, id) DO UPDATE SET \(NotificationColumns.replace)
                 RETURNING \(NotificationColumns.list)
@@ -198,6 +198,9 @@ extension PostgresStore {
                     guard let policy = notification.fallbackPolicy, policy.hasDetails else { return "" }
                     return String(decoding: try encoder.encode(policy), as: UTF8.self)
                 })
+            // `$37`, `$38`: the scheduled times, and whether there is one.
+            binds.append(notifications.map { $0.scheduledDateTime ?? $0.createdDateTime })
+            binds.append(notifications.map { $0.scheduledDateTime != nil })
             return binds
         }
     }

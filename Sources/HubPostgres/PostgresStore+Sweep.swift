@@ -5,11 +5,13 @@ import PostgresNIO
 
 // The expiry sweep.
 extension PostgresStore {
-    /// Expires active notifications whose `expirationDateTime <= now` (a new version each, and the
-    /// taps `planner` plans for their user's endpoints), deletes tombstones last modified before
-    /// `purgeBefore`, and deletes deliveries finished before `purgeBefore`.
+    /// Releases scheduled notifications whose `scheduledDateTime <= now` (active, a new version
+    /// each, and the deliveries `planner` plans for a publish), expires active notifications whose
+    /// `expirationDateTime <= now` (a new version each, and the taps `planner` plans for their
+    /// user's endpoints), deletes tombstones last modified before `purgeBefore`, and deletes
+    /// deliveries finished before `purgeBefore`.
     ///
-    /// Expiry runs in batches of at most ``sweepBatch`` feeds, one transaction each, with those
+    /// Release and expiry run in batches of at most ``sweepBatch`` feeds, one transaction each, with those
     /// feeds locked (see `PostgresStore+Versions.swift`): a sweep after a broadcast to 100 000
     /// users must not hold 100 000 advisory locks at once. Each batch is complete on its own
     /// (a notification's expiry commits together with its taps). The purge follows, in
@@ -18,10 +20,14 @@ extension PostgresStore {
     /// - Returns: the feeds that got a new change version.
     public func sweep(now: Date, purgeBefore: Date, planner: DeliveryPlanner) async throws -> Set<FeedKey> {
         var changed = Set<FeedKey>()
-        while true {
-            let batch = try await transaction { db in try await Self.expireBatch(now: now, planner: planner, db) }
-            changed.formUnion(batch.changed)
-            if batch.locked < Self.sweepBatch { break }
+        for change in [TimedChange.release, .expire] {
+            while true {
+                let batch = try await transaction { db in
+                    try await Self.changeBatch(change, now: now, planner: planner, db)
+                }
+                changed.formUnion(batch.changed)
+                if batch.locked < Self.sweepBatch { break }
+            }
         }
         // Purged in batches: each statement stays well within the statement timeout, however
         // much piled up.
@@ -30,7 +36,8 @@ extension PostgresStore {
             WITH purged AS (
                 DELETE FROM hub_notification WHERE (app_id, user_id, id) IN (
                     SELECT app_id, user_id, id FROM hub_notification
-                    WHERE status <> 'active' AND last_modified_date_time < \(purgeBefore) LIMIT \(Self.purgeBatch))
+                    WHERE status <> 'active' AND status <> 'scheduled' AND last_modified_date_time < \(purgeBefore)
+                    LIMIT \(Self.purgeBatch))
                 RETURNING 1
             )
             SELECT count(*) FROM purged
@@ -59,16 +66,41 @@ extension PostgresStore {
         try await rows(statement).first?.decode(Int.self) ?? 0
     }
 
-    /// Expires the due notifications of up to ``sweepBatch`` feeds and enqueues their taps.
+    /// What the sweep does to the notifications whose time came.
+    enum TimedChange {
+        /// Scheduled ones whose `scheduled_date_time` passed become active, as a publish.
+        case release
+        /// Active ones whose `expiration_date_time` passed become expired.
+        case expire
+
+        /// The status it changes, the time column it compares, the status it sets (SQL literals).
+        var sql: (from: String, time: String, to: String) {
+            switch self {
+            case .release: ("'scheduled'", "scheduled_date_time", "'active'")
+            case .expire: ("'active'", "expiration_date_time", "'expired'")
+            }
+        }
+
+        func planned(for notification: UserNotification) -> DeliveryPlanner.Change {
+            switch self {
+            case .release: .published(mode: notification.deliveryMode ?? .shoulderTap)
+            case .expire: .expired
+            }
+        }
+    }
+
+    /// Applies `change` to the due notifications of up to ``sweepBatch`` feeds and enqueues their
+    /// deliveries.
     /// - Returns: how many feeds it locked, and those it changed (fewer when another instance's
-    ///   sweep expired some first).
-    private static func expireBatch(
-        now: Date, planner: DeliveryPlanner, _ db: Session
+    ///   sweep changed some first).
+    private static func changeBatch(
+        _ change: TimedChange, now: Date, planner: DeliveryPlanner, _ db: Session
     ) async throws -> (locked: Int, changed: Set<FeedKey>) {
+        let sql = change.sql
         let feeds = try await db.rows(
             """
             SELECT DISTINCT app_id COLLATE "C" AS app_id, user_id COLLATE "C" AS user_id FROM hub_notification
-            WHERE status = 'active' AND expiration_date_time <= \(now)
+            WHERE status = \(unescaped: sql.from) AND \(unescaped: sql.time) <= \(now)
             ORDER BY 1, 2 LIMIT \(sweepBatch)
             """
         ).map { row in
@@ -78,14 +110,15 @@ extension PostgresStore {
         guard !feeds.isEmpty else { return (0, []) }
         try await lockFeeds(feeds, on: db)
         // A new statement, so it sees what the previous holders of the locks committed. Each
-        // expired notification takes a version.
+        // changed notification takes a version.
         let expired = try await db.rows(
             """
             UPDATE hub_notification n
-            SET status = 'expired', last_modified_date_time = \(now), change_version = nextval('hub_change_version')
+            SET status = \(unescaped: sql.to), last_modified_date_time = \(now),
+                change_version = nextval('hub_change_version')
             FROM unnest(\(feeds.map(\.appId))::text[], \(feeds.map(\.userId))::text[]) AS f(app_id, user_id)
             WHERE n.app_id = f.app_id AND n.user_id = f.user_id
-                AND n.status = 'active' AND n.expiration_date_time <= \(now)
+                AND n.status = \(unescaped: sql.from) AND n.\(unescaped: sql.time) <= \(now)
             RETURNING \(unescaped: qualified(NotificationColumns.list, "n"))
             """
         ).map { try UserNotification(row: $0) }
@@ -104,15 +137,24 @@ extension PostgresStore {
             let endpoint = try Endpoint(row: row)
             endpoints[FeedKey(appId: endpoint.appId, userId: endpoint.userId), default: []].append(endpoint)
         }
-        // One plan per expired notification; taps to one endpoint merge into one that names the
-        // newest expired notification, with the highest priority among them.
+        // One plan per changed notification; taps to one endpoint merge into one that names the
+        // newest changed notification, with the highest priority among them.
         var rows: [OutboxRow] = []
         for notification in expired {
             let key = FeedKey(appId: notification.appId, userId: notification.userId)
-            rows += planner.plan(notification, .expired, endpoints: endpoints[key] ?? [], now: now)
-                .map { OutboxRow($0, of: notification) }
+            rows += planner.plan(
+                notification, change.planned(for: notification), endpoints: endpoints[key] ?? [], now: now
+            )
+            .map { OutboxRow($0, of: notification) }
         }
         try await enqueue(rows, now: now, on: db)
         return (feeds.count, changed)
+    }
+
+    /// The earliest `scheduled_date_time` of a notification still scheduled, if any.
+    public func nextScheduledRelease() async throws -> Date? {
+        try await rows(
+            "SELECT min(scheduled_date_time) FROM hub_notification WHERE status = 'scheduled'"
+        ).first?.decode(Date?.self)
     }
 }

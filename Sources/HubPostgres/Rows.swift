@@ -11,6 +11,7 @@ import PostgresNIO
 //   stored them (`RETURNING`), so a value returned by a write equals the value read back later.
 // - `payload` and `targetPolicy` are `jsonb`; `fallbackPolicy` is its timeout in seconds, and the
 //   whole policy in `fallback_details` (`jsonb`) when it names platforms or content (version 4).
+// - `scheduled_date_time` is set for a notification published scheduled (version 4).
 
 /// A Codable value stored in a `jsonb` column.
 struct JSONColumn<Value: Codable & Sendable>: Codable, Sendable, PostgresCodable {
@@ -45,16 +46,18 @@ enum NotificationColumns {
     static let list = """
         app_id, user_id, id, app_notification_id, group_name, priority, payload, target_policy,
         display_time_to_live, expiration_date_time, fallback_timeout_seconds, delivery_mode, created_date_time,
-        last_modified_date_time, read_state, user_action_state, status, change_version, fallback_details
+        last_modified_date_time, read_state, user_action_state, status, change_version, fallback_details,
+        scheduled_date_time
         """
 
-    /// Inserts or replaces the notification whose columns but `change_version` are `$1` … `$18`
+    /// Inserts or replaces the notification whose columns but `change_version` are `$1` … `$19`
     /// (``PostgresStore/notificationBindings(_:)``) with the next change version, returning
     /// ``list``. Parameters that may be NULL have a cast, so that their type never depends on a first run.
     static let upsert = """
         INSERT INTO hub_notification (\(list))
         VALUES ($1, $2, $3, $4, $5::text, $6, $7::jsonb, $8::jsonb, $9::bigint, $10, $11::bigint, $12::text,
-            $13, $14, $15, $16, $17, nextval('hub_change_version'), $18::jsonb)
+            $13, $14, $15, $16, $17, nextval('hub_change_version'), $18::jsonb,
+            $19::timestamptz)
         ON CONFLICT (app_id, user_id, id) DO UPDATE SET \(replace)
         RETURNING \(list)
         """
@@ -69,7 +72,8 @@ enum NotificationColumns {
         delivery_mode = EXCLUDED.delivery_mode, created_date_time = EXCLUDED.created_date_time,
         last_modified_date_time = EXCLUDED.last_modified_date_time, read_state = EXCLUDED.read_state,
         user_action_state = EXCLUDED.user_action_state, status = EXCLUDED.status,
-        change_version = EXCLUDED.change_version, fallback_details = EXCLUDED.fallback_details
+        change_version = EXCLUDED.change_version, fallback_details = EXCLUDED.fallback_details,
+        scheduled_date_time = EXCLUDED.scheduled_date_time
         """
     /// The columns of the table aliased `n`, each renamed `n_<column>`, for statements that join.
     static let joined = aliased(list, table: "n", prefix: Names.joined.prefix)
@@ -80,7 +84,7 @@ enum NotificationColumns {
         let appId, userId, id, appNotificationId, groupName, priority, payload, targetPolicy: String
         let displayTimeToLive, expirationDateTime, fallbackTimeoutSeconds, deliveryMode: String
         let createdDateTime, lastModifiedDateTime, readState, userActionState, status, changeVersion: String
-        let fallbackDetails: String
+        let fallbackDetails, scheduledDateTime: String
 
         init(prefix: String) {
             self.prefix = prefix
@@ -103,6 +107,7 @@ enum NotificationColumns {
             status = prefix + "status"
             changeVersion = prefix + "change_version"
             fallbackDetails = prefix + "fallback_details"
+            scheduledDateTime = prefix + "scheduled_date_time"
         }
 
         static let plain = Names(prefix: "")
@@ -143,20 +148,10 @@ extension UserNotification {
             readState: ReadState(rawValue: try row.value(names.readState)),
             userActionState: UserActionState(rawValue: try row.value(names.userActionState)),
             status: NotificationStatus(rawValue: try row.value(names.status)),
-            changeVersion: try row.value(names.changeVersion))
+            changeVersion: try row.value(names.changeVersion),
+            scheduledDateTime: try row.value(names.scheduledDateTime))
     }
 
-    /// Replaces the content fields with the draft's; keeps identity, times and states.
-    mutating func apply(_ draft: NotificationDraft, expiration: Date) {
-        groupName = draft.groupName
-        priority = draft.priority
-        payload = draft.payload
-        targetPolicy = draft.targetPolicy
-        displayTimeToLive = draft.displayTimeToLive
-        expirationDateTime = expiration
-        fallbackPolicy = draft.fallbackPolicy
-        deliveryMode = draft.deliveryMode
-    }
 }
 
 // MARK: - Endpoints

@@ -110,7 +110,7 @@ struct NotificationRecord: FetchableRecord {
     static let selection = """
         appId, userId, id, appNotificationId, groupName, priority, payload, targetPolicy, displayTimeToLive, \
         expirationDateTime, fallbackTimeoutSeconds, deliveryMode, createdDateTime, lastModifiedDateTime, readState, \
-        userActionState, status, changeVersion, fallbackDetails
+        userActionState, status, changeVersion, fallbackDetails, scheduledDateTime
         """
 
     // The queries of every publish and feed read, built once: `cachedStatement(sql:)` hashes its
@@ -149,7 +149,8 @@ struct NotificationRecord: FetchableRecord {
             readState: ReadState(rawValue: row[14]),
             userActionState: UserActionState(rawValue: row[15]),
             status: NotificationStatus(rawValue: row[16]),
-            changeVersion: row[17]
+            changeVersion: row[17],
+            scheduledDateTime: (row[19] as Double?).map(Date.init(storedSeconds:))
         )
     }
 
@@ -179,7 +180,7 @@ struct NotificationRecord: FetchableRecord {
     private static let contentColumns = [
         "appNotificationId", "groupName", "priority", "payload", "targetPolicy", "displayTimeToLive",
         "expirationDateTime", "fallbackTimeoutSeconds", "deliveryMode", "createdDateTime", "lastModifiedDateTime",
-        "readState", "userActionState", "status", "changeVersion", "fallbackDetails",
+        "readState", "userActionState", "status", "changeVersion", "fallbackDetails", "scheduledDateTime",
     ]
     private static let insertSQL =
         "INSERT INTO notification (\(contentColumns.joined(separator: ", ")), appId, userId, id) VALUES ("
@@ -195,7 +196,7 @@ struct NotificationRecord: FetchableRecord {
             n.displayTimeToLive, n.expirationDateTime.storedSeconds, n.fallbackPolicy?.timeoutSeconds,
             n.deliveryMode?.rawValue, n.createdDateTime.storedSeconds, n.lastModifiedDateTime.storedSeconds,
             n.readState.rawValue, n.userActionState.rawValue, n.status.rawValue, n.changeVersion,
-            content.fallbackDetails, n.appId, n.userId, n.id,
+            content.fallbackDetails, n.scheduledDateTime?.storedSeconds, n.appId, n.userId, n.id,
         ]
         return StatementArguments(values)
     }

@@ -10,7 +10,7 @@ extension SQLiteStore {
         migrator.registerMigration("v2", migrate: addOutboxLanes)
         migrator.registerMigration("v3", migrate: addSuspendedDeliveries)
         migrator.registerMigration("v4", migrate: dropDueIndex)
-        migrator.registerMigration("v5", migrate: addFallbackDetails)
+        migrator.registerMigration("v5", migrate: addFallbackDetailsAndSchedules)
         return migrator
     }()
 
@@ -144,9 +144,16 @@ extension SQLiteStore {
     }
 
     /// `v5`: `notification.fallbackDetails`, the fallback policy as JSON when it names platforms or
-    /// its own content (Graph's `endpointFallback`); `fallbackTimeoutSeconds` still holds the timeout.
-    private static func addFallbackDetails(_ db: Database) throws {
-        try db.execute(sql: "ALTER TABLE notification ADD COLUMN fallbackDetails TEXT")
+    /// its own content (Graph's `endpointFallback`; `fallbackTimeoutSeconds` still holds the
+    /// timeout), and `notification.scheduledDateTime` with `notification_scheduled`, the
+    /// notifications the sweep releases (status `scheduled`) by time.
+    private static func addFallbackDetailsAndSchedules(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                ALTER TABLE notification ADD COLUMN fallbackDetails TEXT;
+                ALTER TABLE notification ADD COLUMN scheduledDateTime REAL;
+                CREATE INDEX notification_scheduled ON notification (scheduledDateTime) WHERE status = 'scheduled';
+                """)
     }
 
     /// `v4`: `delivery_due (state, dueAt)` goes. It only served "the pending rows" (the next due

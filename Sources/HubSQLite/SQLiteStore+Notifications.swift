@@ -5,13 +5,7 @@ public import HubCore
 // Notifications and feeds: publish, delete, state changes, reads, and the expiry sweep.
 extension SQLiteStore {
     /// Upserts the notification `(appId, userId, appNotificationId)` and enqueues its deliveries,
-    /// in one transaction.
-    ///
-    /// - New: `id = request.newId`, created = last modified = `now`, unread, no interaction, active.
-    /// - Existing and active: content replaced, read/action state kept, last modified = `now`;
-    ///   `created == false`.
-    /// - Existing tombstone (expired or deleted): revived like a new one but keeping its `id`;
-    ///   `created == true`.
+    /// in one transaction; the notification it leaves is ``PublishRequest/outcome(existing:)``'s.
     ///
     /// Every case takes the next change version, then enqueues what `request.planner` plans for the
     /// user's endpoints (see ``enqueue(_:_:_:now:_:)``).
@@ -27,23 +21,10 @@ extension SQLiteStore {
             let existing = try Self.fetchNotification(db, key, appNotificationId: draft.appNotificationId)
             let version = try Self.nextChangeVersion(db)
 
-            var notification: UserNotification
-            let created: Bool
-            if var current = existing, current.status == .active {
-                current.apply(draft, expiration: request.expirationDateTime)
-                current.lastModifiedDateTime = now
-                current.changeVersion = version
-                notification = current
-                created = false
-            } else {
-                notification = UserNotification(
-                    id: existing?.id ?? request.newId, appId: key.appId, userId: key.userId,
-                    appNotificationId: draft.appNotificationId, payload: draft.payload,
-                    expirationDateTime: request.expirationDateTime, createdDateTime: now, lastModifiedDateTime: now,
-                    changeVersion: version)
-                notification.apply(draft, expiration: request.expirationDateTime)
-                created = true
-            }
+            var request = request
+            request.now = now
+            var (notification, created) = request.outcome(existing: existing)
+            notification.changeVersion = version
             if existing == nil {
                 try NotificationRecord.insert(notification, content: content, db)
             } else {
@@ -177,14 +158,33 @@ extension SQLiteStore {
         }
     }
 
-    /// Expires active notifications whose `expirationDateTime <= now` (a new version and the
-    /// planned taps each), deletes tombstones last modified before
-    /// `purgeBefore`, and deletes deliveries finished before `purgeBefore`.
+    /// Releases scheduled notifications whose `scheduledDateTime <= now` (active, a new version
+    /// and the planned deliveries each, as a publish), then expires active notifications whose
+    /// `expirationDateTime <= now` (a new version and the planned taps each), deletes tombstones
+    /// last modified before `purgeBefore`, and deletes deliveries finished before `purgeBefore`.
     ///
     /// - Returns: the feeds that got a new change version.
     public func sweep(now: Date, purgeBefore: Date, planner: DeliveryPlanner) async throws -> Set<FeedKey> {
         try await write { db in
             let now = now.canonical
+            var changed = Set<FeedKey>()
+            let releasing = try NotificationRecord.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT \(NotificationRecord.selection) FROM notification INDEXED BY notification_scheduled
+                        WHERE status = 'scheduled' AND scheduledDateTime <= ? ORDER BY changeVersion
+                        """),
+                arguments: [now.storedSeconds])
+            for record in releasing {
+                var notification = record.notification
+                notification.status = .active
+                notification.lastModifiedDateTime = now
+                notification.changeVersion = try Self.nextChangeVersion(db)
+                try NotificationRecord.update(notification, db)
+                try Self.enqueue(
+                    planner, notification, .published(mode: notification.deliveryMode ?? .shoulderTap), now: now, db)
+                changed.insert(FeedKey(appId: notification.appId, userId: notification.userId))
+            }
             let expiring = try NotificationRecord.fetchAll(
                 db.cachedStatement(
                     sql: """
@@ -192,7 +192,6 @@ extension SQLiteStore {
                         ORDER BY changeVersion
                         """),
                 arguments: [now.storedSeconds])
-            var changed = Set<FeedKey>()
             for record in expiring {
                 var notification = record.notification
                 notification.status = .expired
@@ -203,7 +202,10 @@ extension SQLiteStore {
                 changed.insert(FeedKey(appId: notification.appId, userId: notification.userId))
             }
             try db.cachedStatement(
-                sql: "DELETE FROM notification WHERE status <> 'active' AND lastModifiedDateTime < ?"
+                sql: """
+                    DELETE FROM notification WHERE status <> 'active' AND status <> 'scheduled'
+                        AND lastModifiedDateTime < ?
+                    """
             ).execute(arguments: [purgeBefore.storedSeconds])
             try db.cachedStatement(sql: "DELETE FROM delivery WHERE state = 'finished' AND finishedAt < ?").execute(
                 arguments: [purgeBefore.storedSeconds])
@@ -238,26 +240,26 @@ extension SQLiteStore {
         try fetchNotification(db, key, id: id) ?? fetchNotification(db, key, appNotificationId: id)
     }
 
+    /// The earliest `scheduledDateTime` of a notification still scheduled, if any.
+    public func nextScheduledRelease() async throws -> Date? {
+        try await read { db in
+            try Double.fetchOne(
+                db.cachedStatement(
+                    sql: """
+                        SELECT min(scheduledDateTime) FROM notification INDEXED BY notification_scheduled
+                        WHERE status = 'scheduled'
+                        """)
+            ).map(Date.init(storedSeconds:))
+        }
+    }
+
     /// `notification` with every time as it reads back from the database.
     static func canonical(_ notification: UserNotification) -> UserNotification {
         var copy = notification
+        copy.scheduledDateTime = copy.scheduledDateTime?.canonical
         copy.expirationDateTime = copy.expirationDateTime.canonical
         copy.createdDateTime = copy.createdDateTime.canonical
         copy.lastModifiedDateTime = copy.lastModifiedDateTime.canonical
         return copy
-    }
-}
-
-extension UserNotification {
-    /// Replaces the content fields with the draft's; keeps identity, times and states.
-    mutating func apply(_ draft: NotificationDraft, expiration: Date) {
-        groupName = draft.groupName
-        priority = draft.priority
-        payload = draft.payload
-        targetPolicy = draft.targetPolicy
-        displayTimeToLive = draft.displayTimeToLive
-        expirationDateTime = expiration
-        fallbackPolicy = draft.fallbackPolicy
-        deliveryMode = draft.deliveryMode
     }
 }

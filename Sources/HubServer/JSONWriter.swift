@@ -176,6 +176,7 @@ extension NotificationResource: JSONWritable {
             }
             json.member("priority", priority)
             json.member("readState", readState)
+            json.member("scheduledDateTime", scheduledDateTime)
             json.member("status", status)
             json.key("targetPolicy")
             json.object { json in

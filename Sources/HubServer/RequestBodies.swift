@@ -6,7 +6,7 @@ import HubCore
 /// A Graph-shaped publish body (DESIGN §1): `appNotificationId`, `payload {rawContent,
 /// visualContent {title, body}}`, `targetPolicy {platformTypes}`, `priority` (any case),
 /// `groupName`, `displayTimeToLive`, `expirationDateTime`, `fallbackPolicy {timeoutSeconds}` or
-/// Graph's `fallbackPolicy {endpointFallback {…}}`, `deliveryMode`. Graph's `targetHostName`, when
+/// Graph's `fallbackPolicy {endpointFallback {…}}`, `deliveryMode`, `scheduledDateTime`. Graph's `targetHostName`, when
 /// given, must name the app published to; whole numbers may be sent as numeric strings (as Graph's
 /// own examples do); a body wrapped as `{"notification": {…}}` is unwrapped; other unknown fields
 /// are ignored, as Graph did.
@@ -65,7 +65,8 @@ struct PublishBody {
             displayTimeToLive: reader.integer(body, "displayTimeToLive"),
             expirationDateTime: reader.date(body, "expirationDateTime"),
             fallbackPolicy: fallback,
-            deliveryMode: mode)
+            deliveryMode: mode,
+            scheduledDateTime: reader.date(body, "scheduledDateTime"))
         self.reader = reader
     }
 

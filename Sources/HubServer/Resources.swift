@@ -24,6 +24,7 @@ struct NotificationResource: Encodable, Sendable {
     var targetPolicy: Target
     var displayTimeToLive: Int?
     var expirationDateTime: Date
+    var scheduledDateTime: Date?
     var createdDateTime: Date
     var lastModifiedDateTime: Date
     var readState: String
@@ -41,6 +42,7 @@ struct NotificationResource: Encodable, Sendable {
         targetPolicy = Target(platformTypes: notification.targetPolicy.platformTypes.map(\.rawValue))
         displayTimeToLive = notification.displayTimeToLive
         expirationDateTime = notification.expirationDateTime
+        scheduledDateTime = notification.scheduledDateTime
         createdDateTime = notification.createdDateTime
         lastModifiedDateTime = notification.lastModifiedDateTime
         readState = notification.readState.rawValue

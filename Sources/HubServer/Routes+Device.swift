@@ -58,14 +58,14 @@ extension HubAPI {
             let (app, user) = try await authenticateDevice(request, context: context)
             let platform = try await binding(of: try callerEndpoint(request), app: app, user: user).platform
             let history = try await hub.history(
-                app: app.id, user: user, filter: try historyFilter(request), platform: platform)
+                app: app.id, user: user, filter: try historyFilter(request), reader: .device(platform))
             return JSON.response(NotificationList(notifications: history.map(NotificationResource.init)))
         }
         router.get(RouterPath(me + "/notifications/:id")) { request, context in
             let (app, user) = try await authenticateDevice(request, context: context)
             let platform = try await binding(of: try callerEndpoint(request), app: app, user: user).platform
             let found = try await hub.notification(
-                app: app.id, user: user, id: try context.pathParameter("id"), platform: platform)
+                app: app.id, user: user, id: try context.pathParameter("id"), reader: .device(platform))
             return JSON.response(NotificationResource(found))
         }
         router.patch(RouterPath(me + "/notifications/:id")) { request, context in

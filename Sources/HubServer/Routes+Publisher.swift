@@ -143,7 +143,8 @@ extension HubAPI {
         if let text = query["status"].map(String.init) {
             filter.status = text == "all" ? nil : NotificationStatus(rawValue: text)
             if text != "all" && !NotificationStatus.known.contains(NotificationStatus(rawValue: text)) {
-                errors.append(.init(field: "status", message: "must be one of active, expired, deleted, all"))
+                errors.append(
+                    .init(field: "status", message: "must be one of active, expired, deleted, scheduled, all"))
             }
         }
         if let text = query["limit"] {

@@ -46,6 +46,8 @@ public enum StoreConformance {
         Check(name: "historyFilters", run: historyFilters),
         Check(name: "historyByPlatformAndTime", run: historyByPlatformAndTime),
         Check(name: "fallbackDetailsKept", run: fallbackDetailsKept),
+        Check(name: "scheduledRelease", run: scheduledRelease),
+        Check(name: "scheduledCancel", run: scheduledCancel),
         Check(name: "feedPaging", run: feedPaging),
         Check(name: "coalescing", run: coalescing),
         Check(name: "targetPolicyFilters", run: targetPolicyFilters),
