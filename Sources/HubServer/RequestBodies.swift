@@ -4,7 +4,8 @@ import HubCore
 // Lenient readers of the request bodies: each returns what it could read and every field error.
 
 /// A Graph-shaped publish body (DESIGN §1): `appNotificationId`, `payload {rawContent,
-/// visualContent {title, body}}`, `targetPolicy {platformTypes}`, `priority` (any case),
+/// visualContent {title, body, …}}` (see `FieldReader.visualContent(_:)`), `targetPolicy
+/// {platformTypes}`, `priority` (any case),
 /// `groupName`, `displayTimeToLive`, `expirationDateTime`, `fallbackPolicy {timeoutSeconds}`,
 /// `deliveryMode`. Graph's `targetHostName`, when given, must name the app published to; other
 /// unknown fields are ignored, as Graph did.
@@ -25,9 +26,7 @@ struct PublishBody {
         if let fields = reader.object(body, "payload") {
             payload.rawContent = reader.string(fields, "rawContent", in: "payload")
             if let visual = reader.object(fields, "visualContent", in: "payload") {
-                let title = reader.string(visual, "title", in: "payload.visualContent")
-                let text = reader.string(visual, "body", in: "payload.visualContent")
-                payload.visualContent = VisualContent(title: title ?? "", body: text)
+                payload.visualContent = reader.visualContent(visual)
             }
         }
         var target = TargetPolicy()
