@@ -41,6 +41,8 @@ public enum VisibleTextFit {
     /// The title and body cut by the rule above to cost at most `budget` together.
     ///
     /// - Parameters:
+    ///   - title: the title as published; cut only when the body alone cannot make room.
+    ///   - body: the body as published, cut first.
     ///   - budget: the bytes the title and body may take together in the transport's encoding.
     ///   - cost: the bytes one `Character` takes in that encoding; its UTF-8 length by default.
     /// - Returns: the text that fits, or `nil` when not even "…" and one character of the title do.
@@ -59,6 +61,10 @@ public enum VisibleTextFit {
 
     /// `text` unchanged when it costs at most `budget`; else its longest prefix of whole characters
     /// that fits with "…", trailing whitespace removed, followed by "…".
+    /// - Parameters:
+    ///   - text: the text to cut.
+    ///   - budget: the bytes it may take in the transport's encoding, "…" included.
+    ///   - cost: the bytes one `Character` takes in that encoding; its UTF-8 length by default.
     /// - Returns: `nil` when not even one character and "…" fit.
     public static func truncated(_ text: String, budget: Int, cost: (Character) -> Int = utf8Cost) -> String? {
         if self.cost(of: text, cost) <= budget { return text }
