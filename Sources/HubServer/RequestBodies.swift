@@ -4,8 +4,7 @@ import HubCore
 // Lenient readers of the request bodies: each returns what it could read and every field error.
 
 /// A Graph-shaped publish body (DESIGN §1): `appNotificationId`, `payload {rawContent,
-/// visualContent {title, body, …}}` (see `FieldReader.visualContent(_:)`), `targetPolicy
-/// {platformTypes}`, `priority` (any case),
+/// visualContent {title, body}}`, `targetPolicy {platformTypes}`, `priority` (any case),
 /// `groupName`, `displayTimeToLive`, `expirationDateTime`, `fallbackPolicy {timeoutSeconds}`,
 /// `deliveryMode`. Graph's `targetHostName`, when given, must name the app published to; other
 /// unknown fields are ignored, as Graph did.
