@@ -7,7 +7,8 @@
 public struct APNSAlert: Sendable, Hashable {
     public var title: String?
     public var subtitle: String?
-    /// The text the transport trims, on a character boundary with "…", when the payload is too large.
+    /// The text the transport trims first, by the hub's one rule (`VisibleTextFit`), when the
+    /// payload is too large; the title is trimmed after it.
     public var body: String?
     /// `launch-image`: the image shown while the app launches from this notification.
     public var launchImage: String?
@@ -41,8 +42,8 @@ public struct APNSAlert: Sendable, Hashable {
             && subtitleLocalization == nil && bodyLocalization == nil && actionLocalizationKey == nil
     }
 
-    /// Writes the dictionary with `body` in place of ``body``.
-    func write(to writer: inout APNSJSONWriter, body: String?) {
+    /// Writes the dictionary with `title` and `body` in place of ``title`` and ``body``.
+    func write(to writer: inout APNSJSONWriter, title: String?, body: String?) {
         writer.beginObject()
         func put(_ key: String, _ value: String?) {
             guard let value else { return }

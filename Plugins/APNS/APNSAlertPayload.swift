@@ -50,8 +50,8 @@ public struct APNSAlertPayload: Sendable, Hashable {
         self.custom = custom
     }
 
-    /// Writes `"aps": {…}` with `body` as the alert's body.
-    func writeAPS(to writer: inout APNSJSONWriter, body: String?) throws(APNSError) {
+    /// Writes `"aps": {…}` with `title` and `body` as the alert's title and body.
+    func writeAPS(to writer: inout APNSJSONWriter, title: String?, body: String?) throws(APNSError) {
         if alert.isEmpty && badge == nil && sound == nil {
             throw APNSError(
                 .invalidPayload, "an alert push must show something: give an alert, a badge or a sound")
@@ -66,7 +66,7 @@ public struct APNSAlertPayload: Sendable, Hashable {
         writer.beginObject()
         if !alert.isEmpty {
             writer.key("alert")
-            alert.write(to: &writer, body: body)
+            alert.write(to: &writer, title: title, body: body)
         }
         if let badge {
             writer.key("badge")

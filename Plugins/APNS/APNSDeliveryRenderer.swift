@@ -7,7 +7,7 @@ import struct Foundation.Date
 /// | Delivery | Push type | Priority | Expiration | Payload |
 /// |---|---|---|---|---|
 /// | shoulder tap | background | 5 | `0`, or now + ``APNSTransport/Configuration/shoulderTapLifetime`` | `{"aps":{"content-available":1},"hub":{"app","v"}}` |
-/// | visible, fallback | alert | 10 (5 for `low` priority) | the notification's `expirationDateTime`, at most now + 30 days | title and body from `visualContent`, `thread-id` = `groupName`, `hub` = `{app, v, id}` |
+/// | visible, fallback | alert | 10 (5 for `low` priority) | the notification's `expirationDateTime`, at most now + 30 days | title and body from `visualContent` (trimmed to fit 4096 bytes, body first, by `VisibleTextFit`), `title-loc-key`/`title-loc-args` and `loc-key`/`loc-args` from its `titleLocKey`/`titleLocArgs` and `bodyLocKey`/`bodyLocArgs`, `badge` from its `badge`, `thread-id` = `groupName`, `hub` = `{app, v, id}` |
 ///
 /// Alert pushes play the default sound unless the notification's priority is `low`, and collapse by `appNotificationId` (republishing replaces the shown alert), hashed to
 /// fit 64 bytes when longer. A visible delivery whose notification has no `visualContent` is sent
@@ -43,8 +43,15 @@ struct APNSDeliveryRenderer {
         var custom = hubKeys
         custom["id"] = .string(notification.id)
         let payload = APNSAlertPayload(
-            alert: APNSAlert(title: visual.title, body: visual.body),
-            sound: notification.priority == .low ? nil : .default,
+            alert: APNSAlert(
+                title: visual.title, body: visual.body,
+                titleLocalization: visual.titleLocKey.map {
+                    APNSLocalizedText(key: $0, arguments: visual.titleLocArgs ?? [])
+                },
+                bodyLocalization: visual.bodyLocKey.map {
+                    APNSLocalizedText(key: $0, arguments: visual.bodyLocArgs ?? [])
+                }),
+            badge: visual.badge, sound: notification.priority == .low ? nil : .default,
             threadID: notification.groupName, custom: ["hub": .object(custom)])
         return APNSRequest(
             deviceToken: token, environment: environment, bundleID: endpoint.platformAppId,

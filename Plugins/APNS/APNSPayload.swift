@@ -1,3 +1,5 @@
+import HubCore
+
 /// The body of one APNs request. Its push type and priority come with it, so a request cannot
 /// say `background` while carrying an alert, or send a background push at priority 10.
 ///
@@ -46,40 +48,32 @@ public struct APNSPayload: Sendable, Hashable {
     /// Encodes the payload as compact JSON.
     ///
     /// - Parameter trimmingAlertBody: when the encoding is over ``sizeLimit``, shorten the alert's
-    ///   body on a `Character` boundary and end it with "…" until it fits.
+    ///   body, then its title, by the hub's one rule (`VisibleTextFit`: on a `Character` boundary,
+    ///   ending with "…") until it fits.
     /// - Throws: ``APNSError/Code/payloadTooLarge`` when it does not fit (after trimming, if asked);
     ///   ``APNSError/Code/invalidPayload`` for a custom `aps` key, a negative badge, a relevance score
     ///   outside 0…1, a non-finite number or an alert push that shows nothing.
     public func encoded(trimmingAlertBody: Bool = false) throws(APNSError) -> [UInt8] {
-        let full = try encode(body: nil)
+        let full = try encode(text: nil)
         if full.count <= sizeLimit { return full }
-        guard trimmingAlertBody, case .alert(let alert) = content, let body = alert.alert.body, !body.isEmpty else {
+        guard trimmingAlertBody, case .alert(let payload) = content,
+            payload.alert.title != nil || payload.alert.body != nil
+        else {
             throw tooLarge(full.count)
         }
-        let characters = Array(body)
-        // The longest prefix whose encoding fits; the encoded size grows with the prefix length.
-        var low = 0
-        var high = characters.count - 1
-        var best: [UInt8]?
-        while low <= high {
-            let middle = (low + high) / 2
-            let candidate = try encode(body: Self.ellipsized(characters[..<middle]))
-            if candidate.count <= sizeLimit {
-                best = candidate
-                low = middle + 1
-            } else {
-                high = middle - 1
-            }
+        let alert = payload.alert
+        // Everything but the text: the budget of the title and body is what is left of the limit.
+        let empty = VisibleTextFit.Text(title: "", body: alert.body == nil ? nil : "")
+        let base = try encode(text: empty).count
+        guard
+            let text = VisibleTextFit.fit(
+                title: alert.title ?? "", body: alert.body, budget: sizeLimit - base, cost: VisibleTextFit.jsonCost)
+        else {
+            throw tooLarge(full.count)
         }
-        guard let best else { throw tooLarge(full.count) }
-        return best
-    }
-
-    /// The prefix without trailing whitespace, followed by "…".
-    static func ellipsized(_ prefix: ArraySlice<Character>) -> String {
-        var text = String(prefix)
-        while let last = text.last, last.isWhitespace { text.removeLast() }
-        return text + "…"
+        let fitted = try encode(text: text)
+        guard fitted.count <= sizeLimit else { throw tooLarge(full.count) }
+        return fitted
     }
 
     private func tooLarge(_ size: Int) -> APNSError {
@@ -88,13 +82,16 @@ public struct APNSPayload: Sendable, Hashable {
             "the \(pushType) payload is \(size) bytes; APNs accepts at most \(sizeLimit): shorten the notification")
     }
 
-    /// Encodes with `body` in place of the alert's body when given.
-    private func encode(body: String?) throws(APNSError) -> [UInt8] {
+    /// Encodes with `text` in place of the alert's title and body when given (an empty title stands
+    /// for an alert without one).
+    private func encode(text: VisibleTextFit.Text?) throws(APNSError) -> [UInt8] {
         var writer = APNSJSONWriter()
         writer.beginObject()
         switch content {
         case .alert(let payload):
-            try payload.writeAPS(to: &writer, body: body ?? payload.alert.body)
+            let title = text.map { $0.title.isEmpty && payload.alert.title == nil ? nil : $0.title }
+            try payload.writeAPS(
+                to: &writer, title: title ?? payload.alert.title, body: text == nil ? payload.alert.body : text?.body)
             try Self.writeCustom(payload.custom, to: &writer)
         case .background(let payload):
             writer.key("aps")

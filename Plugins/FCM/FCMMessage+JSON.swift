@@ -40,6 +40,14 @@ extension FCMMessage {
                 json.open()
                 json.field("tag", notification.tag)
                 json.field("channel_id", notification.channelID)
+                json.field("title_loc_key", notification.titleLocKey)
+                json.strings("title_loc_args", notification.titleLocArgs)
+                json.field("body_loc_key", notification.bodyLocKey)
+                json.strings("body_loc_args", notification.bodyLocArgs)
+                if let count = notification.notificationCount {
+                    json.key("notification_count")
+                    json.raw(String(count))
+                }
                 json.close()
             }
             json.close()
@@ -84,6 +92,19 @@ struct JSONWriter {
         guard let value else { return }
         key(name)
         string(value)
+        needsComma[needsComma.count - 1] = true
+    }
+
+    /// An array of strings; nothing when `values` is empty.
+    mutating func strings(_ name: String, _ values: [String]) {
+        guard !values.isEmpty else { return }
+        key(name)
+        bytes.append(UInt8(ascii: "["))
+        for (index, value) in values.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            string(value)
+        }
+        bytes.append(UInt8(ascii: "]"))
         needsComma[needsComma.count - 1] = true
     }
 

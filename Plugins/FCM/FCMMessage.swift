@@ -104,14 +104,36 @@ public struct FCMAndroidPriority: RawRepresentable, Sendable, Hashable {
 }
 
 /// Android-specific display options (`AndroidNotification`), limited to what the hub uses.
+///
+/// The localisation fields are where FCM HTTP v1 takes them (the cross-platform `notification` has
+/// none): the app shows the string of `title_loc_key` / `body_loc_key` with the arguments filled
+/// in, and the `notification` title and body when it has no such string.
 public struct FCMAndroidNotification: Sendable, Hashable {
     /// A notification with the same tag replaces the one shown.
     public var tag: String?
     /// The Android notification channel.
     public var channelID: String?
+    /// `title_loc_key`: a string resource of the app for the title.
+    public var titleLocKey: String?
+    /// `title_loc_args`: the values of ``titleLocKey``'s format specifiers.
+    public var titleLocArgs: [String]
+    /// `body_loc_key`: a string resource of the app for the body.
+    public var bodyLocKey: String?
+    /// `body_loc_args`: the values of ``bodyLocKey``'s format specifiers.
+    public var bodyLocArgs: [String]
+    /// `notification_count`: the count the launcher's badge shows for this notification.
+    public var notificationCount: Int?
 
-    public init(tag: String? = nil, channelID: String? = nil) {
+    public init(
+        tag: String? = nil, channelID: String? = nil, titleLocKey: String? = nil, titleLocArgs: [String] = [],
+        bodyLocKey: String? = nil, bodyLocArgs: [String] = [], notificationCount: Int? = nil
+    ) {
         self.tag = tag
         self.channelID = channelID
+        self.titleLocKey = titleLocKey
+        self.titleLocArgs = titleLocArgs
+        self.bodyLocKey = bodyLocKey
+        self.bodyLocArgs = bodyLocArgs
+        self.notificationCount = notificationCount
     }
 }

@@ -9,10 +9,13 @@ import Synchronization
 /// What it sends (`OutboundDelivery` → ``FCMMessage``):
 /// - shoulder tap: a data message `{"hub": "tap", "app": <app>, "v": "<changeVersion>"}` with
 ///   `collapse_key` `hub-tap` (only the newest tap matters), `ttl` ``FCMConfiguration/tapTimeToLive``;
-/// - visible or fallback: `notification {title, body}` plus data `{"hub": "visible" | "fallback",
+/// - visible or fallback: `notification {title, body}` (cut to fit FCM's 4096 bytes with the data,
+///   body first, by `VisibleTextFit`) plus data `{"hub": "visible" | "fallback",
 ///   "app", "v", "id": <notification id>}`, `android.notification.tag` = the publisher's
-///   `appNotificationId` (a republish replaces the shown notification), `ttl` until the notification
-///   expires. A notification without `visualContent` is sent as a tap;
+///   `appNotificationId` (a republish replaces the shown notification), `title_loc_key`,
+///   `title_loc_args`, `body_loc_key`, `body_loc_args` and `notification_count` from
+///   `visualContent`'s `titleLocKey`, `titleLocArgs`, `bodyLocKey`, `bodyLocArgs` and `badge`,
+///   `ttl` until the notification expires. A notification without `visualContent` is sent as a tap;
 /// - always: `restricted_package_name` = the endpoint's package, `priority` `HIGH` for high-priority
 ///   notifications and fallbacks, else `NORMAL`.
 ///
@@ -106,10 +109,19 @@ public final class FCMTransport: Transport {
         if delivery.kind != .shoulderTap, let shown = outbound.notification, let visual = shown.payload.visualContent {
             data["hub"] = delivery.kind == .fallback ? "fallback" : "visible"
             data["id"] = shown.id
-            notification = FCMNotification(title: visual.title, body: visual.body)
             let remaining = shown.expirationDateTime.timeIntervalSince(configuration.now())
             android.timeToLive = .seconds(max(0, Int(remaining.rounded(.down))))
-            android.notification = FCMAndroidNotification(tag: shown.appNotificationId)
+            android.notification = FCMAndroidNotification(
+                tag: shown.appNotificationId, titleLocKey: visual.titleLocKey, titleLocArgs: visual.titleLocArgs ?? [],
+                bodyLocKey: visual.bodyLocKey, bodyLocArgs: visual.bodyLocArgs ?? [], notificationCount: visual.badge)
+            // FCM counts the data and the notification's title and body (UTF-8 bytes) against its
+            // limit: the text gets what the data leaves, cut by the hub's one rule.
+            let dataSize = data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+            let text =
+                VisibleTextFit.fit(
+                    title: visual.title, body: visual.body, budget: FCMMessage.payloadLimit - dataSize)
+                ?? VisibleTextFit.Text(title: visual.title, body: visual.body)
+            notification = FCMNotification(title: text.title, body: text.body)
         } else {
             android.timeToLive = configuration.tapTimeToLive
             android.collapseKey = "hub-tap"

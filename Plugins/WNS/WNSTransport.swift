@@ -14,11 +14,17 @@ import Synchronization
 /// - shoulder tap: `wns/raw`, `application/octet-stream`, body `{"hub":"tap","app":…,"v":"<version>"}`,
 ///   `X-WNS-Cache-Policy` ``WNSConfiguration/tapCachePolicy`` (`cache`: WNS keeps the newest tap for
 ///   an offline device), `X-WNS-TTL` ``WNSConfiguration/tapTimeToLive``;
-/// - visible or fallback: a `ToastGeneric` toast with the escaped title and body, `launch`
+/// - visible or fallback: when `visualContent.badge` is given, first a `wns/badge` (`<badge
+///   value="N"/>`, 0 clears it, more than 99 shows 99); when `visualContent.tile` is `true`, a
+///   `wns/tile` (`TileMedium`, the title and body as wrapped lines, `X-WNS-Tag` as the toast's);
+///   then a `ToastGeneric` toast with the escaped title and body — the fallback text: WNS has no
+///   localisation keys, so `titleLocKey`/`bodyLocKey` are not sent —, `launch`
 ///   `hub=visible&app=…&id=…&v=…`, `X-WNS-Tag` from `appNotificationId` and `X-WNS-Group` from
 ///   `groupName` (see ``WNSTag/init(deriving:)`` for how long or non-alphanumeric values become
 ///   16 characters), `X-WNS-TTL` until the notification expires. A notification without
-///   `visualContent` is sent as a tap;
+///   `visualContent` is sent as a tap. Toast and tile text is cut to fit 5000 bytes, body first,
+///   by `VisibleTextFit`. Badge and tile go first: a retry after a failure resends them harmlessly
+///   (they replace what is shown), and the toast is sent only once they were accepted;
 /// - `X-WNS-PRIORITY: 1` for high-priority notifications and fallbacks.
 ///
 /// How answers map to outcomes: 200 → accepted (`channelthrottled` → retry); 404, 410 → endpoint
@@ -57,17 +63,20 @@ public final class WNSTransport: Transport {
         guard let channelURI = outbound.endpoint.token, !channelURI.isEmpty else {
             return .rejected(reason: "the endpoint has no WNS channel URI")
         }
-        let (notification, options) = notification(for: outbound)
-        do {
-            let response = try await client.send(
-                notification, to: channelURI, credentials: credentials, options: options)
-            if response.notificationStatus?.lowercased() == "channelthrottled" {
-                return .retry(after: response.retryAfter, reason: "\(response) — WNS throttles this channel")
+        // Badge and tile first: they replace what the device shows, so a retry after a later
+        // failure sends them again harmlessly; the toast, which would show twice, goes last.
+        for (notification, options) in notifications(for: outbound) {
+            do {
+                let response = try await client.send(
+                    notification, to: channelURI, credentials: credentials, options: options)
+                if response.notificationStatus?.lowercased() == "channelthrottled" {
+                    return .retry(after: response.retryAfter, reason: "\(response) — WNS throttles this channel")
+                }
+            } catch {
+                return outcome(for: error, endpoint: outbound.endpoint)
             }
-            return .accepted
-        } catch {
-            return outcome(for: error, endpoint: outbound.endpoint)
         }
+        return .accepted
     }
 
     /// Windows devices register with WNS.
@@ -101,8 +110,9 @@ public final class WNSTransport: Transport {
         try await client.shutdown()
     }
 
-    /// The notification and options the transport sends for `outbound`.
-    func notification(for outbound: OutboundDelivery) -> (WNSNotification, WNSSendOptions) {
+    /// The notifications and options the transport sends for `outbound`, in order: for a visible
+    /// delivery the badge (if `visualContent.badge`), the tile (if `visualContent.tile`), then the toast.
+    func notifications(for outbound: OutboundDelivery) -> [(WNSNotification, WNSSendOptions)] {
         let delivery = outbound.delivery
         var options = WNSSendOptions()
         if delivery.priority == .high || delivery.kind == .fallback { options.priority = .high }
@@ -113,16 +123,50 @@ public final class WNSTransport: Transport {
             ]
             .map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .urlQueryValueAllowed) ?? $0.1)" }
             .joined(separator: "&")
-            let toast = WNSToast(
-                title: visual.title, body: visual.body, launch: launch, tag: WNSTag(deriving: shown.appNotificationId),
+            let tag = WNSTag(deriving: shown.appNotificationId)
+            var toast = WNSToast(
+                title: visual.title, body: visual.body, launch: launch, tag: tag,
                 group: shown.groupName.map { WNSTag(deriving: $0) })
+            let text = Self.fitted(visual) { title, body in
+                toast.title = title
+                toast.body = body
+                return toast.xml.utf8.count
+            }
+            toast.title = text.title
+            toast.body = text.body
             let remaining = shown.expirationDateTime.timeIntervalSince(configuration.now())
             options.timeToLive = .seconds(max(0, Int(remaining.rounded(.down))))
-            return (.toast(toast), options)
+            var sends: [(WNSNotification, WNSSendOptions)] = []
+            var quiet = options
+            quiet.priority = nil
+            if let badge = visual.badge { sends.append((.badge(WNSBadge(.number(badge))), quiet)) }
+            if visual.tile == true {
+                var tile = WNSTile(lines: [], tag: tag)
+                let text = Self.fitted(visual) { title, body in
+                    tile.lines = [title] + (body.map { [$0] } ?? [])
+                    return tile.xml.utf8.count
+                }
+                tile.lines = [text.title] + (text.body.map { [$0] } ?? [])
+                sends.append((.tile(tile), quiet))
+            }
+            sends.append((.toast(toast), options))
+            return sends
         }
         let tap = #"{"hub":"tap","app":\#(Self.jsonString(outbound.app.id)),"v":"\#(delivery.changeVersion)"}"#
         options.timeToLive = configuration.tapTimeToLive
-        return (.raw(WNSRaw(bytes: Array(tap.utf8), cachePolicy: configuration.tapCachePolicy)), options)
+        return [(.raw(WNSRaw(bytes: Array(tap.utf8), cachePolicy: configuration.tapCachePolicy)), options)]
+    }
+
+    /// `visual`'s title and body cut by the hub's one rule (`VisibleTextFit`) to fit
+    /// ``WNSNotification/payloadLimit`` in the XML `size` writes for a title and a body. Unchanged
+    /// when nothing fits (the client then refuses the body as too large).
+    static func fitted(
+        _ visual: VisualContent, size: (String, String?) -> Int
+    ) -> VisibleTextFit.Text {
+        let base = size("", visual.body == nil ? nil : "")
+        return VisibleTextFit.fit(
+            title: visual.title, body: visual.body, budget: WNSNotification.payloadLimit - base,
+            cost: VisibleTextFit.xmlCost) ?? VisibleTextFit.Text(title: visual.title, body: visual.body)
     }
 
     /// `text` as a JSON string literal.

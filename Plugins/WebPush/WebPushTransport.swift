@@ -125,21 +125,24 @@ public final class WebPushTransport: Transport {
             urgency: urgency, topic: WebPushTopic("hubtap"))
     }
 
-    /// The JSON of `fields`, with the body (then the title) cut short and ended with "…" when the
-    /// whole would not fit the one record a Web Push message has.
+    /// The JSON of `fields`, with the body (then the title) cut by the hub's one rule
+    /// (`VisibleTextFit`) when the whole would not fit the one record a Web Push message has.
     static func fitting(_ fields: [String: String]) -> [UInt8] {
-        var fields = fields
-        var payload = json(fields)
-        for key in ["body", "title"] {
-            while payload.count > WebPushEncryption.maximumPlaintextSize, let text = fields[key], !text.isEmpty {
-                let excess = payload.count - WebPushEncryption.maximumPlaintextSize
-                let kept = text.hasSuffix("…") ? String(text.dropLast()) : text
-                fields[key] = String(kept.dropLast(max(1, excess / 2))) + "…"
-                if fields[key] == "…" { fields[key] = "" }
-                payload = json(fields)
-            }
+        let payload = json(fields)
+        guard payload.count > WebPushEncryption.maximumPlaintextSize, let title = fields["title"] else {
+            return payload
         }
-        return payload
+        var fitted = fields
+        fitted["title"] = ""
+        if fitted["body"] != nil { fitted["body"] = "" }
+        let budget = WebPushEncryption.maximumPlaintextSize - json(fitted).count
+        guard
+            let text = VisibleTextFit.fit(
+                title: title, body: fields["body"], budget: budget, cost: VisibleTextFit.jsonCost)
+        else { return payload }
+        fitted["title"] = text.title
+        fitted["body"] = text.body
+        return json(fitted)
     }
 
     /// A flat JSON object of strings, keys sorted.

@@ -1,13 +1,35 @@
 public import Foundation
 
-/// What the notification shows: a title and an optional body.
+/// What the notification shows: a title and an optional body, with the localisation keys, badge
+/// count and tile flag the publisher gave (the app can render them itself after a sync).
 public struct VisualContent: Sendable, Hashable, Codable {
     public var title: String
     public var body: String?
+    /// A key of the app's localised strings for the title; ``title`` is the fallback text.
+    public var titleLocKey: String?
+    /// The values of ``titleLocKey``'s placeholders.
+    public var titleLocArgs: [String]?
+    /// A key of the app's localised strings for the body; ``body`` is the fallback text.
+    public var bodyLocKey: String?
+    /// The values of ``bodyLocKey``'s placeholders.
+    public var bodyLocArgs: [String]?
+    /// The app icon's badge count; `0` clears it.
+    public var badge: Int?
+    /// Whether Windows devices also show it on the app's live tile.
+    public var tile: Bool?
 
-    public init(title: String, body: String? = nil) {
+    public init(
+        title: String, body: String? = nil, titleLocKey: String? = nil, titleLocArgs: [String]? = nil,
+        bodyLocKey: String? = nil, bodyLocArgs: [String]? = nil, badge: Int? = nil, tile: Bool? = nil
+    ) {
         self.title = title
         self.body = body
+        self.titleLocKey = titleLocKey
+        self.titleLocArgs = titleLocArgs
+        self.bodyLocKey = bodyLocKey
+        self.bodyLocArgs = bodyLocArgs
+        self.badge = badge
+        self.tile = tile
     }
 }
 

@@ -27,6 +27,7 @@ extension Hub {
         if let visual = payload.visualContent, visual.title.trimmingCharacters(in: .whitespaces).isEmpty {
             fail("payload.visualContent.title", "is required when visualContent is given")
         }
+        if let visual = payload.visualContent { errors += Self.problems(of: visual) }
         if let expiry = draft.expirationDateTime {
             if expiry <= now {
                 fail("expirationDateTime", "must be in the future")
@@ -110,6 +111,10 @@ extension Hub {
         let text =
             (payload.rawContent?.utf8.count ?? 0) + (payload.visualContent?.title.utf8.count ?? 0)
             + (payload.visualContent?.body?.utf8.count ?? 0)
-        return 64 + 6 * text
+        // The badge, the tile flag, the localisation keys, their arguments and their punctuation.
+        let extra = payload.visualContent.map { visual in
+            visual.localisationTexts.reduce(0) { $0 + 6 * $1.utf8.count + 3 } + 128
+        }
+        return 64 + 6 * text + (extra ?? 0)
     }
 }

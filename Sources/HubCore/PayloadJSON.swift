@@ -8,7 +8,8 @@ extension NotificationPayload {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(
             32 + (rawContent?.utf8.count ?? 0)
-                + (visualContent.map { $0.title.utf8.count + ($0.body?.utf8.count ?? 0) } ?? 0))
+                + (visualContent.map { $0.title.utf8.count + ($0.body?.utf8.count ?? 0) } ?? 0)
+                + (visualContent?.localisationTexts.reduce(0) { $0 + $1.utf8.count + 3 } ?? 0))
         bytes.append(UInt8(ascii: "{"))
         var first = true
         if let rawContent {
@@ -19,12 +20,37 @@ extension NotificationPayload {
             StoredJSON.appendKey("visualContent", first: &first, to: &bytes)
             bytes.append(UInt8(ascii: "{"))
             var innerFirst = true
+            // Keys in JSONEncoder's sorted order.
+            if let badge = visualContent.badge {
+                StoredJSON.appendKey("badge", first: &innerFirst, to: &bytes)
+                bytes.append(contentsOf: String(badge).utf8)
+            }
             if let body = visualContent.body {
                 StoredJSON.appendKey("body", first: &innerFirst, to: &bytes)
                 JSONEscaping.appendQuoted(body, escapingSlashes: true, to: &bytes)
             }
+            if let arguments = visualContent.bodyLocArgs {
+                StoredJSON.appendKey("bodyLocArgs", first: &innerFirst, to: &bytes)
+                StoredJSON.appendStrings(arguments, to: &bytes)
+            }
+            if let key = visualContent.bodyLocKey {
+                StoredJSON.appendKey("bodyLocKey", first: &innerFirst, to: &bytes)
+                JSONEscaping.appendQuoted(key, escapingSlashes: true, to: &bytes)
+            }
+            if let tile = visualContent.tile {
+                StoredJSON.appendKey("tile", first: &innerFirst, to: &bytes)
+                bytes.append(contentsOf: (tile ? "true" : "false").utf8)
+            }
             StoredJSON.appendKey("title", first: &innerFirst, to: &bytes)
             JSONEscaping.appendQuoted(visualContent.title, escapingSlashes: true, to: &bytes)
+            if let arguments = visualContent.titleLocArgs {
+                StoredJSON.appendKey("titleLocArgs", first: &innerFirst, to: &bytes)
+                StoredJSON.appendStrings(arguments, to: &bytes)
+            }
+            if let key = visualContent.titleLocKey {
+                StoredJSON.appendKey("titleLocKey", first: &innerFirst, to: &bytes)
+                JSONEscaping.appendQuoted(key, escapingSlashes: true, to: &bytes)
+            }
             bytes.append(UInt8(ascii: "}"))
         }
         bytes.append(UInt8(ascii: "}"))
@@ -40,6 +66,15 @@ enum StoredJSON {
         key.withUTF8Buffer { bytes.append(contentsOf: $0) }
         bytes.append(UInt8(ascii: "\""))
         bytes.append(UInt8(ascii: ":"))
+    }
+
+    static func appendStrings(_ values: [String], to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "["))
+        for (index, value) in values.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            JSONEscaping.appendQuoted(value, escapingSlashes: true, to: &bytes)
+        }
+        bytes.append(UInt8(ascii: "]"))
     }
 }
 

@@ -1,12 +1,43 @@
 public import struct Foundation.Date
 
-/// What the device shows: a title and a body.
+/// What the device shows: a title and a body, plus what each platform derives from them.
+///
+/// `title` and `body` are the text every platform can show; with localisation keys they are the
+/// fallback text (Windows and Web Push always show them). A long body, then a long title, is cut to
+/// fit each provider's limit by ``VisibleTextFit``.
 public struct VisualContent: Sendable, Hashable, Codable {
     public var title: String
     public var body: String?
-    public init(title: String, body: String? = nil) {
+    /// A key of the app's localised strings for the title (APNs `title-loc-key`, FCM `title_loc_key`).
+    public var titleLocKey: String?
+    /// The values for the placeholders of ``titleLocKey``, in order.
+    public var titleLocArgs: [String]?
+    /// A key of the app's localised strings for the body (APNs `loc-key`, FCM `body_loc_key`).
+    public var bodyLocKey: String?
+    /// The values for the placeholders of ``bodyLocKey``, in order.
+    public var bodyLocArgs: [String]?
+    /// The app icon's badge count (APNs `badge`, FCM `notification_count`, a WNS badge); `0` clears it.
+    public var badge: Int?
+    /// `true`: Windows endpoints also get a live tile update with the title and body.
+    public var tile: Bool?
+
+    public init(
+        title: String, body: String? = nil, titleLocKey: String? = nil, titleLocArgs: [String]? = nil,
+        bodyLocKey: String? = nil, bodyLocArgs: [String]? = nil, badge: Int? = nil, tile: Bool? = nil
+    ) {
         self.title = title
         self.body = body
+        self.titleLocKey = titleLocKey
+        self.titleLocArgs = titleLocArgs
+        self.bodyLocKey = bodyLocKey
+        self.bodyLocArgs = bodyLocArgs
+        self.badge = badge
+        self.tile = tile
+    }
+
+    /// Every text besides the title and body: the localisation keys and their arguments.
+    var localisationTexts: [String] {
+        [titleLocKey, bodyLocKey].compactMap(\.self) + (titleLocArgs ?? []) + (bodyLocArgs ?? [])
     }
 }
 

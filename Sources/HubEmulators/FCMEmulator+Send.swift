@@ -10,6 +10,20 @@ extension FCMEmulator {
         "collapse_key", "collapseKey", "priority", "ttl", "restricted_package_name", "restrictedPackageName", "data",
         "notification", "fcm_options", "fcmOptions", "direct_boot_ok", "directBootOk",
     ]
+    /// `AndroidNotification`'s fields (PROVIDERS.md §2.3), in both spellings.
+    static let androidNotificationFields: Set<String> = Set(
+        androidNotificationTexts + [
+            "title_loc_args", "titleLocArgs", "body_loc_args", "bodyLocArgs", "notification_count", "notificationCount",
+            "sticky", "local_only", "localOnly", "default_sound", "defaultSound", "default_vibrate_timings",
+            "defaultVibrateTimings", "default_light_settings", "defaultLightSettings", "vibrate_timings",
+            "vibrateTimings", "visibility", "light_settings", "lightSettings", "proxy", "event_time", "eventTime",
+        ])
+    /// The `AndroidNotification` fields that hold text.
+    static let androidNotificationTexts = [
+        "title", "body", "icon", "color", "sound", "tag", "click_action", "clickAction", "title_loc_key",
+        "titleLocKey", "body_loc_key", "bodyLocKey", "channel_id", "channelId", "ticker", "image",
+        "notification_priority", "notificationPriority",
+    ]
     /// The FCM payload limit, counted over `data` keys and values and the notification's title and body.
     static let payloadLimit = 4096
     /// The longest `android.ttl`: four weeks.

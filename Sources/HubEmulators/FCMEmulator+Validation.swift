@@ -98,11 +98,42 @@ extension FCMEmulator {
         }
         if let data = android["data"] { _ = try stringMap(data, at: "message.android.data") }
         if let notification = android["notification"] {
-            guard let object = notification as? [String: Any] else {
-                throw MessageProblem("Invalid value at 'message.android.notification': expected an object.")
-            }
-            parsed.androidTag = try string(object["tag"], "message.android.notification.tag")
+            try parseAndroidNotification(notification, into: &parsed)
         }
+    }
+
+    /// `AndroidNotification`: known fields only, texts as strings, `*_loc_args` as lists of strings,
+    /// `notification_count` as a whole number.
+    private static func parseAndroidNotification(_ value: Any, into parsed: inout ParsedMessage) throws {
+        let at = "message.android.notification"
+        guard let object = value as? [String: Any] else {
+            throw MessageProblem("Invalid value at '\(at)': expected an object.")
+        }
+        for key in object.keys.sorted() where !androidNotificationFields.contains(key) {
+            throw MessageProblem(
+                "Invalid JSON payload received. Unknown name \"\(key)\" at '\(at)': Cannot find field.")
+        }
+        for key in androidNotificationTexts {
+            _ = try string(object[key], "\(at).\(key)")
+        }
+        for key in ["title_loc_args", "titleLocArgs", "body_loc_args", "bodyLocArgs"] {
+            guard let item = object[key] else { continue }
+            guard let list = item as? [Any] else {
+                throw MessageProblem("Invalid value at '\(at).\(key)': expected a list of strings, \(item)")
+            }
+            for (index, argument) in list.enumerated() where !(argument is String) {
+                throw MessageProblem("Invalid value at '\(at).\(key)[\(index)]' (TYPE_STRING), \(argument)")
+            }
+        }
+        for key in ["notification_count", "notificationCount"] {
+            guard let item = object[key] else { continue }
+            guard let number = item as? NSNumber, number.doubleValue.rounded() == number.doubleValue,
+                abs(number.doubleValue) <= 2_147_483_647
+            else {
+                throw MessageProblem("Invalid value at '\(at).\(key)' (TYPE_INT32), \(item)")
+            }
+        }
+        parsed.androidTag = try string(object["tag"], "\(at).tag")
     }
 
     private static func string(_ value: Any?, _ field: String) throws -> String? {

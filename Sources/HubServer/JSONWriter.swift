@@ -92,6 +92,13 @@ struct JSONWriter {
         integer(value)
     }
 
+    /// An array of strings; left out when `nil`.
+    mutating func members(_ name: StaticString, _ values: [String]?) {
+        guard let values else { return }
+        key(name)
+        array(values) { json, value in json.string(value) }
+    }
+
     private mutating func separate() {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
     }
@@ -169,8 +176,17 @@ extension NotificationResource: JSONWritable {
                 if let visual = payload.visualContent {
                     json.key("visualContent")
                     json.object { json in
+                        json.member("badge", visual.badge)
                         json.member("body", visual.body)
+                        json.members("bodyLocArgs", visual.bodyLocArgs)
+                        json.member("bodyLocKey", visual.bodyLocKey)
+                        if let tile = visual.tile {
+                            json.key("tile")
+                            json.bool(tile)
+                        }
                         json.member("title", visual.title)
+                        json.members("titleLocArgs", visual.titleLocArgs)
+                        json.member("titleLocKey", visual.titleLocKey)
                     }
                 }
             }

@@ -30,9 +30,7 @@ struct PublishBody {
         if let fields = reader.object(body, "payload") {
             payload.rawContent = reader.string(fields, "rawContent", in: "payload")
             if let visual = reader.object(fields, "visualContent", in: "payload") {
-                let title = reader.string(visual, "title", in: "payload.visualContent")
-                let text = reader.string(visual, "body", in: "payload.visualContent")
-                payload.visualContent = VisualContent(title: title ?? "", body: text)
+                payload.visualContent = reader.visualContent(visual)
             }
         }
         var target = TargetPolicy()

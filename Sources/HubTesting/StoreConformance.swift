@@ -43,6 +43,7 @@ public enum StoreConformance {
     /// Every check of the suite.
     public static let all: [Check] = [
         Check(name: "publishCreatesAndUpdates", run: publishCreatesAndUpdates),
+        Check(name: "visualContentRoundTrip", run: visualContentRoundTrip),
         Check(name: "historyFilters", run: historyFilters),
         Check(name: "historyByPlatformAndTime", run: historyByPlatformAndTime),
         Check(name: "fallbackDetailsKept", run: fallbackDetailsKept),

@@ -105,11 +105,15 @@ struct APNSPayloadTests {
         #expect(body.dropLast().allSatisfy { $0 == Character(family) })
     }
 
-    @Test("a payload that cannot fit is refused even with trimming; VoIP allows 5120 bytes")
+    @Test("a payload whose other keys cannot fit is refused even with trimming; VoIP allows 5120 bytes")
     func limits() throws {
+        let hugeCustom = APNSPayload.alert(
+            APNSAlertPayload(
+                alert: APNSAlert(title: "t", body: "b"), custom: ["x": .string(String(repeating: "x", count: 5000))]))
+        #expect(throws: APNSError.self) { try hugeCustom.encoded(trimmingAlertBody: true) }
         let hugeTitle = APNSPayload.alert(
             APNSAlertPayload(alert: APNSAlert(title: String(repeating: "x", count: 5000), body: "b")))
-        #expect(throws: APNSError.self) { try hugeTitle.encoded(trimmingAlertBody: true) }
+        #expect(try hugeTitle.encoded(trimmingAlertBody: true).count <= 4096, "the title is cut after the body")
         let data: [String: APNSJSON] = ["data": .string(String(repeating: "y", count: 5000))]
         #expect(try APNSPayload.voip(APNSVoIPPayload(custom: data)).encoded().count > 4096)
         #expect(throws: APNSError.self) { try APNSPayload.background(APNSBackgroundPayload(custom: data)).encoded() }

@@ -20,6 +20,13 @@ struct PayloadSizeTests {
         }
         let bare = NotificationPayload(rawContent: nil, visualContent: VisualContent(title: "t"))
         #expect(Hub.encodedSizeBound(of: bare) >= Hub.encodedSize(of: bare))
+        for text in texts {
+            let every = NotificationPayload(
+                visualContent: VisualContent(
+                    title: "t", titleLocKey: text, titleLocArgs: [text, "", text], bodyLocKey: "k",
+                    bodyLocArgs: Array(repeating: text, count: 20), badge: Hub.maximumBadge, tile: false))
+            #expect(Hub.encodedSizeBound(of: every) >= Hub.encodedSize(of: every), "\(every)")
+        }
     }
 
     @Test("The stored JSON of a payload is exactly JSONEncoder's, with sorted keys, for every character class")
@@ -34,7 +41,18 @@ struct PayloadSizeTests {
             NotificationPayload(), NotificationPayload(rawContent: "only raw"),
             NotificationPayload(visualContent: VisualContent(title: "only a title")),
         ]
+        payloads.append(
+            NotificationPayload(
+                visualContent: VisualContent(
+                    title: "t", body: "b", titleLocKey: "T_KEY", titleLocArgs: [], bodyLocKey: "B/KEY",
+                    bodyLocArgs: ["a", "b\"c"], badge: 0, tile: true)))
+        payloads.append(NotificationPayload(visualContent: VisualContent(title: "t", badge: 12, tile: false)))
         for text in texts {
+            payloads.append(
+                NotificationPayload(
+                    visualContent: VisualContent(
+                        title: text, titleLocKey: text, titleLocArgs: [text], bodyLocKey: text,
+                        bodyLocArgs: [text, text])))
             payloads.append(NotificationPayload(rawContent: text))
             payloads.append(NotificationPayload(visualContent: VisualContent(title: text, body: text)))
             payloads.append(

@@ -58,16 +58,13 @@ struct FCMMessageTests {
         }
     }
 
-    @Test("a message over 4096 bytes is rejected before anything is sent")
+    @Test("a message whose data is over 4096 bytes is refused by the client before anything is sent")
     func oversize() async throws {
         try await FCMFixture.with { fixture in
-            let shown = FCMFixture.notification(title: "T", body: String(repeating: "x", count: 4100))
-            let outcome = await fixture.transport.send(fixture.outbound(kind: .visible, notification: shown))
-            guard case .rejected(let reason) = outcome else {
-                Issue.record("expected a rejection, got \(outcome)")
-                return
-            }
-            #expect(reason.contains("4096"))
+            let message = FCMMessage(target: .token("t"), data: ["k": String(repeating: "x", count: 4100)])
+            await #expect {
+                _ = try await fixture.transport.client.send(message, credentials: fixture.credentials)
+            } throws: { "\($0)".contains("4096") }
             #expect(fixture.emulator.tokenExchanges == 0 && fixture.emulator.messages.isEmpty)
         }
     }

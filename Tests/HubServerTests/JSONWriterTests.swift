@@ -37,6 +37,17 @@ struct JSONWriterTests {
                 payload: NotificationPayload(visualContent: VisualContent(title: "only a title")),
                 expirationDateTime: base, createdDateTime: base, lastModifiedDateTime: base),
             UserNotification(
+                id: "n5", appId: "notes.contoso.com", userId: "alice", appNotificationId: "a-5",
+                payload: NotificationPayload(
+                    visualContent: VisualContent(
+                        title: "t", body: "b", titleLocKey: "T/KEY", titleLocArgs: [awkward[4], ""],
+                        bodyLocKey: "B", bodyLocArgs: [], badge: 0, tile: true)),
+                expirationDateTime: base, createdDateTime: base, lastModifiedDateTime: base),
+            UserNotification(
+                id: "n6", appId: "notes.contoso.com", userId: "alice", appNotificationId: "a-6",
+                payload: NotificationPayload(visualContent: VisualContent(title: "t", badge: 99, tile: false)),
+                expirationDateTime: base, createdDateTime: base, lastModifiedDateTime: base),
+            UserNotification(
                 id: "n4", appId: "notes.contoso.com", userId: "alice", appNotificationId: "a-4",
                 payload: NotificationPayload(), expirationDateTime: base, createdDateTime: base,
                 lastModifiedDateTime: base),

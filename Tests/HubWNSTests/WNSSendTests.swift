@@ -83,13 +83,14 @@ struct WNSSendTests {
         }
     }
 
-    @Test("a body over 5000 bytes is rejected before sending")
+    @Test("a body over 5000 bytes is refused by the client before sending")
     func oversize() async throws {
         try await WNSFixture.with { fixture in
-            let shown = WNSFixture.notification(body: String(repeating: "x", count: 5000))
-            let outbound = fixture.outbound(channelURI: fixture.channel(), kind: .visible, notification: shown)
-            let outcome = await fixture.transport.send(outbound)
-            #expect(outcome.isRejected && outcome.reason.contains("5000"))
+            let raw = WNSNotification.raw(WNSRaw(bytes: Array(repeating: UInt8(ascii: "x"), count: 5001)))
+            await #expect {
+                _ = try await fixture.transport.client.send(
+                    raw, to: fixture.channel(), credentials: WNSFixture.classic)
+            } throws: { "\($0)".contains("5000") }
             #expect(fixture.emulator.received.isEmpty && fixture.emulator.tokenRequests == 0)
         }
     }

@@ -77,6 +77,34 @@ struct WebPushSendTests {
         }
     }
 
+    @Test("the one rule: emoji sequences stay whole, and a title too long alone is cut after the body is left out")
+    func oneTrimmingRule() async throws {
+        try await WebPushFixture.with { fixture in
+            let subscription = fixture.subscription()
+            let family = "👨‍👩‍👧‍👦"
+            let body = String(repeating: family, count: 400)
+            _ = await fixture.transport.send(
+                fixture.outbound(
+                    subscription, kind: .visible,
+                    notification: WebPushFixture.notification(title: "Family", body: body)))
+            let longTitle = String(repeating: "T", count: 5000)
+            _ = await fixture.transport.send(
+                fixture.outbound(
+                    subscription, kind: .visible,
+                    notification: WebPushFixture.notification(title: longTitle, body: "short")))
+            let messages = fixture.emulator.received(by: subscription)
+            #expect(messages.count == 2)
+            let fields = try messages.map {
+                try JSONSerialization.jsonObject(with: Data($0.plaintext)) as? [String: String] ?? [:]
+            }
+            let cut = try #require(fields.first?["body"])
+            #expect(cut.hasSuffix("…") && cut.dropLast().allSatisfy { $0 == Character(family) })
+            #expect(messages.first.map { $0.plaintext.count > WebPushEncryption.maximumPlaintextSize - 30 } == true)
+            #expect(fields.last?["body"] == nil, "the body is left out before the title is cut")
+            #expect(fields.last?["title"]?.hasSuffix("T…") == true)
+        }
+    }
+
     @Test("a payload past 3,993 bytes is refused by the client before sending")
     func clientRefusesOversized() async throws {
         try await WebPushFixture.with { fixture in
