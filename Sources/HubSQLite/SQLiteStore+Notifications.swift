@@ -167,40 +167,20 @@ extension SQLiteStore {
     public func sweep(now: Date, purgeBefore: Date, planner: DeliveryPlanner) async throws -> Set<FeedKey> {
         try await write { db in
             let now = now.canonical
-            var changed = Set<FeedKey>()
-            let releasing = try NotificationRecord.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT \(NotificationRecord.selection) FROM notification INDEXED BY notification_scheduled
-                        WHERE status = 'scheduled' AND scheduledDateTime <= ? ORDER BY changeVersion
-                        """),
-                arguments: [now.storedSeconds])
-            for record in releasing {
-                var notification = record.notification
-                notification.status = .active
-                notification.lastModifiedDateTime = now
-                notification.changeVersion = try Self.nextChangeVersion(db)
-                try NotificationRecord.update(notification, db)
-                try Self.enqueue(
-                    planner, notification, .published(mode: notification.deliveryMode ?? .shoulderTap), now: now, db)
-                changed.insert(FeedKey(appId: notification.appId, userId: notification.userId))
-            }
-            let expiring = try NotificationRecord.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT \(NotificationRecord.selection) FROM notification WHERE status = 'active' AND expirationDateTime <= ?
-                        ORDER BY changeVersion
-                        """),
-                arguments: [now.storedSeconds])
-            for record in expiring {
-                var notification = record.notification
-                notification.status = .expired
-                notification.lastModifiedDateTime = now
-                notification.changeVersion = try Self.nextChangeVersion(db)
-                try NotificationRecord.update(notification, db)
-                try Self.enqueue(planner, notification, .expired, now: now, db)
-                changed.insert(FeedKey(appId: notification.appId, userId: notification.userId))
-            }
+            // Releases first: a notification released and expired at once gets both changes.
+            var changed = try Self.changeDue(
+                """
+                SELECT \(NotificationRecord.selection) FROM notification INDEXED BY notification_scheduled
+                WHERE status = 'scheduled' AND scheduledDateTime <= ? ORDER BY changeVersion
+                """, now: now, to: .active, planner: planner, db
+            ) { .published(mode: $0.deliveryMode ?? .shoulderTap) }
+            changed.formUnion(
+                try Self.changeDue(
+                    """
+                    SELECT \(NotificationRecord.selection) FROM notification
+                    WHERE status = 'active' AND expirationDateTime <= ? ORDER BY changeVersion
+                    """, now: now, to: .expired, planner: planner, db
+                ) { _ in .expired })
             try db.cachedStatement(
                 sql: """
                     DELETE FROM notification WHERE status <> 'active' AND status <> 'scheduled'
@@ -217,6 +197,26 @@ extension SQLiteStore {
 // MARK: - Helpers
 
 extension SQLiteStore {
+    /// Gives each notification `query` selects (with `now` as its argument) the status `status`, a
+    /// new version and the deliveries `change` plans for it.
+    /// - Returns: the feeds changed.
+    static func changeDue(
+        _ query: String, now: Date, to status: NotificationStatus, planner: DeliveryPlanner, _ db: Database,
+        change: (UserNotification) -> DeliveryPlanner.Change
+    ) throws -> Set<FeedKey> {
+        var changed = Set<FeedKey>()
+        for record in try NotificationRecord.fetchAll(db.cachedStatement(sql: query), arguments: [now.storedSeconds]) {
+            var notification = record.notification
+            notification.status = status
+            notification.lastModifiedDateTime = now
+            notification.changeVersion = try nextChangeVersion(db)
+            try NotificationRecord.update(notification, db)
+            try enqueue(planner, notification, change(notification), now: now, db)
+            changed.insert(FeedKey(appId: notification.appId, userId: notification.userId))
+        }
+        return changed
+    }
+
     static func fetchNotification(_ db: Database, _ key: FeedKey, id: String) throws -> UserNotification? {
         try NotificationRecord.fetchOne(
             db.cachedStatement(

@@ -7,13 +7,8 @@ import HubCore
 /// `priority` in Graph's casing, the fallback policy as `endpointFallback`), and none of the hub's
 /// server-kept state (the `/v1` routes serve that).
 struct GraphNotificationResource: Encodable, Sendable {
-    struct Payload: Encodable, Sendable {
-        var rawContent: String?
-        var visualContent: VisualContent?
-    }
-    struct Target: Encodable, Sendable {
-        var platformTypes: [String]
-    }
+    typealias Payload = NotificationResource.Payload
+    typealias Target = NotificationResource.Target
     struct Fallback: Encodable, Sendable {
         struct Endpoint: Encodable, Sendable {
             var platformTypes: [String]
