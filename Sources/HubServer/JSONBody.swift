@@ -111,6 +111,16 @@ struct FieldReader {
         return Int(number)
     }
 
+    /// A boolean field; `nil` when absent or `null`, an error when of another type.
+    mutating func bool(_ object: [String: JSONValue], _ key: String, in prefix: String = "") -> Bool? {
+        guard let value = value(object, key) else { return nil }
+        guard case .bool(let flag) = value else {
+            fail(path(prefix, key), "must be true or false, not \(value.kind)")
+            return nil
+        }
+        return flag
+    }
+
     /// The value of a numeric string: an optional `-` and 1–15 ASCII digits, nothing else.
     static func wholeNumber(_ text: String) -> Int? {
         let digits = text.utf8.first == UInt8(ascii: "-") ? text.utf8.dropFirst() : text.utf8[...]

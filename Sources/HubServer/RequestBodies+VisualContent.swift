@@ -19,14 +19,4 @@ extension FieldReader {
             badge: integer(visual, "badge", in: prefix),
             tile: bool(visual, "tile", in: prefix))
     }
-
-    /// A boolean field; `nil` when absent or `null`, an error when of another type.
-    mutating func bool(_ object: [String: JSONValue], _ key: String, in prefix: String) -> Bool? {
-        guard let value = object[key], value != .null else { return nil }
-        guard case .bool(let flag) = value else {
-            fail("\(prefix).\(key)", "must be true or false, not \(value.kind)")
-            return nil
-        }
-        return flag
-    }
 }

@@ -4,12 +4,12 @@ import HubCore
 // Lenient readers of the request bodies: each returns what it could read and every field error.
 
 /// A Graph-shaped publish body (DESIGN §1): `appNotificationId`, `payload {rawContent,
-/// visualContent {title, body}}`, `targetPolicy {platformTypes}`, `priority` (any case),
-/// `groupName`, `displayTimeToLive`, `expirationDateTime`, `fallbackPolicy {timeoutSeconds}` or
-/// Graph's `fallbackPolicy {endpointFallback {…}}`, `deliveryMode`, `scheduledDateTime`. Graph's `targetHostName`, when
-/// given, must name the app published to; whole numbers may be sent as numeric strings (as Graph's
-/// own examples do); a body wrapped as `{"notification": {…}}` is unwrapped; other unknown fields
-/// are ignored, as Graph did.
+/// visualContent}` (see `FieldReader.visualContent(_:)`), `targetPolicy {platformTypes}`,
+/// `priority` (any case), `groupName`, `displayTimeToLive`, `expirationDateTime`,
+/// `fallbackPolicy {timeoutSeconds}` or Graph's `fallbackPolicy {endpointFallback {…}}`,
+/// `deliveryMode`, `scheduledDateTime`. Graph's `targetHostName`, when given, must name the app
+/// published to; whole numbers may be sent as numeric strings (as Graph's own examples do); a body
+/// wrapped as `{"notification": {…}}` is unwrapped; other unknown fields are ignored, as Graph did.
 struct PublishBody {
     var draft: NotificationDraft
     var reader: FieldReader
