@@ -58,7 +58,7 @@ struct ReadViewTests {
                 Self.ids(try await get("/notifications", as: "phone"), "notifications") == ["everyone", "ios-only"])
             #expect(try await get("/notifications/ios-only", as: "pixel").status == .notFound)
             #expect(try await get("/notifications/ios-only", as: "phone").status == .ok)
-            // A long-poll of the Android device from its cursor wakes for nothing of iOS's.
+            // A later read of the Android device from its cursor gets nothing of the iOS-only dismissal.
             let cursor = try #require(try await get("/feed", as: "pixel").object.string("cursor"))
             let dismissed = try await client.send(
                 .patch, me + "/notifications/ios-only", bearer: alice, json: #"{"userActionState":"dismissed"}"#,
