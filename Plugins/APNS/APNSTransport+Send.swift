@@ -10,22 +10,34 @@ extension APNSTransport {
     /// `Shutdown` and streams the server refused unprocessed (GOAWAY, `REFUSED_STREAM`) get one
     /// retry on another connection. Everything else is left to the dispatcher's back-off.
     public func send(_ request: APNSRequest, credentials: APNSCredentials) async -> DeliveryOutcome {
+        await transmit(request, credentials: credentials).outcome
+    }
+
+    /// ``send(_:credentials:)``, with the `apns-id` of the notification when APNs answered (its
+    /// own header, else the request's: APNs answers with the ID it was given).
+    public func transmit(_ request: APNSRequest, credentials: APNSCredentials) async -> ProviderReply {
         let deadline = NIODeadline.now() + TimeAmount(configuration.requestTimeout)
         let group: APNSCredentialGroup
         switch self.group(for: credentials) {
         case .success(let found): group = found
-        case .failure(let error): return .rejected(reason: error.description)
+        case .failure(let error): return ProviderReply(.rejected(reason: error.description))
         }
-        if let problem = request.headerProblem { return .rejected(reason: problem) }
+        if let problem = request.headerProblem { return ProviderReply(.rejected(reason: problem)) }
         let body: [UInt8]
         do {
             body = try request.payload.encoded(trimmingAlertBody: configuration.trimsAlertBody)
         } catch {
-            return .rejected(reason: error.description)
+            return ProviderReply(.rejected(reason: error.description))
         }
         let pool = group.pool(for: request.environment)
         let exchange = await exchange(request, body: body, group: group, pool: pool, deadline: deadline)
-        return outcome(of: exchange, request: request, group: group, pool: pool)
+        let outcome = outcome(of: exchange, request: request, group: group, pool: pool)
+        switch exchange {
+        case .answered(let response), .tokenTooYoungToRenew(let response, _):
+            return ProviderReply(outcome, messageId: response.apnsID ?? request.apnsID)
+        case .failed:
+            return ProviderReply(outcome)
+        }
     }
 
     /// How one send ended, before it is mapped to an outcome.

@@ -39,17 +39,24 @@ public final class APNSTransport: Transport {
 
     /// Sends one hub delivery to its endpoint.
     public func send(_ outbound: OutboundDelivery) async -> DeliveryOutcome {
+        await transmit(outbound).outcome
+    }
+
+    /// Sends one hub delivery to its endpoint; the reply carries its `apns-id`.
+    public func transmit(_ outbound: OutboundDelivery) async -> ProviderReply {
         guard let credentials = outbound.app.credentials.apns else {
-            return .suspended(reason: "the app '\(outbound.app.id)' has no credentials.apns; add them to hub.yaml")
+            return ProviderReply(
+                .suspended(reason: "the app '\(outbound.app.id)' has no credentials.apns; add them to hub.yaml"))
         }
         let request: APNSRequest
         do {
             request = try APNSDeliveryRenderer(configuration: configuration).request(for: outbound)
         } catch {
-            return error.code == .invalidDeviceToken
-                ? .endpointGone(since: nil, reason: error.message) : .rejected(reason: error.description)
+            return ProviderReply(
+                error.code == .invalidDeviceToken
+                    ? .endpointGone(since: nil, reason: error.message) : .rejected(reason: error.description))
         }
-        return await send(request, credentials: credentials)
+        return await transmit(request, credentials: credentials)
     }
 
     /// iOS, iPadOS and the other Apple platforms register as `ios`.

@@ -48,18 +48,25 @@ public final class FCMTransport: Transport {
     var configuration: FCMConfiguration { client.configuration }
 
     public func send(_ outbound: OutboundDelivery) async -> DeliveryOutcome {
+        await transmit(outbound).outcome
+    }
+
+    /// Sends one delivery; the reply carries the message name FCM assigned
+    /// (`projects/{project}/messages/{id}`).
+    public func transmit(_ outbound: OutboundDelivery) async -> ProviderReply {
         guard let credentials = outbound.app.credentials.fcm else {
-            return .suspended(
-                reason: "the app \(outbound.app.id) has no FCM credentials on this hub: add credentials.fcm")
+            return ProviderReply(
+                .suspended(
+                    reason: "the app \(outbound.app.id) has no FCM credentials on this hub: add credentials.fcm"))
         }
         guard let token = outbound.endpoint.token, !token.isEmpty else {
-            return .rejected(reason: "the endpoint has no FCM registration token")
+            return ProviderReply(.rejected(reason: "the endpoint has no FCM registration token"))
         }
         do {
-            _ = try await client.send(message(for: outbound, token: token), credentials: credentials)
-            return .accepted
+            let name = try await client.send(message(for: outbound, token: token), credentials: credentials)
+            return ProviderReply(.accepted, messageId: name)
         } catch {
-            return outcome(for: error, app: outbound.app)
+            return ProviderReply(outcome(for: error, app: outbound.app))
         }
     }
 

@@ -56,27 +56,38 @@ public final class WNSTransport: Transport {
     var configuration: WNSConfiguration { client.configuration }
 
     public func send(_ outbound: OutboundDelivery) async -> DeliveryOutcome {
+        await transmit(outbound).outcome
+    }
+
+    /// Sends one delivery; the reply carries WNS's `X-WNS-Msg-ID` of the last notification sent
+    /// (the toast, when there is one).
+    public func transmit(_ outbound: OutboundDelivery) async -> ProviderReply {
         guard let credentials = outbound.app.credentials.wns else {
-            return .suspended(
-                reason: "the app \(outbound.app.id) has no WNS credentials on this hub: add credentials.wns")
+            return ProviderReply(
+                .suspended(
+                    reason: "the app \(outbound.app.id) has no WNS credentials on this hub: add credentials.wns"))
         }
         guard let channelURI = outbound.endpoint.token, !channelURI.isEmpty else {
-            return .rejected(reason: "the endpoint has no WNS channel URI")
+            return ProviderReply(.rejected(reason: "the endpoint has no WNS channel URI"))
         }
         // Badge and tile first: they replace what the device shows, so a retry after a later
         // failure sends them again harmlessly; the toast, which would show twice, goes last.
+        var messageID: String?
         for (notification, options) in notifications(for: outbound) {
             do {
                 let response = try await client.send(
                     notification, to: channelURI, credentials: credentials, options: options)
+                messageID = response.messageID ?? messageID
                 if response.notificationStatus?.lowercased() == "channelthrottled" {
-                    return .retry(after: response.retryAfter, reason: "\(response) — WNS throttles this channel")
+                    return ProviderReply(
+                        .retry(after: response.retryAfter, reason: "\(response) — WNS throttles this channel"),
+                        messageId: messageID)
                 }
             } catch {
-                return outcome(for: error, endpoint: outbound.endpoint)
+                return ProviderReply(outcome(for: error, endpoint: outbound.endpoint), messageId: messageID)
             }
         }
-        return .accepted
+        return ProviderReply(.accepted, messageId: messageID)
     }
 
     /// Windows devices register with WNS.

@@ -61,22 +61,28 @@ public final class WebPushTransport: Transport {
     }
 
     public func send(_ outbound: OutboundDelivery) async -> DeliveryOutcome {
+        await transmit(outbound).outcome
+    }
+
+    /// Sends one delivery; the reply carries the push service's `Location` of the message.
+    public func transmit(_ outbound: OutboundDelivery) async -> ProviderReply {
         guard let vapid = outbound.app.credentials.webpush?.vapid else {
-            return suspended(
-                outbound.endpoint, .vapidUnavailable,
-                "the app \(outbound.app.id) has no VAPID key on this hub: add credentials.webpush")
+            return ProviderReply(
+                suspended(
+                    outbound.endpoint, .vapidUnavailable,
+                    "the app \(outbound.app.id) has no VAPID key on this hub: add credentials.webpush"))
         }
         let subscription: WebPushSubscription
         do {
             subscription = try WebPushSubscription(token: outbound.endpoint.token ?? "")
         } catch {
-            return .rejected(reason: error.description)
+            return ProviderReply(.rejected(reason: error.description))
         }
         do {
-            _ = try await client.send(message(for: outbound), to: subscription, vapid: vapid)
-            return .accepted
+            let response = try await client.send(message(for: outbound), to: subscription, vapid: vapid)
+            return ProviderReply(.accepted, messageId: response.location)
         } catch {
-            return outcome(for: error, endpoint: outbound.endpoint)
+            return ProviderReply(outcome(for: error, endpoint: outbound.endpoint))
         }
     }
 

@@ -159,8 +159,9 @@ extension Dispatcher {
         lane.inFlight.add(items.count, ordering: .releasing)
         for item in items {
             group.addTask {
-                let change = await self.process(item)
-                self.recorder.add(OutboxOutcome(id: item.delivery.id, change, at: self.now()))
+                let (change, messageId) = await self.process(item)
+                self.recorder.add(
+                    OutboxOutcome(id: item.delivery.id, change, at: self.now(), providerMessageId: messageId))
                 lane.inFlight.subtract(1, ordering: .releasing)
                 self.bells.wake(lane.slotKey)
             }

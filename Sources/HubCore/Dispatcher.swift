@@ -114,16 +114,24 @@ final class Dispatcher: Sendable {
 
     // MARK: Sending one delivery
 
-    /// Sends one claimed delivery through its transport and says how to record it.
-    func process(_ claimed: ClaimedDelivery) async -> OutboxOutcome.Change {
+    /// Sends one claimed delivery through its transport and says how to record it, with the
+    /// provider's message ID when it gave one.
+    func process(_ claimed: ClaimedDelivery) async -> (change: OutboxOutcome.Change, messageId: String?) {
+        let reply = await transmit(claimed)
+        return (reply.change, reply.messageId)
+    }
+
+    private func transmit(_ claimed: ClaimedDelivery) async -> (change: OutboxOutcome.Change, messageId: String?) {
         let delivery = claimed.delivery
         let endpoint = claimed.endpoint
         let transportLabel = endpoint.transport.rawValue
         guard let app = router.apps[delivery.appId] else {
-            return .finish(.rejected, detail: "the app '\(delivery.appId)' is no longer configured", goneSince: nil)
+            return (
+                .finish(.rejected, detail: "the app '\(delivery.appId)' is no longer configured", goneSince: nil), nil
+            )
         }
         if let reason = Self.skipReason(claimed, now: now()) {
-            return .finish(.superseded, detail: reason, goneSince: nil)
+            return (.finish(.superseded, detail: reason, goneSince: nil), nil)
         }
         guard let transport = router.transport(endpoint.transport) else {
             // A configuration fault (credentials missing or refused at start): park, never drop.
@@ -131,18 +139,27 @@ final class Dispatcher: Sendable {
                 "the \(endpoint.transport) transport is not enabled on this hub: give the app its credentials "
                 + "for it and restart"
             reportSuspension(app: app.id, transport: endpoint.transport, reason: reason)
-            return .suspend(reason: reason)
+            return (.suspend(reason: reason), nil)
         }
         let started = ContinuousClock.now
         let outbound = OutboundDelivery(
             delivery: delivery, endpoint: endpoint, app: app,
             notification: delivery.kind == .shoulderTap ? nil : Self.content(of: claimed))
-        let outcome = await transport.send(outbound)
+        let reply = await transport.transmit(outbound)
+        let outcome = reply.outcome
         Timer(label: "hub_delivery_duration_seconds", dimensions: [("transport", transportLabel)])
             .recordNanoseconds((ContinuousClock.now - started).nanoseconds)
         Counter(
             label: "hub_deliveries_total", dimensions: [("transport", transportLabel), ("outcome", outcome.label)]
         ).increment()
+        return (change(for: outcome, of: delivery, to: endpoint, app: app), reply.messageId)
+    }
+
+    /// How to record `outcome` of `delivery`.
+    private func change(
+        for outcome: DeliveryOutcome, of delivery: Delivery, to endpoint: Endpoint, app: CrossDeviceApp
+    ) -> OutboxOutcome.Change {
+        let transportLabel = endpoint.transport.rawValue
         switch outcome {
         case .accepted:
             return .finish(.delivered, detail: nil, goneSince: nil)

@@ -138,3 +138,25 @@ extension Hub {
             && id.unicodeScalars.allSatisfy { $0.isASCIIAlphanumeric || $0 == "." || $0 == "_" || $0 == "-" }
     }
 }
+
+extension Hub {
+    /// What became of the notification `id` (hub ID, else `appNotificationId`) on each of the
+    /// user's endpoints, active or not (see ``DeliveryReceipt``), with the notification as its
+    /// publisher reads it.
+    /// - Throws: ``HubError/Code/notFound`` when the user has no such notification (or its
+    ///   deliveries were purged with it).
+    public func deliveryReceipts(
+        app appID: String, user userID: String, id: String
+    ) async throws -> (notification: UserNotification, receipts: [DeliveryReceipt]) {
+        let key = try feedKey(appID, userID)
+        try Identifier.check(id, field: "id")
+        guard let trace = try await store.deliveryTrace(key, id: id) else {
+            throw HubError(.notFound, "No notification '\(id)' for this user.")
+        }
+        let endpoints = try await store.endpoints(key)
+        let router = router
+        let receipts = DeliveryReceipt.receipts(trace, endpoints: endpoints) { router.wakesInProcess($0) }
+        let view = NotificationView(now: now(), reader: .publisher)
+        return (view.render(trace.notification), receipts)
+    }
+}

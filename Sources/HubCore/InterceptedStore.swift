@@ -61,6 +61,10 @@ public struct InterceptedStore<Interceptor: StoreInterceptor>: Store {
         try await call("nextScheduledRelease") { try await $0.nextScheduledRelease() }
     }
 
+    public func deliveryTrace(_ key: FeedKey, id: String) async throws -> NotificationTrace? {
+        try await call("deliveryTrace") { try await $0.deliveryTrace(key, id: id) }
+    }
+
     public func upsertEndpoint(_ endpoint: Endpoint) async throws -> Endpoint {
         try await call("upsertEndpoint") { try await $0.upsertEndpoint(endpoint) }
     }

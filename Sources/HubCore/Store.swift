@@ -58,7 +58,9 @@ public protocol FeedStore: Sendable {
     /// Releases `scheduled` notifications whose `scheduledDateTime` passed (active, a feed change,
     /// with the deliveries planned for a publish in their `deliveryMode`), marks notifications
     /// whose expiration passed as expired (a feed change, with the planned taps), and removes
-    /// tombstones and finished deliveries older than `purgeBefore`.
+    /// tombstones older than `purgeBefore`, and finished deliveries older than `purgeBefore` whose
+    /// notification expired before `purgeBefore` or is gone (receipts outlive their notification
+    /// by the retention).
     /// - Returns: the feeds that changed.
     func sweep(now: Date, purgeBefore: Date, planner: DeliveryPlanner) async throws -> Set<FeedKey>
 
@@ -136,6 +138,10 @@ public protocol OutboxStore: Sendable {
     /// The earliest due time of a pending delivery, to sleep until.
     func nextDueDate() async throws -> Date?
     func deliveryStatistics() async throws -> DeliveryStatistics
+    /// The notification `id` (hub ID, else `appNotificationId`) of `key` with its deliveries, for
+    /// its receipts; `nil` when there is no such notification. Finished deliveries are kept while
+    /// their notification lives and for the retention after (see ``sweep(now:purgeBefore:planner:)``).
+    func deliveryTrace(_ key: FeedKey, id: String) async throws -> NotificationTrace?
     /// What `/metrics` reads at every scrape: ``deliveryStatistics()`` without the finished counts
     /// (`finished` is empty), so that a scrape costs the size of the outbox, not of the delivery
     /// history. The default reads ``deliveryStatistics()``; stores with history should do better.
@@ -144,6 +150,11 @@ public protocol OutboxStore: Sendable {
 
 extension OutboxStore {
     public func releaseLeases(owner: String) async throws {}
+
+    /// A store without receipts says so.
+    public func deliveryTrace(_ key: FeedKey, id: String) async throws -> NotificationTrace? {
+        throw HubError(.unavailable, "this hub's store keeps no delivery receipts")
+    }
 
     public func outboxDepth() async throws -> DeliveryStatistics {
         var statistics = try await deliveryStatistics()
@@ -198,11 +209,14 @@ public struct OutboxOutcome: Sendable, Hashable {
     public var change: Change
     /// When the outcome was known.
     public var at: Date
+    /// The provider's ID of the message (``ProviderReply/messageId``), kept in the receipt.
+    public var providerMessageId: String?
 
-    public init(id: Int64, _ change: Change, at: Date) {
+    public init(id: Int64, _ change: Change, at: Date, providerMessageId: String? = nil) {
         self.id = id
         self.change = change
         self.at = at
+        self.providerMessageId = providerMessageId
     }
 }
 

@@ -41,6 +41,13 @@ public protocol Transport: Service {
     /// Sends one delivery. Called concurrently; must return within a bounded time.
     func send(_ delivery: OutboundDelivery) async -> DeliveryOutcome
 
+    /// Sends one delivery and says, beside the outcome, the provider's ID of the message when the
+    /// provider gave one (`apns-id`, FCM's message name, WNS's `X-WNS-Msg-ID`, Web Push's
+    /// `Location`). The dispatcher calls this; the ID is kept in the delivery's receipt, where an
+    /// operator can quote it to the provider. The default calls ``send(_:)`` and gives no ID: a
+    /// transport that learns IDs implements this one and has ``send(_:)`` return its outcome.
+    func transmit(_ delivery: OutboundDelivery) async -> ProviderReply
+
     /// How many sends its lane keeps in flight, unless hub.yaml's `dispatcher.concurrency` or
     /// `dispatcher.lanes.<id>` says otherwise; `nil` (the default) for the hub's
     /// (``DispatcherConfiguration/defaultConcurrency``). A transport that multiplexes many sends
@@ -68,6 +75,10 @@ extension Transport {
     public var endpointAttributes: Set<String> { [] }
 
     public var preferredConcurrency: Int? { nil }
+
+    public func transmit(_ delivery: OutboundDelivery) async -> ProviderReply {
+        ProviderReply(await send(delivery))
+    }
 
     public func problem(registering endpoint: Endpoint, for app: CrossDeviceApp) -> String? { nil }
 
@@ -115,6 +126,22 @@ public struct OutboundDelivery: Sendable {
     }
 
     public var kind: DeliveryKind { delivery.kind }
+}
+
+/// A provider's answer to one send: the outcome, and the provider's own ID of the message when it
+/// gave one (see ``Transport/transmit(_:)``).
+public struct ProviderReply: Sendable, Hashable {
+    public var outcome: DeliveryOutcome
+    /// The provider's ID of the message, as it sent it (at most ``maxMessageIdLength`` characters are kept).
+    public var messageId: String?
+
+    /// The longest provider message ID a receipt keeps; longer ones are cut.
+    public static let maxMessageIdLength = 512
+
+    public init(_ outcome: DeliveryOutcome, messageId: String? = nil) {
+        self.outcome = outcome
+        self.messageId = messageId.flatMap { $0.isEmpty ? nil : String($0.prefix(Self.maxMessageIdLength)) }
+    }
 }
 
 /// What happened to one send.

@@ -17,6 +17,7 @@ extension PostgresStore {
         Migration(version: 2, name: "outbox lanes", statements: schemaV2),
         Migration(version: 3, name: "suspended deliveries", statements: schemaV3),
         Migration(version: 4, name: "fallback details and schedules", statements: schemaV4),
+        Migration(version: 5, name: "delivery receipts", statements: schemaV5),
     ]
 
     /// Creates or upgrades the schema; safe to call on every start, from every instance at once.
@@ -241,6 +242,21 @@ extension PostgresStore {
     /// platforms or its own content (Graph's `endpointFallback`; `fallback_timeout_seconds` still
     /// holds the timeout), and `scheduled_date_time` with `hub_notification_scheduled`, the
     /// notifications the sweep releases (status `scheduled`) by time.
+    /// Version 5: what delivery receipts read.
+    /// - `hub_delivery.first_sent_at` (the first lease's `claimed_at`, kept when an outcome is
+    ///   recorded) and `hub_delivery.provider_message_id` (`apns-id`, FCM's message name, …).
+    /// - `hub_notification.published_version`: the version of the latest publish or release, kept
+    ///   when a state change, a deletion or the expiry moves `change_version` (`NULL`: `change_version`).
+    /// - `read_by`/`read_at`, `dismissed_by`/`dismissed_at`: the endpoint that made the latest such
+    ///   change, and when.
+    static let schemaV5 = [
+        "ALTER TABLE hub_delivery ADD COLUMN first_sent_at timestamptz, ADD COLUMN provider_message_id text",
+        """
+        ALTER TABLE hub_notification ADD COLUMN published_version bigint, ADD COLUMN read_by text,
+            ADD COLUMN read_at timestamptz, ADD COLUMN dismissed_by text, ADD COLUMN dismissed_at timestamptz
+        """,
+    ]
+
     static let schemaV4 = [
         "ALTER TABLE hub_notification ADD COLUMN fallback_details jsonb, ADD COLUMN scheduled_date_time timestamptz",
         """

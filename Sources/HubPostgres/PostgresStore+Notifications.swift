@@ -47,6 +47,9 @@ extension PostgresStore {
             if let userActionState = change.userActionState { notification.userActionState = userActionState }
             notification.lastModifiedDateTime = change.now
             let (updated, endpoints) = try await Self.save(notification, db)
+            try await Self.noteWhoChanged(
+                updated, change, read: readChanges && updated.readState == .read,
+                dismissed: actionChanges && updated.userActionState == .dismissed, db)
             try await Self.enqueue(
                 updated, .stateChanged(except: change.exceptEndpoint), endpoints: endpoints, planner: change.planner,
                 now: change.now, on: db)

@@ -138,14 +138,14 @@ extension PostgresStore {
     /// so their feeds are locked first (in the sweep's order).
     public func recordOutcomes(_ outcomes: [OutboxOutcome]) async throws {
         guard !outcomes.isEmpty else { return }
-        var finished: [(id: Int64, result: String, detail: String?, at: Date)] = []
+        var finished: [(id: Int64, result: String, detail: String?, at: Date, messageId: String?)] = []
         var seen = Set<Int64>()
         var perRow: [OutboxOutcome] = []
         for outcome in outcomes {
             switch outcome.change {
             case .finish(let result, let detail, _) where result != .endpointGone:
                 if seen.insert(outcome.id).inserted {
-                    finished.append((outcome.id, result.rawValue, detail, outcome.at))
+                    finished.append((outcome.id, result.rawValue, detail, outcome.at, outcome.providerMessageId))
                 }
             default:
                 perRow.append(outcome)
@@ -153,12 +153,13 @@ extension PostgresStore {
         }
         var finish: PostgresBindings?
         if !finished.isEmpty {
-            var binds = PostgresBindings(capacity: 5)
+            var binds = PostgresBindings(capacity: 6)
             binds.append(finished.map(\.id))
             binds.append(finished.map(\.result))
             binds.append(finished.map { $0.detail ?? "" })
             binds.append(finished.map { $0.detail != nil })
             binds.append(finished.map(\.at))
+            binds.append(finished.map { $0.messageId ?? "" })
             finish = binds
         }
         guard !perRow.isEmpty else {
@@ -182,29 +183,34 @@ extension PostgresStore {
             }
             for outcome in perRow {
                 guard let delivery = pending[outcome.id] else { continue }
+                let messageId = outcome.providerMessageId
                 switch outcome.change {
                 case .finish(_, let detail, let goneSince):
-                    try await Self.endpointGone(delivery.id, detail: detail, goneSince: goneSince, at: outcome.at, db)
+                    try await Self.endpointGone(
+                        delivery.id, detail: detail, goneSince: goneSince, at: outcome.at, messageId: messageId, db)
                 case .retry(let dueAt, let error):
-                    try await Self.retry(delivery, dueAt: dueAt, error: error, at: outcome.at, db)
+                    try await Self.retry(delivery, dueAt: dueAt, error: error, at: outcome.at, messageId: messageId, db)
                 case .suspend(let reason):
                     try await Self.retry(
-                        delivery, dueAt: delivery.dueAt, error: reason, at: outcome.at, db, suspending: true)
+                        delivery, dueAt: delivery.dueAt, error: reason, at: outcome.at, messageId: messageId, db,
+                        suspending: true)
                 }
             }
         }
     }
 
-    /// Finishes a batch of deliveries (other than `endpointGone`). Arrays cannot hold NULLs
-    /// here: a detail travels as text plus whether it is there.
+    /// Finishes a batch of deliveries (other than `endpointGone`), keeping the first lease's time
+    /// and the provider's message ID for the receipt. Arrays cannot hold NULLs here: a detail
+    /// travels as text plus whether it is there, a message ID as text (empty: none).
     enum FinishDeliveries: NamedStatement {
-        static let name = "hub_finish_deliveries"
+        static let name = "hub_finish_deliveries_v2"
         static let sql = """
             UPDATE hub_delivery d SET state = 'finished', result = o.result,
                 detail = CASE WHEN o.has_detail THEN o.detail END, finished_at = o.at,
-                lease_owner = NULL, lease_until = NULL
-            FROM unnest($1::bigint[], $2::text[], $3::text[], $4::boolean[], $5::timestamptz[])
-                AS o(id, result, detail, has_detail, at)
+                lease_owner = NULL, lease_until = NULL, first_sent_at = COALESCE(d.first_sent_at, d.claimed_at),
+                provider_message_id = COALESCE(NULLIF(o.message_id, ''), d.provider_message_id)
+            FROM unnest($1::bigint[], $2::text[], $3::text[], $4::boolean[], $5::timestamptz[], $6::text[])
+                AS o(id, result, detail, has_detail, at, message_id)
             WHERE d.id = o.id AND d.state = 'pending'
             """
     }
@@ -237,13 +243,15 @@ extension PostgresStore {
     /// Finishes a delivery as `endpointGone`, deactivates its endpoint unless it registered again
     /// after the verdict, and then supersedes the endpoint's other pending deliveries: one statement.
     private static func endpointGone(
-        _ id: Int64, detail: String?, goneSince: Date?, at now: Date, _ db: Session
+        _ id: Int64, detail: String?, goneSince: Date?, at now: Date, messageId: String?, _ db: Session
     ) async throws {
         try await db.rows(
             """
             WITH finished AS (
                 UPDATE hub_delivery SET state = 'finished', result = 'endpointGone', detail = \(detail),
-                    finished_at = \(now), lease_owner = NULL, lease_until = NULL
+                    finished_at = \(now), lease_owner = NULL, lease_until = NULL,
+                    first_sent_at = COALESCE(first_sent_at, claimed_at),
+                    provider_message_id = COALESCE(\(messageId)::text, provider_message_id)
                 WHERE id = \(id) AND state = 'pending'
                 RETURNING app_id, user_id, endpoint_id, claimed_at
             ), deactivated AS (
@@ -269,7 +277,8 @@ extension PostgresStore {
     /// With `suspending`, the delivery is parked instead (see ``recordOutcomes(_:)``). A parked tap
     /// that a put-back tap merges into is un-parked: the lane tries it again.
     private static func retry(
-        _ delivery: Delivery, dueAt: Date, error: String?, at now: Date, _ db: Session, suspending: Bool = false
+        _ delivery: Delivery, dueAt: Date, error: String?, at now: Date, messageId: String? = nil, _ db: Session,
+        suspending: Bool = false
     ) async throws {
         let id = delivery.id
         if delivery.kind == .shoulderTap {
@@ -293,7 +302,8 @@ extension PostgresStore {
                     """
                     UPDATE hub_delivery SET state = 'finished', result = 'superseded',
                         detail = 'A newer tap to the endpoint replaced it.', last_error = \(error), finished_at = \(now),
-                        lease_owner = NULL, lease_until = NULL
+                        lease_owner = NULL, lease_until = NULL, first_sent_at = COALESCE(first_sent_at, claimed_at),
+                        provider_message_id = COALESCE(\(messageId)::text, provider_message_id)
                     WHERE id = \(id) AND state = 'pending'
                     """)
                 return
@@ -303,7 +313,9 @@ extension PostgresStore {
         try await db.rows(
             """
             UPDATE hub_delivery SET lease_owner = NULL, lease_until = NULL, due_at = \(dueAt), last_error = \(error),
-                suspended_at = \(suspendedAt), suspended_reason = CASE WHEN \(suspending) THEN \(error) END
+                suspended_at = \(suspendedAt), suspended_reason = CASE WHEN \(suspending) THEN \(error) END,
+                first_sent_at = COALESCE(first_sent_at, claimed_at),
+                provider_message_id = COALESCE(\(messageId)::text, provider_message_id)
             WHERE id = \(id) AND state = 'pending'
             """)
     }

@@ -68,7 +68,7 @@ extension PostgresStore {
                     read_state, user_action_state, status, nextval('hub_change_version'),
                     NULLIF(fallback_details, '')::jsonb, CASE WHEN has_schedule THEN scheduled_date_time END
                 FROM input ORDER BY position
-                ON CONFLICT (app_id, user_id, id) DO UPDATE SET \(NotificationColumns.replace)
+                ON CONFLICT (app_id, user_id, id) DO UPDATE SET \(NotificationColumns.replace(published: true))
                 RETURNING \(NotificationColumns.list)
             ), planned AS (
                 SELECT p.endpoint_id, p.transport, p.kind, p.due_at, p.merges, p.hand, i.app_id, i.user_id,

@@ -47,8 +47,13 @@ extension PostgresStore {
             """
             WITH purged AS (
                 DELETE FROM hub_delivery WHERE id IN (
-                    SELECT id FROM hub_delivery
-                    WHERE state = 'finished' AND finished_at < \(purgeBefore) LIMIT \(Self.purgeBatch))
+                    SELECT d.id FROM hub_delivery d
+                    WHERE d.state = 'finished' AND d.finished_at < \(purgeBefore)
+                        AND NOT EXISTS (
+                            SELECT 1 FROM hub_notification n
+                            WHERE n.app_id = d.app_id AND n.user_id = d.user_id AND n.id = d.notification_id
+                                AND n.expiration_date_time >= \(purgeBefore))
+                    LIMIT \(Self.purgeBatch))
                 RETURNING 1
             )
             SELECT count(*) FROM purged
@@ -73,11 +78,13 @@ extension PostgresStore {
         /// Active ones whose `expiration_date_time` passed become expired.
         case expire
 
-        /// The status it changes, the time column it compares, the status it sets (SQL literals).
-        var sql: (from: String, time: String, to: String) {
+        /// The status it changes, the time column it compares, the status it sets (SQL literals), and
+        /// what `published_version` becomes (a release is a publish).
+        var sql: (from: String, time: String, to: String, publishedVersion: String) {
             switch self {
-            case .release: ("'scheduled'", "scheduled_date_time", "'active'")
-            case .expire: ("'active'", "expiration_date_time", "'expired'")
+            case .release: ("'scheduled'", "scheduled_date_time", "'active'", "NULL")
+            case .expire:
+                ("'active'", "expiration_date_time", "'expired'", "COALESCE(n.published_version, n.change_version)")
             }
         }
 
@@ -115,7 +122,8 @@ extension PostgresStore {
             """
             UPDATE hub_notification n
             SET status = \(unescaped: sql.to), last_modified_date_time = \(now),
-                change_version = nextval('hub_change_version')
+                change_version = nextval('hub_change_version'),
+                published_version = \(unescaped: sql.publishedVersion)
             FROM unnest(\(feeds.map(\.appId))::text[], \(feeds.map(\.userId))::text[]) AS f(app_id, user_id)
             WHERE n.app_id = f.app_id AND n.user_id = f.user_id
                 AND n.status = \(unescaped: sql.from) AND n.\(unescaped: sql.time) <= \(now)

@@ -58,12 +58,19 @@ enum NotificationColumns {
         VALUES ($1, $2, $3, $4, $5::text, $6, $7::jsonb, $8::jsonb, $9::bigint, $10, $11::bigint, $12::text,
             $13, $14, $15, $16, $17, nextval('hub_change_version'), $18::jsonb,
             $19::timestamptz)
-        ON CONFLICT (app_id, user_id, id) DO UPDATE SET \(replace)
+        ON CONFLICT (app_id, user_id, id) DO UPDATE SET \(replace(published: false))
         RETURNING \(list)
         """
     /// The `DO UPDATE SET` list that replaces every column of a notification but its key with
-    /// the row that conflicted (`EXCLUDED`).
-    static let replace = """
+    /// the row that conflicted (`EXCLUDED`). `published`: the change is a publish, which resets
+    /// `published_version` (`NULL`: `change_version`); any other change keeps the version of the
+    /// latest publish there before `change_version` moves (the right-hand sides read the old row).
+    static func replace(published: Bool) -> String {
+        replaceColumns + ", published_version = "
+            + (published
+                ? "NULL" : "COALESCE(hub_notification.published_version, hub_notification.change_version)")
+    }
+    private static let replaceColumns = """
         app_notification_id = EXCLUDED.app_notification_id, group_name = EXCLUDED.group_name,
         priority = EXCLUDED.priority, payload = EXCLUDED.payload, target_policy = EXCLUDED.target_policy,
         display_time_to_live = EXCLUDED.display_time_to_live,

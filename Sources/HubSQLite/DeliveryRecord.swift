@@ -38,6 +38,10 @@ struct DeliveryRecord: FetchableRecord, MutablePersistableRecord {
     /// Set while the delivery is parked for a configuration fault: pending, but not claimed.
     var suspendedAt: Date?
     var suspendedReason: String?
+    /// The first lease's `claimedAt`, kept when an outcome is recorded (a later claim moves `claimedAt`).
+    var firstSentAt: Date?
+    /// The provider's ID of the message, from the latest answer that carried one.
+    var providerMessageId: String?
 
     /// A new pending delivery to `endpoint`.
     init(
@@ -79,6 +83,8 @@ struct DeliveryRecord: FetchableRecord, MutablePersistableRecord {
         finishedAt = row.optionalDate("finishedAt")
         suspendedAt = row.optionalDate("suspendedAt")
         suspendedReason = row["suspendedReason"]
+        firstSentAt = row.optionalDate("firstSentAt")
+        providerMessageId = row["providerMessageId"]
     }
 
     func encode(to container: inout PersistenceContainer) {
@@ -105,6 +111,24 @@ struct DeliveryRecord: FetchableRecord, MutablePersistableRecord {
         container["finishedAt"] = finishedAt?.storedSeconds
         container["suspendedAt"] = suspendedAt?.storedSeconds
         container["suspendedReason"] = suspendedReason
+        container["firstSentAt"] = firstSentAt?.storedSeconds
+        container["providerMessageId"] = providerMessageId
+    }
+
+    /// Notes what an outcome tells the receipt: the first send's time and the provider's message ID.
+    mutating func noteSent(providerMessageId: String?) {
+        if firstSentAt == nil { firstSentAt = claimedAt }
+        if let providerMessageId { self.providerMessageId = providerMessageId }
+    }
+
+    /// The receipt's view of this row.
+    var trace: DeliveryTrace {
+        DeliveryTrace(
+            delivery: delivery, transport: transport, result: state == .finished ? result : nil, detail: detail,
+            suspendedReason: state == .pending ? suspendedReason : nil,
+            inFlight: state == .pending && leaseOwner != nil,
+            firstSentAt: firstSentAt ?? claimedAt, lastSentAt: claimedAt, finishedAt: finishedAt,
+            providerMessageId: providerMessageId)
     }
 
     mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }

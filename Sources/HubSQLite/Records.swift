@@ -185,9 +185,16 @@ struct NotificationRecord: FetchableRecord {
     private static let insertSQL =
         "INSERT INTO notification (\(contentColumns.joined(separator: ", ")), appId, userId, id) VALUES ("
         + Array(repeating: "?", count: contentColumns.count + 3).joined(separator: ", ") + ")"
-    private static let updateSQL =
-        "UPDATE notification SET \(contentColumns.map { "\($0) = ?" }.joined(separator: ", ")) "
-        + "WHERE appId = ? AND userId = ? AND id = ?"
+    /// A publish (or a release) resets `publishedVersion` (`NULL`: the row's `changeVersion`); any
+    /// other change keeps the version of the latest publish there before `changeVersion` moves
+    /// (the right-hand sides of an `UPDATE` read the row as it was).
+    private static func updateSQL(published: Bool) -> String {
+        "UPDATE notification SET \(contentColumns.map { "\($0) = ?" }.joined(separator: ", ")), "
+            + (published ? "publishedVersion = NULL " : "publishedVersion = COALESCE(publishedVersion, changeVersion) ")
+            + "WHERE appId = ? AND userId = ? AND id = ?"
+    }
+    private static let publishUpdateSQL = updateSQL(published: true)
+    private static let changeUpdateSQL = updateSQL(published: false)
 
     /// Content columns, then the key: what both statements take.
     private static func arguments(_ n: UserNotification, _ content: EncodedContent) -> StatementArguments {
@@ -208,10 +215,14 @@ struct NotificationRecord: FetchableRecord {
         try db.cachedStatement(sql: insertSQL).execute(arguments: arguments(notification, content))
     }
 
-    /// Rewrites the row of `notification` (found by app, user and hub ID).
+    /// Rewrites the row of `notification` (found by app, user and hub ID); `published`: the change is a
+    /// publish or a scheduled release (see ``updateSQL(published:)``).
     /// - Throws: `RecordError.recordNotFound` when there is no such row.
-    static func update(_ notification: UserNotification, content: EncodedContent, _ db: Database) throws {
-        try db.cachedStatement(sql: updateSQL).execute(arguments: arguments(notification, content))
+    static func update(
+        _ notification: UserNotification, content: EncodedContent, _ db: Database, published: Bool
+    ) throws {
+        try db.cachedStatement(sql: published ? publishUpdateSQL : changeUpdateSQL).execute(
+            arguments: arguments(notification, content))
         guard db.changesCount > 0 else {
             throw RecordError.recordNotFound(
                 databaseTableName: databaseTableName,
@@ -223,8 +234,8 @@ struct NotificationRecord: FetchableRecord {
     }
 
     /// Rewrites the row of `notification`, encoding its content here.
-    static func update(_ notification: UserNotification, _ db: Database) throws {
-        try update(notification, content: try EncodedContent(notification), db)
+    static func update(_ notification: UserNotification, _ db: Database, published: Bool = false) throws {
+        try update(notification, content: try EncodedContent(notification), db, published: published)
     }
 }
 

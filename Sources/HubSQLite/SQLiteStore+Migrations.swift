@@ -11,6 +11,7 @@ extension SQLiteStore {
         migrator.registerMigration("v3", migrate: addSuspendedDeliveries)
         migrator.registerMigration("v4", migrate: dropDueIndex)
         migrator.registerMigration("v5", migrate: addFallbackDetailsAndSchedules)
+        migrator.registerMigration("v6", migrate: addReceipts)
         return migrator
     }()
 
@@ -153,6 +154,27 @@ extension SQLiteStore {
                 ALTER TABLE notification ADD COLUMN fallbackDetails TEXT;
                 ALTER TABLE notification ADD COLUMN scheduledDateTime REAL;
                 CREATE INDEX notification_scheduled ON notification (scheduledDateTime) WHERE status = 'scheduled';
+                """)
+    }
+
+    /// `v6`: what delivery receipts read.
+    /// - `delivery.firstSentAt` (the first lease's `claimedAt`, kept when an outcome is recorded) and
+    ///   `delivery.providerMessageId` (`apns-id`, FCM's message name, …).
+    /// - `notification.publishedVersion`: the version of the latest publish or release, kept when a
+    ///   state change, a deletion or the expiry moves `changeVersion` (`NULL`: `changeVersion`).
+    /// - `notification.readBy`/`readAt`, `dismissedBy`/`dismissedAt`: the endpoint that made the
+    ///   latest such change, and when.
+    /// - `delivery_notification`: a notification's deliveries, for its receipts and the purge.
+    private static func addReceipts(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                ALTER TABLE delivery ADD COLUMN firstSentAt REAL;
+                ALTER TABLE delivery ADD COLUMN providerMessageId TEXT;
+                ALTER TABLE notification ADD COLUMN publishedVersion INTEGER;
+                ALTER TABLE notification ADD COLUMN readBy TEXT;
+                ALTER TABLE notification ADD COLUMN readAt REAL;
+                ALTER TABLE notification ADD COLUMN dismissedBy TEXT;
+                ALTER TABLE notification ADD COLUMN dismissedAt REAL;
                 """)
     }
 

@@ -28,7 +28,7 @@ extension SQLiteStore {
             if existing == nil {
                 try NotificationRecord.insert(notification, content: content, db)
             } else {
-                try NotificationRecord.update(notification, content: content, db)
+                try NotificationRecord.update(notification, content: content, db, published: true)
             }
 
             let enqueued = try Self.enqueue(
@@ -80,6 +80,9 @@ extension SQLiteStore {
             notification.lastModifiedDateTime = change.now.canonical
             notification.changeVersion = try Self.nextChangeVersion(db)
             try NotificationRecord.update(notification, db)
+            try Self.noteWhoChanged(
+                db, change, read: readChanges && notification.readState == .read,
+                dismissed: actionChanges && notification.userActionState == .dismissed)
             try Self.enqueue(
                 change.planner, notification, .stateChanged(except: change.exceptEndpoint), now: change.now.canonical,
                 db)
@@ -161,7 +164,8 @@ extension SQLiteStore {
     /// Releases scheduled notifications whose `scheduledDateTime <= now` (active, a new version
     /// and the planned deliveries each, as a publish), then expires active notifications whose
     /// `expirationDateTime <= now` (a new version and the planned taps each), deletes tombstones
-    /// last modified before `purgeBefore`, and deletes deliveries finished before `purgeBefore`.
+    /// last modified before `purgeBefore`, and deletes deliveries finished before `purgeBefore` whose
+    /// notification expired before it or is gone.
     ///
     /// - Returns: the feeds that got a new change version.
     public func sweep(now: Date, purgeBefore: Date, planner: DeliveryPlanner) async throws -> Set<FeedKey> {
@@ -187,8 +191,17 @@ extension SQLiteStore {
                         AND lastModifiedDateTime < ?
                     """
             ).execute(arguments: [purgeBefore.storedSeconds])
-            try db.cachedStatement(sql: "DELETE FROM delivery WHERE state = 'finished' AND finishedAt < ?").execute(
-                arguments: [purgeBefore.storedSeconds])
+            // Receipts outlive their notification by the retention.
+            try db.cachedStatement(
+                sql: """
+                    DELETE FROM delivery
+                    WHERE state = 'finished' AND finishedAt < ?1
+                        AND NOT EXISTS (
+                            SELECT 1 FROM notification n
+                            WHERE n.appId = delivery.appId AND n.userId = delivery.userId
+                                AND n.id = delivery.notificationId AND n.expirationDateTime >= ?1)
+                    """
+            ).execute(arguments: [purgeBefore.storedSeconds])
             return changed
         }
     }
@@ -210,7 +223,7 @@ extension SQLiteStore {
             notification.status = status
             notification.lastModifiedDateTime = now
             notification.changeVersion = try nextChangeVersion(db)
-            try NotificationRecord.update(notification, db)
+            try NotificationRecord.update(notification, db, published: status == .active)
             try enqueue(planner, notification, change(notification), now: now, db)
             changed.insert(FeedKey(appId: notification.appId, userId: notification.userId))
         }

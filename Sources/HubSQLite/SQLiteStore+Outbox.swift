@@ -58,8 +58,12 @@ extension SQLiteStore {
             let unsendable = ids.filter { !sendable.contains($0) }
             if !unsendable.isEmpty {
                 try Self.finishPlain(
-                    db, unsendable.map { ($0, DeliveryResult.superseded, "The endpoint was removed or is inactive.") },
-                    at: now)
+                    db,
+                    unsendable.map {
+                        PlainFinish(
+                            id: $0, result: .superseded, detail: "The endpoint was removed or is inactive.",
+                            messageId: nil)
+                    }, at: now)
             }
             return claimed.sorted {
                 ($1.delivery.priority.urgency, $0.delivery.dueAt, $0.delivery.id)
@@ -101,11 +105,12 @@ extension SQLiteStore {
         WHERE d.id IN (SELECT value FROM json_each(?))
         """
 
-    /// Splits a ``claimedSQL`` row into its delivery (23 columns), endpoint (14) and notification.
+    /// Splits a ``claimedSQL`` row into its delivery (25 columns since `v6`), endpoint (14) and
+    /// notification. A migration that adds a column to either table must move these bounds.
     static let claimedAdapter = ScopeAdapter([
-        "delivery": RangeRowAdapter(0..<23),
-        "endpoint": RangeRowAdapter(23..<37),
-        "notification": SuffixRowAdapter(fromIndex: 37),
+        "delivery": RangeRowAdapter(0..<25),
+        "endpoint": RangeRowAdapter(25..<39),
+        "notification": SuffixRowAdapter(fromIndex: 39),
     ])
 
     /// Extends `owner`'s leases of the pending deliveries `ids` to `until`.
@@ -140,57 +145,79 @@ extension SQLiteStore {
     public func recordOutcomes(_ outcomes: [OutboxOutcome]) async throws {
         guard !outcomes.isEmpty else { return }
         try await write(.relaxed) { db in
-            var plain: [(Int64, DeliveryResult, String?)] = []
+            var plain: [PlainFinish] = []
             var plainAt = Date.distantPast
             for outcome in outcomes {
+                let messageId = outcome.providerMessageId
                 switch outcome.change {
                 case .finish(let result, let detail, _) where result != .endpointGone:
-                    plain.append((outcome.id, result, detail))
+                    plain.append(PlainFinish(id: outcome.id, result: result, detail: detail, messageId: messageId))
                     plainAt = max(plainAt, outcome.at)
                 case .finish(_, let detail, let goneSince):
                     try Self.finishGone(
-                        db, id: outcome.id, detail: detail, goneSince: goneSince, at: outcome.at.canonical)
+                        db, id: outcome.id, detail: detail, goneSince: goneSince, at: outcome.at.canonical,
+                        providerMessageId: messageId)
                 case .retry(let dueAt, let error):
-                    try Self.retry(db, id: outcome.id, dueAt: dueAt, error: error, at: outcome.at.canonical)
+                    try Self.retry(
+                        db, id: outcome.id, dueAt: dueAt, error: error, at: outcome.at.canonical,
+                        providerMessageId: messageId)
                 case .suspend(let reason):
                     try Self.retry(
-                        db, id: outcome.id, dueAt: nil, error: reason, at: outcome.at.canonical, suspending: true)
+                        db, id: outcome.id, dueAt: nil, error: reason, at: outcome.at.canonical, suspending: true,
+                        providerMessageId: messageId)
                 }
             }
             try Self.finishPlain(db, plain, at: plainAt.canonical)
         }
     }
 
+    /// A finish other than `endpointGone`, as ``finishPlain(_:_:at:)`` writes it.
+    struct PlainFinish {
+        var id: Int64
+        var result: DeliveryResult
+        var detail: String?
+        var messageId: String?
+    }
+
     /// Finishes pending deliveries with their results: one statement per distinct result and
     /// detail (a batch of deliveries is mostly `delivered` without detail), each selecting its
-    /// rows by ID (`id IN json_each(?)`, rowid look-ups).
-    static func finishPlain(_ db: Database, _ rows: [(Int64, DeliveryResult, String?)], at now: Date) throws {
+    /// rows by ID from `[id, providerMessageId]` pairs (`UPDATE … FROM json_each(?)`, rowid
+    /// look-ups). The first lease's time is kept as `firstSentAt` for the receipt.
+    static func finishPlain(_ db: Database, _ rows: [PlainFinish], at now: Date) throws {
         struct Ending: Hashable {
             var result: DeliveryResult
             var detail: String?
         }
-        let groups = Dictionary(grouping: rows) { Ending(result: $0.1, detail: $0.2) }
+        let groups = Dictionary(grouping: rows) { Ending(result: $0.result, detail: $0.detail) }
         for (ending, members) in groups {
             try db.cachedStatement(
                 sql: """
                     UPDATE delivery SET state = 'finished', result = ?, detail = ?, finishedAt = ?, leaseOwner = NULL,
-                        leaseUntil = NULL
-                    WHERE id IN (SELECT value FROM json_each(?)) AND +state = 'pending'
+                        leaseUntil = NULL, firstSentAt = COALESCE(firstSentAt, claimedAt),
+                        providerMessageId = COALESCE(json_extract(finished.value, '$[1]'), providerMessageId)
+                    FROM json_each(?) AS finished
+                    WHERE delivery.id = json_extract(finished.value, '$[0]') AND +delivery.state = 'pending'
                     """
             ).execute(arguments: [
                 ending.result.rawValue, ending.detail, now.storedSeconds,
-                JSONText.array(members.map { JSONText.number($0.0) }),
+                JSONText.array(
+                    members.map {
+                        JSONText.array([JSONText.number($0.id), $0.messageId.map(JSONText.string) ?? "null"])
+                    }),
             ])
         }
     }
 
     /// Finishes a delivery as `endpointGone` and deactivates its endpoint (see ``recordOutcomes(_:)``).
-    static func finishGone(_ db: Database, id: Int64, detail: String?, goneSince: Date?, at now: Date) throws {
+    static func finishGone(
+        _ db: Database, id: Int64, detail: String?, goneSince: Date?, at now: Date, providerMessageId: String?
+    ) throws {
         guard
             var record = try DeliveryRecord.fetchOne(
                 db.cachedStatement(sql: "SELECT * FROM delivery WHERE id = ?"), arguments: [id]),
             record.state == .pending
         else { return }
+        record.noteSent(providerMessageId: providerMessageId)
         record.finish(.endpointGone, detail: detail, at: now)
         try record.update(db)
         let key = FeedKey(appId: record.appId, userId: record.userId)
@@ -210,13 +237,15 @@ extension SQLiteStore {
     /// Puts a delivery back for another attempt at `dueAt`, or parks it when `suspending` (see
     /// ``recordOutcomes(_:)``). A tap whose endpoint has a newer unleased tap merges into it instead.
     static func retry(
-        _ db: Database, id: Int64, dueAt: Date?, error: String, at now: Date, suspending: Bool = false
+        _ db: Database, id: Int64, dueAt: Date?, error: String, at now: Date, suspending: Bool = false,
+        providerMessageId: String? = nil
     ) throws {
         guard
             var record = try DeliveryRecord.fetchOne(
                 db.cachedStatement(sql: "SELECT * FROM delivery WHERE id = ?"), arguments: [id]),
             record.state == .pending
         else { return }
+        record.noteSent(providerMessageId: providerMessageId)
         if record.kind == .shoulderTap, var newer = try pendingTap(db, endpointOf: record), newer.id != id {
             newer.priority = newer.priority.higher(record.priority)
             newer.resume()

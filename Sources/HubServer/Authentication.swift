@@ -29,6 +29,16 @@ extension HubAPI {
         }
     }
 
+    /// Accepts a publisher key of `app` or the admin token (operators read what publishers read).
+    func authenticatePublisherOrAdmin(_ request: Request, app: CrossDeviceApp) throws {
+        let token = try bearerToken(request, expecting: "publisher key or admin token")
+        let isAdmin = configuration.adminToken.map { !$0.isEmpty && $0.constantTimeEquals(token) } ?? false
+        guard Self.isPublisherKey(token, of: app) || isAdmin else {
+            throw Problem.unauthorized(
+                "The token is neither a publisher key of the app '\(app.id)' nor the admin token.")
+        }
+    }
+
     /// The apps whose publisher keys include the request's bearer token (Graph's publish names
     /// its app only in `X-UNS-ID`, which is read after this). Every key of every app is compared.
     func authenticatePublisherOfAnyApp(_ request: Request) throws -> Set<String> {

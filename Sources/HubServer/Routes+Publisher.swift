@@ -12,6 +12,8 @@ extension HubAPI {
     ///   or the `appNotificationId`.
     /// - `DELETE /v1/apps/{app}/users/{userId}/notifications/{appNotificationId}`: 204; devices see
     ///   a tombstone.
+    /// - `GET /v1/apps/{app}/users/{userId}/notifications/{id}/deliveries` (publisher key or admin
+    ///   token): the notification's delivery receipts, one row per endpoint of the user.
     /// - `POST /beta/me/notifications` with `X-UNS-ID`: Graph's publish, for code written against
     ///   Graph Notifications (the subscription ID names the app and the user).
     func addPublisherRoutes(to router: HubRouter) {
@@ -29,6 +31,13 @@ extension HubAPI {
             let (app, user) = try publisherScope(request, context)
             let found = try await hub.notification(app: app.id, user: user, id: try context.pathParameter("id"))
             return JSON.response(NotificationResource(found))
+        }
+        router.get(RouterPath(notifications + "/:id/deliveries")) { request, context in
+            let app = try hub.app(try context.pathParameter("app"))
+            try authenticatePublisherOrAdmin(request, app: app)
+            let (notification, receipts) = try await hub.deliveryReceipts(
+                app: app.id, user: try context.pathParameter("userId"), id: try context.pathParameter("id"))
+            return try JSON.response(DeliveryReceiptList(notification: notification, receipts: receipts))
         }
         // One parameter name per path position (the router requires it): for DELETE, `id` is the
         // appNotificationId.

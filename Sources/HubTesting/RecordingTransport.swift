@@ -45,6 +45,18 @@ public final class RecordingTransport: Transport {
         return await script(delivery)
     }
 
+    /// ``send(_:)``, with a provider message ID as a provider would give one:
+    /// ``messageID(of:)`` of the delivery.
+    public func transmit(_ delivery: OutboundDelivery) async -> ProviderReply {
+        ProviderReply(await send(delivery), messageId: Self.messageID(of: delivery))
+    }
+
+    /// The message ID ``transmit(_:)`` answers for `delivery`: the transport, the delivery's ID and
+    /// its attempt (`apns-123-1`).
+    public static func messageID(of delivery: OutboundDelivery) -> String {
+        "\(delivery.endpoint.transport)-\(delivery.delivery.id)-\(delivery.delivery.attempts)"
+    }
+
     public func problem(registering endpoint: Endpoint, for app: CrossDeviceApp) -> String? {
         registrationProblem?(endpoint)
     }

@@ -64,6 +64,8 @@ public enum StoreConformance {
         Check(name: "retryAfterNewerTap", run: retryAfterNewerTap),
         Check(name: "endpointGoneDeactivatesUnlessReRegistered", run: endpointGoneDeactivatesUnlessReRegistered),
         Check(name: "statistics", run: statistics),
+        Check(name: "receiptsTrace", run: receiptsTrace),
+        Check(name: "receiptsKeptForLifetime", run: receiptsKeptForLifetime),
         Check(name: "suspendParksUntilResumed", run: suspendParksUntilResumed),
         Check(name: "fallbackScheduled", run: fallbackScheduled),
         Check(name: "visibleNotCoalesced", run: visibleNotCoalesced),

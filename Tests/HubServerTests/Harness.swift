@@ -20,8 +20,9 @@ import Prometheus
 ///   publisher key ``Harness/tasksKey``.
 ///
 /// Polling deliveries go through a ``RecordingTransport`` (so tests see every tap) that forwards
-/// to the real ``PollingTransport``; the `recording` transport declares tokens `dead` gone and
-/// suspends deliveries to `misconfigured…` ones (a configuration fault).
+/// to the real ``PollingTransport``; the `recording` transport declares tokens `dead` gone,
+/// suspends deliveries to `misconfigured…` ones (a configuration fault), and answers a first
+/// attempt to `flaky` with a retry.
 struct Harness: Sendable {
     static let notes = "notes.contoso.com"
     static let tasks = "tasks.fabrikam.com"
@@ -91,6 +92,9 @@ struct Harness: Sendable {
         custom = RecordingTransport(id: TransportID("recording")) { delivery in
             let token = delivery.endpoint.token ?? ""
             if token == "dead" { return .endpointGone(since: nil, reason: "Unregistered") }
+            if token == "flaky" && delivery.delivery.attempts == 1 {
+                return .retry(after: .milliseconds(200), reason: "503 ServiceUnavailable")
+            }
             return token.hasPrefix("misconfigured") ? .suspended(reason: Harness.suspendedReason) : .accepted
         }
         var hubConfiguration = HubConfiguration(
