@@ -11,6 +11,8 @@ extension SQLiteStore {
         migrator.registerMigration("v3", migrate: addSuspendedDeliveries)
         migrator.registerMigration("v4", migrate: dropDueIndex)
         migrator.registerMigration("v5", migrate: addFallbackDetailsAndSchedules)
+        // v6 is taken by another change on its way; v7 follows it (`SQLiteStore+Statistics.swift`).
+        migrator.registerMigration("v7", migrate: addStatisticsTables)
         return migrator
     }()
 

@@ -161,7 +161,8 @@ extension SQLiteStore {
     /// Releases scheduled notifications whose `scheduledDateTime <= now` (active, a new version
     /// and the planned deliveries each, as a publish), then expires active notifications whose
     /// `expirationDateTime <= now` (a new version and the planned taps each), deletes tombstones
-    /// last modified before `purgeBefore`, and deletes deliveries finished before `purgeBefore`.
+    /// last modified before `purgeBefore`, deletes deliveries finished before `purgeBefore`, and
+    /// statistics buckets older than their resolution's retention.
     ///
     /// - Returns: the feeds that got a new change version.
     public func sweep(now: Date, purgeBefore: Date, planner: DeliveryPlanner) async throws -> Set<FeedKey> {
@@ -189,6 +190,7 @@ extension SQLiteStore {
             ).execute(arguments: [purgeBefore.storedSeconds])
             try db.cachedStatement(sql: "DELETE FROM delivery WHERE state = 'finished' AND finishedAt < ?").execute(
                 arguments: [purgeBefore.storedSeconds])
+            try Self.purgeStatistics(now: now, db)
             return changed
         }
     }
