@@ -17,6 +17,8 @@ extension PostgresStore {
         Migration(version: 2, name: "outbox lanes", statements: schemaV2),
         Migration(version: 3, name: "suspended deliveries", statements: schemaV3),
         Migration(version: 4, name: "fallback details and schedules", statements: schemaV4),
+        // Version 5 is taken by another change on its way; 6 follows it (`PostgresStore+StatisticsBuckets.swift`).
+        Migration(version: 6, name: "statistics over time", statements: schemaV6),
     ]
 
     /// Creates or upgrades the schema; safe to call on every start, from every instance at once.
