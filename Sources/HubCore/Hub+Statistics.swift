@@ -12,6 +12,7 @@ extension Hub {
     /// so the latest seconds may not show yet.
     ///
     /// - Parameters:
+    ///   - appID: the configured app.
     ///   - resolution: minute buckets (kept 24 hours) or hour buckets (kept 30 days).
     ///   - from: the range's start; by default an hour (minutes) or a day (hours) before `to`.
     ///   - to: the range's end (exclusive); by default now.
