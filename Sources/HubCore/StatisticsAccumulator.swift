@@ -36,40 +36,45 @@ final class StatisticsAccumulator: Sendable {
 
     // MARK: Counting
 
+    /// One thing to count.
+    private enum Event {
+        case published
+        case delivered(milliseconds: Int64)
+        case retried
+        case gone
+        case failed(reason: String)
+    }
+
     /// Counts a publish that stored a notification of `app` at `date`.
     func published(app: String, at date: Date) {
-        add(app, StatisticsDelta.appWide, at: date) { $0.published += 1 }
+        add(.published, app: app, transport: StatisticsDelta.appWide, at: date)
     }
 
     /// Counts the outcome of one send (`change`, known at `date`) of `delivery` through
     /// `transport`. Superseded deliveries (never sent) are not counted.
     func record(_ delivery: Delivery, transport: TransportID, _ change: OutboxOutcome.Change, at date: Date) {
-        let update: (inout StatisticsCounts) -> Void
+        let event: Event
         switch change {
         case .finish(.delivered, _, _):
-            let milliseconds = Int64((date.timeIntervalSince(delivery.createdAt) * 1000).rounded())
-            update = {
-                $0.delivered += 1
-                $0.latency.record(milliseconds: milliseconds)
-            }
+            event = .delivered(milliseconds: Int64((date.timeIntervalSince(delivery.createdAt) * 1000).rounded()))
         case .finish(.endpointGone, _, _):
-            update = { $0.gone += 1 }
+            event = .gone
         case .finish(.rejected, let detail, _):
-            update = { Self.fail(&$0, Self.reason(detail ?? "rejected")) }
+            event = .failed(reason: Self.reason(detail ?? "rejected"))
         case .finish(.gaveUp, _, _):
             // The detail names attempts and age, different for each delivery.
-            update = { Self.fail(&$0, "gaveUp") }
+            event = .failed(reason: "gaveUp")
         case .finish:
             return
         case .retry:
-            update = { $0.retried += 1 }
+            event = .retried
         case .suspend(let reason):
-            update = { Self.fail(&$0, Self.reason(reason)) }
+            event = .failed(reason: Self.reason(reason))
         }
-        add(delivery.appId, transport.rawValue, at: date, update)
+        add(event, app: delivery.appId, transport: transport.rawValue, at: date)
     }
 
-    private func add(_ app: String, _ transport: String, at date: Date, _ update: (inout StatisticsCounts) -> Void) {
+    private func add(_ event: Event, app: String, transport: String, at date: Date) {
         let key = Key(appId: app, transport: transport, minute: Self.minute(of: date))
         state.withLock { state in
             guard !state.disabled else { return }
@@ -77,13 +82,22 @@ final class StatisticsAccumulator: Sendable {
                 state.dropped += 1
                 return
             }
-            update(&state.pending[key, default: StatisticsCounts()])
+            Self.count(event, in: &state.pending[key, default: StatisticsCounts()])
         }
     }
 
-    private static func fail(_ counts: inout StatisticsCounts, _ reason: String) {
-        let key = counts.failed[reason] != nil || counts.failed.count < maxReasons ? reason : otherReason
-        counts.failed[key, default: 0] += 1
+    private static func count(_ event: Event, in counts: inout StatisticsCounts) {
+        switch event {
+        case .published: counts.published += 1
+        case .delivered(let milliseconds):
+            counts.delivered += 1
+            counts.latency.record(milliseconds: milliseconds)
+        case .retried: counts.retried += 1
+        case .gone: counts.gone += 1
+        case .failed(let reason):
+            let key = counts.failed[reason] != nil || counts.failed.count < maxReasons ? reason : otherReason
+            counts.failed[key, default: 0] += 1
+        }
     }
 
     /// The part of an outcome's reason statistics keep: up to the first `": "` (transports put the
