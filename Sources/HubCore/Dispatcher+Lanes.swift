@@ -160,8 +160,9 @@ extension Dispatcher {
         for item in items {
             group.addTask {
                 let (change, messageId) = await self.process(item)
-                self.recorder.add(
-                    OutboxOutcome(id: item.delivery.id, change, at: self.now(), providerMessageId: messageId))
+                let at = self.now()
+                self.statistics.record(item.delivery, transport: item.endpoint.transport, change, at: at)
+                self.recorder.add(OutboxOutcome(id: item.delivery.id, change, at: at, providerMessageId: messageId))
                 lane.inFlight.subtract(1, ordering: .releasing)
                 self.bells.wake(lane.slotKey)
             }

@@ -36,14 +36,17 @@ final class Dispatcher: Sendable {
     /// The deliveries this instance holds leases on: sending, or outcome not yet written.
     let leased = Mutex<Set<Int64>>([])
     let recorder: OutcomeRecorder
+    /// Counts each send's outcome for the statistics over time.
+    let statistics: StatisticsAccumulator
     let faults: StoreFaults
     /// The (app, transport) suspensions already logged at error level.
     let suspensionsReported = Mutex<Set<String>>([])
 
     init(
         store: any Store, router: Router, configuration: DispatcherConfiguration, instanceID: String,
-        logger: Logger, now: @escaping @Sendable () -> Date
+        logger: Logger, now: @escaping @Sendable () -> Date, statistics: StatisticsAccumulator
     ) {
+        self.statistics = statistics
         self.store = store
         self.router = router
         self.configuration = configuration

@@ -3,7 +3,8 @@ import ServiceLifecycle
 import Synchronization
 
 extension Hub {
-    /// Runs the dispatcher and the expiry sweeper until graceful shutdown, then drains in-flight sends.
+    /// Runs the dispatcher, the expiry sweeper and the statistics flusher until graceful shutdown,
+    /// then drains in-flight sends and writes the last statistics (``flushStatistics()``).
     ///
     /// On start, with the dispatcher enabled, it takes back this instance's old leases and
     /// un-parks the deliveries suspended for a configuration fault (``DeliveryOutcome/suspended(reason:)``):
@@ -23,8 +24,10 @@ extension Hub {
                 group.addTask { await self.dispatcher.run() }
             }
             group.addTask { await self.runSweeper() }
+            group.addTask { await self.runStatisticsFlusher() }
             await group.waitForAll()
         }
+        await flushStatisticsAtShutdown()
     }
 
     /// Un-parks the suspended deliveries (see ``run()``).

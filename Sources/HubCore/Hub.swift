@@ -27,6 +27,8 @@ public final class Hub: Service, Sendable {
     /// The hub's clock: every timestamp it stores comes from here.
     public let now: @Sendable () -> Date
     let dispatcher: Dispatcher
+    /// Publishes and send outcomes counted since the last flush to the store (`Hub+Statistics.swift`).
+    let accumulator: StatisticsAccumulator
     /// When each polling endpoint's sync was last written, so a busy endpoint costs one write per
     /// ``syncRecordInterval``, not one per long-poll.
     let recordedSyncs = Mutex<[EndpointRef: Date]>([:])
@@ -63,9 +65,11 @@ public final class Hub: Service, Sendable {
         self.signals = signals
         self.logger = logger
         self.now = now
+        let accumulator = StatisticsAccumulator()
+        self.accumulator = accumulator
         self.dispatcher = Dispatcher(
             store: store, router: router, configuration: configuration.dispatcher,
-            instanceID: configuration.instanceID, logger: logger, now: now)
+            instanceID: configuration.instanceID, logger: logger, now: now, statistics: accumulator)
     }
 
     /// The configured app, or a `notFound` error naming it.
@@ -110,6 +114,7 @@ public final class Hub: Service, Sendable {
             deliveryMode: mode, now: now, planner: planner,
             handOff: dispatcher.handOff(at: now))
         let result = try await store.publish(request)
+        accumulator.published(app: app.id, at: now)
         dispatcher.accept(result.handedOff)
         if result.notification.status == .scheduled {
             releases.expect(result.notification.scheduledDateTime)

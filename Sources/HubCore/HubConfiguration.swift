@@ -15,6 +15,9 @@ public struct HubConfiguration: Sendable {
     /// The longest any store call may take before it fails as `unavailable` (a request answers
     /// 503, the dispatcher retries): a database that stops answering never holds the hub.
     public var storeTimeout: Duration
+    /// How often the statistics counted in memory are added to the store (``StatisticsStore``):
+    /// what a crash loses at most, and how far behind the statistics routes are.
+    public var statisticsFlushInterval: Duration = .seconds(5)
 
     public init(
         apps: [CrossDeviceApp],

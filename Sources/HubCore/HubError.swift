@@ -13,6 +13,8 @@ public struct HubError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let conflict = Code(rawValue: "conflict")
         /// The store or a dependency is not available; retry later.
         public static let unavailable = Code(rawValue: "unavailable")
+        /// The store or a plugin does not offer this (a third-party store without statistics).
+        public static let unsupported = Code(rawValue: "unsupported")
         public var description: String { rawValue }
     }
 

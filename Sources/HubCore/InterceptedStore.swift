@@ -125,4 +125,20 @@ public struct InterceptedStore<Interceptor: StoreInterceptor>: Store {
     public func outboxDepth() async throws -> DeliveryStatistics {
         try await call("outboxDepth") { try await $0.outboxDepth() }
     }
+
+    public func addStatistics(_ deltas: [StatisticsDelta]) async throws {
+        try await call("addStatistics") { try await $0.addStatistics(deltas) }
+    }
+
+    public func statistics(
+        appId: String, resolution: StatisticsResolution, from: Date, to: Date
+    ) async throws -> [StatisticsBucket] {
+        try await call("statistics") {
+            try await $0.statistics(appId: appId, resolution: resolution, from: from, to: to)
+        }
+    }
+
+    public func endpointCounts(appId: String) async throws -> [EndpointCounts] {
+        try await call("endpointCounts") { try await $0.endpointCounts(appId: appId) }
+    }
 }

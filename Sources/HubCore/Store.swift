@@ -20,7 +20,9 @@ public import struct Foundation.Date
 ///   the delivery's claim time; `inactiveSince` is then the finish time.
 /// - `UserNotification.deliveryMode` is the publisher's per-notification override, not the app default.
 /// - State changes apply to tombstones too (a device may mark an expired notification read).
-public protocol Store: FeedStore, EndpointStore, OutboxStore {
+/// - Statistics over time (``StatisticsStore``) have defaults that throw `unsupported`, so a
+///   store written before them still compiles; the sweep also purges their expired buckets.
+public protocol Store: FeedStore, EndpointStore, OutboxStore, StatisticsStore {
     /// Creates or upgrades the schema. Safe to call on every start.
     func migrate() async throws
 }

@@ -9,7 +9,8 @@ extension PostgresStore {
     /// each, and the deliveries `planner` plans for a publish), expires active notifications whose
     /// `expirationDateTime <= now` (a new version each, and the taps `planner` plans for their
     /// user's endpoints), deletes tombstones last modified before `purgeBefore`, and deletes
-    /// deliveries finished before `purgeBefore`.
+    /// deliveries finished before `purgeBefore`, and statistics buckets older than their
+    /// resolution's retention before `now`.
     ///
     /// Release and expiry run in batches of at most ``sweepBatch`` feeds, one transaction each, with those
     /// feeds locked (see `PostgresStore+Versions.swift`): a sweep after a broadcast to 100 000
@@ -59,6 +60,7 @@ extension PostgresStore {
             SELECT count(*) FROM purged
             """) == Self.purgeBatch
         {}
+        try await purgeStatistics(now: now)
         return changed
     }
 

@@ -12,6 +12,7 @@ extension SQLiteStore {
         migrator.registerMigration("v4", migrate: dropDueIndex)
         migrator.registerMigration("v5", migrate: addFallbackDetailsAndSchedules)
         migrator.registerMigration("v6", migrate: addReceipts)
+        migrator.registerMigration("v7", migrate: addStatisticsTables)
         return migrator
     }()
 

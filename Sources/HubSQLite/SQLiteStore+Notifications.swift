@@ -164,8 +164,9 @@ extension SQLiteStore {
     /// Releases scheduled notifications whose `scheduledDateTime <= now` (active, a new version
     /// and the planned deliveries each, as a publish), then expires active notifications whose
     /// `expirationDateTime <= now` (a new version and the planned taps each), deletes tombstones
-    /// last modified before `purgeBefore`, and deletes deliveries finished before `purgeBefore` whose
-    /// notification expired before it or is gone.
+    /// last modified before `purgeBefore`, deletes deliveries finished before `purgeBefore` whose
+    /// notification expired before it or is gone, and statistics buckets older than their
+    /// resolution's retention.
     ///
     /// - Returns: the feeds that got a new change version.
     public func sweep(now: Date, purgeBefore: Date, planner: DeliveryPlanner) async throws -> Set<FeedKey> {
@@ -202,6 +203,7 @@ extension SQLiteStore {
                                 AND n.id = delivery.notificationId AND n.expirationDateTime >= ?1)
                     """
             ).execute(arguments: [purgeBefore.storedSeconds])
+            try Self.purgeStatistics(now: now, db)
             return changed
         }
     }

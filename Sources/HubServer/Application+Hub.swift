@@ -57,6 +57,7 @@ public func buildRouter(
     api.addPublisherRoutes(to: router)
     api.addDeviceRoutes(to: router)
     api.addAdminRoutes(to: router)
+    api.addStatisticsRoutes(to: router)
     // After the routes: it wraps only the unknown-route responder (OPTIONS and 405 with Allow).
     router.add(middleware: RouteFallbackMiddleware(table: RouteTable(router.routes), cors: cors))
     return router

@@ -38,6 +38,7 @@ struct Problem: Error, Sendable {
             slug: "unsupported-media-type", title: "Unsupported media type", status: .unsupportedMediaType)
         static let unavailable = Kind(slug: "unavailable", title: "Service unavailable", status: .serviceUnavailable)
         static let rateLimited = Kind(slug: "rate-limited", title: "Too many requests", status: .tooManyRequests)
+        static let unsupported = Kind(slug: "unsupported", title: "Not implemented", status: .notImplemented)
         static let internalError = Kind(
             slug: "internal-error", title: "Internal server error", status: .internalServerError)
     }
@@ -78,6 +79,7 @@ struct Problem: Error, Sendable {
             case .payloadTooLarge: .payloadTooLarge
             case .conflict: .conflict
             case .unavailable: .unavailable
+            case .unsupported: .unsupported
             default: Kind(slug: error.code.rawValue, title: "Hub error", status: .internalServerError)
             }
         self.init(kind, error.message, errors: error.fieldErrors)

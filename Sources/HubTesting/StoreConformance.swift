@@ -70,6 +70,9 @@ public enum StoreConformance {
         Check(name: "fallbackScheduled", run: fallbackScheduled),
         Check(name: "visibleNotCoalesced", run: visibleNotCoalesced),
         Check(name: "refusedIdentifiersNeverReachTheStore", run: refusedIdentifiersNeverReachTheStore),
+        Check(name: "statisticsAddUp", run: statisticsAddUp),
+        Check(name: "statisticsPurge", run: statisticsPurge),
+        Check(name: "endpointCountsPerTransport", run: endpointCountsPerTransport),
     ]
 
     /// Runs every check, each on a store from `makeStore`, and throws one ``ConformanceFailure``

@@ -21,8 +21,9 @@ import Prometheus
 ///
 /// Polling deliveries go through a ``RecordingTransport`` (so tests see every tap) that forwards
 /// to the real ``PollingTransport``; the `recording` transport declares tokens `dead` gone,
-/// suspends deliveries to `misconfigured…` ones (a configuration fault), and answers a first
-/// attempt to `flaky` with a retry.
+/// suspends deliveries to `misconfigured…` ones (a configuration fault), answers a first attempt
+/// to `flaky` with a retry, asks to retry every attempt to other `flaky…` ones and rejects those to
+/// `rejected…` ones (``rejectedReason``).
 struct Harness: Sendable {
     static let notes = "notes.contoso.com"
     static let tasks = "tasks.fabrikam.com"
@@ -30,6 +31,7 @@ struct Harness: Sendable {
     static let tasksKey = "pk-tasks-52f1a8e3c6"
     static let adminToken = "admin-9c2d7e4f1b"
     static let suspendedReason = "403 InvalidProviderToken: check keyId, teamId and privateKey"
+    static let rejectedReason = "400 BadDeviceToken: the device token is not valid for this topic"
     static let notesIssuer = "https://login.contoso.com"
     static let notesAudience = "notes-ios-client"
     static let tasksIssuer = "https://auth.fabrikam.com"
@@ -50,7 +52,8 @@ struct Harness: Sendable {
         maxPayloadBytes: Int = 4096, maxBodyBytes: Int = 16 * 1024, adminToken: String? = Harness.adminToken,
         subscriptionLifetime: Duration = .seconds(3600), metrics: PrometheusCollectorRegistry? = nil,
         extraIdentity: [IdentityRegistration] = [], plug: StorePlug? = nil, storeTimeout: Duration = .seconds(5),
-        extraApps: [CrossDeviceApp] = [], now: @escaping @Sendable () -> Date = { Date() }
+        extraApps: [CrossDeviceApp] = [], now: @escaping @Sendable () -> Date = { Date() },
+        storePath: String? = nil, statisticsFlushInterval: Duration = .seconds(5)
     ) async throws {
         let key = ES256PrivateKey()
         let directory = try TemporaryFolder.make("hubserver")
@@ -95,14 +98,18 @@ struct Harness: Sendable {
             if token == "flaky" && delivery.delivery.attempts == 1 {
                 return .retry(after: .milliseconds(200), reason: "503 ServiceUnavailable")
             }
+            if token.hasPrefix("flaky-") { return .retry(after: nil, reason: "503 ServiceUnavailable: try later") }
+            if token.hasPrefix("rejected") { return .rejected(reason: Harness.rejectedReason) }
             return token.hasPrefix("misconfigured") ? .suspended(reason: Harness.suspendedReason) : .accepted
         }
         var hubConfiguration = HubConfiguration(
             apps: apps, maxPayloadBytes: maxPayloadBytes, storeTimeout: storeTimeout)
         hubConfiguration.dispatcher.idleInterval = .milliseconds(50)
+        hubConfiguration.statisticsFlushInterval = statisticsFlushInterval
+        let store = try storePath.map(SQLiteStore.init(path:)) ?? SQLiteStore.inMemory()
         hub = try Hub(
             configuration: hubConfiguration,
-            store: try plug.map { InterceptedStore(try SQLiteStore.inMemory(), $0) } ?? SQLiteStore.inMemory(),
+            store: plug.map { InterceptedStore(store, $0) } ?? store,
             transports: [polling, custom],
             signals: signals, now: now)
         configuration = HubServerConfiguration(
