@@ -165,6 +165,8 @@ extension HubAPI {
 /// The headers of every console answer: never cached (pages hold operator data), a strict
 /// Content-Security-Policy (only the hub's own stylesheet and, for later charts, scripts; no
 /// inline script or style; never framed), no MIME sniffing, no Referer to other sites.
+/// (`same-origin`, not `no-referrer`: under `no-referrer` browsers send `Origin: null` with a
+/// form, and the console refuses forms whose `Origin` is not its own.)
 struct ConsoleHeadersMiddleware: RouterMiddleware {
     typealias Context = HubRequestContext
 
@@ -184,7 +186,7 @@ struct ConsoleHeadersMiddleware: RouterMiddleware {
         response.headers[.cacheControl] = "no-store"
         response.headers[.contentSecurityPolicy] = Self.contentSecurityPolicy
         response.headers[.xContentTypeOptions] = "nosniff"
-        response.headers[.referrerPolicy] = "no-referrer"
+        response.headers[.referrerPolicy] = "same-origin"
         response.headers[.xFrameOptions] = "DENY"
         return response
     }

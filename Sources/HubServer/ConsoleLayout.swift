@@ -96,7 +96,7 @@ enum ConsoleLayout {
             <head>
             <meta charset="utf-8">
             <meta name="viewport" content="width=device-width, initial-scale=1">
-            <meta name="referrer" content="no-referrer">
+            <meta name="referrer" content="same-origin">
             <title>\(title) · NotificationHub</title>
             <link rel="stylesheet" href="\(ConsoleStylesheet.path)">
             </head>

@@ -18,7 +18,7 @@ extension Console {
                 inactive: state == .inactive ? endpoints.count : other.count
             )
             let tabs: HTML = """
-                <nav aria-label="Endpoint state"><ul class="plain">\
+                <nav class="tabs" aria-label="Endpoint state"><ul>\
                 \(tab("Active", count: counts.active, state: .active, current: state, app: app))\
                 \(tab("Inactive", count: counts.inactive, state: .inactive, current: state, app: app))\
                 </ul></nav>
@@ -64,7 +64,7 @@ extension Console {
     ) -> HTML {
         let path = ConsolePaths.app(app.id, "/endpoints?state=\(state.rawValue)")
         return state == current
-            ? "<li><a href=\"\(path)\" aria-current=\"page\"><strong>\(title) (\(count))</strong></a></li>"
+            ? "<li><a href=\"\(path)\" aria-current=\"page\">\(title) (\(count))</a></li>"
             : "<li><a href=\"\(path)\">\(title) (\(count))</a></li>"
     }
 }

@@ -1,8 +1,8 @@
 /// The console's one stylesheet, embedded in the binary and served at ``path`` (the
 /// Content-Security-Policy allows styles from the hub only: no CDN, no inline style).
 ///
-/// Mobile first: one column that fits 375 px, tables that scroll inside their own box instead of
-/// the page; a visible focus ring on everything that takes focus; colours with at least 4.5:1
+/// Mobile first: one column that fits 375 px, tables that keep a readable width and scroll
+/// sideways inside their own box instead of the page; a visible focus ring on everything that takes focus; colours with at least 4.5:1
 /// contrast; status is said in words, colour only repeats it.
 enum ConsoleStylesheet {
     static let path = "/console/assets/console.css"
@@ -12,7 +12,7 @@ enum ConsoleStylesheet {
         html { -webkit-text-size-adjust: 100%; text-size-adjust: 100%; }
         body {
           margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
-          color: #1b1f24; background: #f6f7f9; overflow-wrap: anywhere;
+          color: #1b1f24; background: #f6f7f9; overflow-wrap: break-word;
         }
         a { color: #0b57d0; }
         a:hover { text-decoration-thickness: 2px; }
@@ -38,8 +38,10 @@ enum ConsoleStylesheet {
         h1 { font-size: 1.5rem; margin: 0.5rem 0 1rem; }
         h2 { font-size: 1.2rem; margin: 1.5rem 0 0.5rem; }
         section, .card { background: #fff; border: 1px solid #d0d5dd; border-radius: 6px; padding: 1rem; margin: 0 0 1rem; }
+        section > h2:first-child { margin-top: 0; }
         .table-wrap { overflow-x: auto; max-width: 100%; }
-        table { border-collapse: collapse; width: 100%; }
+        table { border-collapse: collapse; width: 100%; min-width: 36rem; }
+        td .mono, td.mono, th.mono, dd.mono { overflow-wrap: anywhere; }
         caption { text-align: left; font-weight: 600; padding: 0 0 0.5rem; }
         th, td { text-align: left; vertical-align: top; padding: 0.4rem 0.6rem; border-bottom: 1px solid #e4e7ec; }
         thead th { background: #eef1f5; }
@@ -70,6 +72,9 @@ enum ConsoleStylesheet {
         dl.facts dt { font-weight: 600; }
         dl.facts dd { margin: 0; }
         ul.plain { margin: 0; padding-left: 1.25rem; }
+        nav.tabs ul { list-style: none; margin: 0 0 1rem; padding: 0; display: flex; flex-wrap: wrap; gap: 0.5rem; }
+        nav.tabs a { display: inline-block; padding: 0.3rem 0.9rem; border: 1px solid #0b57d0; border-radius: 1rem; text-decoration: none; }
+        nav.tabs a[aria-current="page"] { background: #0b57d0; color: #fff; font-weight: 700; }
         .login { max-width: 24rem; margin: 3rem auto; }
         @media (max-width: 40rem) {
           dl.facts { grid-template-columns: 1fr; }
