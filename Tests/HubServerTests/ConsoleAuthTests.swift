@@ -109,7 +109,7 @@ struct ConsoleAuthTests {
             #expect(policy.contains("frame-ancestors 'none'"))
             #expect(!policy.contains("unsafe-inline"))
             #expect(page.headers[.xContentTypeOptions] == "nosniff")
-            #expect(page.headers[HTTPField.Name("Referrer-Policy")!] == "no-referrer")
+            #expect(page.headers[HTTPField.Name("Referrer-Policy")!] == "same-origin")
             #expect(!page.text.contains("<script"), "the console needs no script")
 
             var tampered = Array(cookie)
