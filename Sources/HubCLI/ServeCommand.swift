@@ -84,6 +84,9 @@ struct ServeCommand: AsyncParsableCommand {
         server.trustedProxies = file.server.trustedProxies
         server.rateLimits = RateLimits(file.rateLimits)
         server.appRateLimits = file.appRateLimits.mapValues { RateLimits($0.over(file.rateLimits)) }
+        // The console's configuration page checks hub.yaml again when it is opened.
+        let configPath = file.path
+        server.configReport = { await ConfigCheckReport.make(path: configPath, plugins: plugins) }
         let host = file.server.host
         let application = buildApplication(
             hub: hub, configuration: server, identity: identity,

@@ -23,7 +23,8 @@ public struct HubRequestContext: RequestContext, RemoteAddressRequestContext {
 }
 
 /// The router of the hub's HTTP API v1 (DESIGN §4): publisher, Graph-compatible, device, admin
-/// and operations routes, with problem+json errors and request metrics.
+/// and operations routes, with problem+json errors and request metrics, and the operator web
+/// console at `/console` (HTML, signed in with the admin token).
 ///
 /// Test it without a socket through HummingbirdTesting:
 /// ```swift
@@ -58,6 +59,7 @@ public func buildRouter(
     api.addDeviceRoutes(to: router)
     api.addAdminRoutes(to: router)
     api.addStatisticsRoutes(to: router)
+    api.addConsoleRoutes(to: router)
     // After the routes: it wraps only the unknown-route responder (OPTIONS and 405 with Allow).
     router.add(middleware: RouteFallbackMiddleware(table: RouteTable(router.routes), cors: cors))
     return router

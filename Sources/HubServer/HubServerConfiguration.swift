@@ -13,7 +13,8 @@ public struct HubServerConfiguration: Sendable {
     public var host: String
     /// The TCP port to bind; `0` picks a free one.
     public var port: Int
-    /// The bearer token of the admin routes. `nil` disables them: they answer 403.
+    /// The bearer token of the admin routes and of the console's sign-in. `nil` disables them:
+    /// the admin routes answer 403, the console 404.
     public var adminToken: Secret?
     /// The largest request body accepted, in bytes; larger bodies are refused with 413 `body-too-large`.
     public var maxBodyBytes: Int
@@ -37,6 +38,9 @@ public struct HubServerConfiguration: Sendable {
     public var rateLimits = RateLimits()
     /// … and of the apps that override them (`apps[].rateLimits`), by app ID.
     public var appRateLimits: [String: RateLimits] = [:]
+    /// The `hub config check` report the console's configuration page shows, made when the page
+    /// is opened (`hub serve` checks hub.yaml again). `nil`: the page says there is none.
+    public var configReport: (@Sendable () async -> ConsoleConfigReport)?
 
     public init(
         host: String = "127.0.0.1",

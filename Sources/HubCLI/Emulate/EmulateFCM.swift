@@ -25,6 +25,8 @@ struct EmulateFCM: AsyncParsableCommand {
     )
     var invalidToken: [String] = []
     @Option(help: "Sends allowed per project per rolling minute; over it, 429 QUOTA_EXCEEDED.") var quotaPerMinute: Int?
+    @Option(help: "Answer the first N sends with 503 UNAVAILABLE (a hub retries them).") var failFirst = 0
+    @Option(help: "Retry-After seconds for the --fail-first sends.") var retryAfter: Int?
 
     func run() async throws {
         let emulator = try await FCMEmulator.start(port: port, http2: !http1Only)
@@ -34,6 +36,7 @@ struct EmulateFCM: AsyncParsableCommand {
         for token in senderMismatch { emulator.setFailure(.senderIDMismatch, forToken: token) }
         for token in invalidToken { emulator.setFailure(.invalidArgument, forToken: token) }
         emulator.setQuota(perMinute: quotaPerMinute)
+        if failFirst > 0 { emulator.failNextSends(failFirst, retryAfter: retryAfter) }
 
         let folder = URL(fileURLWithPath: directory, isDirectory: true).standardizedFileURL
         try PrivateFiles.createDirectory(folder)

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Drives the hub's web console in headless Chromium (Debian's /usr/bin/chromium, through
+Playwright for Python; no browser is downloaded).
+
+HubCLITests.ConsoleBrowserTests runs it against a real `hub serve` whose app has devices on the
+APNs and FCM emulators (one dead token, one retried delivery). It signs in with the keyboard,
+checks that a wrong token and a missing cookie show no data, opens every page and checks what it
+shows, submits a test send, checks that each page fits a 375 px wide screen, signs out, and saves
+a screenshot of each page.
+
+    python3 Tests/Browser/console_test.py --base http://127.0.0.1:8080 --token-file admin.token \\
+        --app notes.contoso.com --user alice --dead-endpoint ipad --screenshots docs/screenshots
+
+Prints one line per check; exits 1 at the first failed one.
+"""
+
+import argparse
+import os
+import re
+import sys
+
+from playwright.sync_api import sync_playwright
+
+CHROMIUM = os.environ.get("HUB_CHROMIUM", "/usr/bin/chromium")
+
+
+class CheckFailed(Exception):
+    pass
+
+
+def check(condition, what):
+    if not condition:
+        raise CheckFailed(what)
+    print("ok", what, flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--base", required=True)
+    parser.add_argument("--token-file", required=True)
+    parser.add_argument("--app", required=True)
+    parser.add_argument("--app-ids", required=True, help="comma-separated platform app IDs the app page shows")
+    parser.add_argument("--user", required=True)
+    parser.add_argument("--endpoints", required=True, help="comma-separated active endpoint IDs")
+    parser.add_argument("--dead-endpoint", required=True)
+    parser.add_argument("--dead-reason", required=True)
+    parser.add_argument("--screenshots", required=True)
+    args = parser.parse_args()
+    token = open(args.token_file).read().strip()
+    os.makedirs(args.screenshots, exist_ok=True)
+    base = args.base.rstrip("/")
+    app_path = f"{base}/console/apps/{args.app}"
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            run(browser, base, app_path, token, args)
+        finally:
+            browser.close()
+
+
+def shot(page, args, name):
+    path = os.path.join(args.screenshots, name + ".png")
+    page.screenshot(path=path, full_page=True)
+    print("screenshot", path, flush=True)
+
+
+def fits(page, width):
+    """Whether the page has no horizontal scroll at `width` CSS pixels."""
+    return page.evaluate("() => document.documentElement.scrollWidth") <= width
+
+
+def run(browser, base, app_path, token, args):
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, device_scale_factor=1)
+    page = context.new_page()
+
+    # Without a session every page ends on the sign-in form and shows no data.
+    for path in ["/console", f"/console/apps/{args.app}", f"/console/apps/{args.app}/endpoints?state=inactive",
+                 f"/console/apps/{args.app}/send", "/console/config"]:
+        page.goto(base + path)
+        text = page.content()
+        check("/console/login" in page.url and page.locator("h1").inner_text() == "Sign in to the console"
+              and "Contoso Notes" not in text and args.dead_endpoint not in text and "check out" not in text,
+              f"{path} without a session shows the sign-in page and no data")
+
+    # Keyboard only: the token field has focus; type, Enter. A wrong token first.
+    page.goto(base + "/console")
+    check(page.evaluate("() => document.activeElement.id") == "token", "the token field has focus")
+    page.keyboard.type("not-the-admin-token")
+    with page.expect_response(lambda r: r.url.endswith("/console/login") and r.request.method == "POST") as answer:
+        page.keyboard.press("Enter")
+    check(answer.value.status == 401, f"a wrong token is answered 401 (got {answer.value.status})")
+    page.wait_for_load_state()
+    check(page.get_by_role("alert").first.inner_text().find("not the admin token") >= 0,
+          "a wrong token shows the error")
+    check("Contoso Notes" not in page.content() and not context.cookies(), "a wrong token shows no data and sets no cookie")
+    shot(page, args, "login-error")
+
+    # Tab from the top reaches the skip link first.
+    page.goto(base + "/console/login")
+    shot(page, args, "login")
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Shift+Tab")
+    page.evaluate("() => document.activeElement.blur()")
+    page.keyboard.press("Tab")
+    check(page.evaluate("() => document.activeElement.textContent") == "Skip to content",
+          "Tab reaches the skip link first")
+    page.keyboard.press("Tab")
+    check(page.evaluate("() => document.activeElement.id") == "token", "then the token field")
+    page.keyboard.type(token)
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r".*/console$"))
+    cookies = context.cookies()
+    check(len(cookies) == 1 and cookies[0]["httpOnly"] and cookies[0]["sameSite"] == "Strict"
+          and cookies[0]["path"] == "/console" and not cookies[0]["secure"],
+          "signed in: one HttpOnly, SameSite=Strict cookie for /console")
+    check(page.evaluate("() => document.cookie") == "", "scripts cannot read the session cookie")
+
+    # Apps.
+    check(page.get_by_role("heading", level=1).inner_text() == "Apps", "the apps page")
+    check(page.get_by_role("link", name="Contoso Notes").is_visible(), "lists the app")
+    check(page.get_by_role("table", name="Apps").is_visible(), "in a table named by its caption")
+    shot(page, args, "apps")
+
+    # One app: its app IDs and credentials.
+    page.get_by_role("link", name="Contoso Notes").click()
+    page.wait_for_url(app_path)
+    text = page.inner_text("main")
+    for app_id in args.app_ids.split(","):
+        check(app_id in text, f"the app page shows the app ID {app_id}")
+    for transport in ["apns", "fcm"]:
+        row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name=transport, exact=True))
+        check("usable" in row.inner_text(), f"{transport} credentials are usable")
+    check("not verified yet" in text, "domain verification status")
+    shot(page, args, "app")
+
+    # Endpoints by state.
+    page.get_by_role("navigation", name=f"App {args.app}").get_by_role("link", name="Endpoints").click()
+    page.wait_for_url(re.compile(r".*/endpoints$"))
+    text = page.inner_text("main")
+    for endpoint in args.endpoints.split(","):
+        check(endpoint in text, f"active endpoint {endpoint} listed")
+    check(args.dead_endpoint not in text, "the dead endpoint is not among the active ones")
+    shot(page, args, "endpoints-active")
+    page.get_by_role("link", name=re.compile(r"^Inactive")).click()
+    page.wait_for_url(re.compile(r".*state=inactive$"))
+    row = page.get_by_role("row").filter(has=page.get_by_role("rowheader", name=args.dead_endpoint, exact=True))
+    check(args.dead_reason in row.inner_text(), f"the dead endpoint is inactive: {args.dead_reason}")
+    check(row.locator("time").count() == 1, "with the time it became inactive")
+    shot(page, args, "endpoints-inactive")
+
+    # The config check report.
+    page.get_by_role("link", name="Configuration").click()
+    page.wait_for_url(re.compile(r".*/console/config$"))
+    text = page.inner_text("main")
+    check("hub.yaml" in text and "loads: 1 app(s)" in text, "the config check report")
+    check(page.locator(".status-ok").count() >= 3, "checks with status ok")
+    check(re.search(r"credentials\.apns\s+\S.*check out", text) is not None, "the APNs key checks out")
+    check(token not in page.content(), "no secret in the report")
+    shot(page, args, "config")
+
+    # A test send: refused without a user, then sent.
+    page.goto(app_path + "/send")
+    page.get_by_label("Title").fill("Hello from the console")
+    page.get_by_role("button", name="Send test notification").click()
+    page.wait_for_load_state()
+    check(page.locator("#user-error").is_visible(), "a send without a user shows the error at the field")
+    check(page.get_by_label("User ID").get_attribute("aria-invalid") == "true", "the field is marked invalid")
+    page.get_by_label("User ID").fill(args.user)
+    page.get_by_label("Body").fill("Sent from the browser test")
+    page.get_by_label("Priority").select_option("high")
+    page.get_by_role("button", name="Send test notification").click()
+    page.wait_for_load_state()
+    check(page.get_by_role("heading", name="Sent").is_visible(), "the test send succeeded")
+    check(page.inner_text("#sent-status") == "active", "the notification is active")
+    check(re.fullmatch(r"[A-Za-z0-9_-]+", page.inner_text("#sent-id")) is not None, "with its ID")
+    print("sent", page.inner_text("#sent-id"), flush=True)
+    shot(page, args, "send")
+
+    # A phone: 375 px wide, no horizontal scroll on any page.
+    page.set_viewport_size({"width": 375, "height": 812})
+    for name, path in [("apps", "/console"), ("app", f"/console/apps/{args.app}"),
+                       ("endpoints", f"/console/apps/{args.app}/endpoints?state=inactive"),
+                       ("send", f"/console/apps/{args.app}/send"), ("config", "/console/config")]:
+        page.goto(base + path)
+        check(fits(page, 375), f"{name} fits 375 px without horizontal scroll")
+        if name in ("apps", "endpoints"):
+            shot(page, args, f"phone-{name}")
+
+    # Signing out ends the session in this browser.
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(base + "/console")
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url(re.compile(r".*/console/login$"))
+    page.goto(base + "/console/config")
+    check("/console/login" in page.url and "check out" not in page.content(), "signed out: no data")
+    context.close()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except CheckFailed as failure:
+        print("FAILED", failure, file=sys.stderr, flush=True)
+        sys.exit(1)
