@@ -134,6 +134,10 @@ public struct DeliveryReceipt: Sendable, Hashable {
         public var enqueuedAt: Date
         /// The first send.
         public var sentAt: Date?
+        /// The latest send (after retries: the last one).
+        public var lastSentAt: Date?
+        /// The failure a retry answered, kept after a later attempt succeeded.
+        public var retriedAfter: String?
         /// When the provider took it.
         public var acceptedAt: Date?
         /// When it ended (any result).
@@ -163,6 +167,8 @@ public struct DeliveryReceipt: Sendable, Hashable {
             providerMessageId = trace.providerMessageId
             enqueuedAt = trace.delivery.createdAt
             sentAt = trace.firstSentAt ?? trace.lastSentAt
+            lastSentAt = trace.lastSentAt
+            retriedAfter = trace.delivery.attempts > 1 ? trace.delivery.lastError : nil
             acceptedAt = trace.result == .delivered ? trace.finishedAt : nil
             finishedAt = trace.finishedAt
             nextAttemptAt = state == .retrying ? trace.delivery.dueAt : nil

@@ -157,6 +157,8 @@ extension HubAPI {
         ConsoleLogin.addRoutes(to: group, console: console)
         console.addAppsPages(to: group)
         console.addEndpointsPage(to: group)
+        console.addStatisticsPage(to: group)
+        console.addDeliveriesPage(to: group)
         console.addSendPage(to: group)
         console.addConfigPage(to: group)
     }

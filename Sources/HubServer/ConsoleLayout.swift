@@ -22,11 +22,12 @@ enum ConsoleNav {
         Item(id: "config", title: "Configuration", suffix: "/config"),
     ]
 
-    /// The pages of one app, shown under its name on its pages. (To come: statistics charts, and
-    /// a notification's delivery timeline reached from its user.)
+    /// The pages of one app, shown under its name on its pages.
     static let app: [Item] = [
         Item(id: "app", title: "Overview", suffix: ""),
         Item(id: "endpoints", title: "Endpoints", suffix: "/endpoints"),
+        Item(id: "statistics", title: "Statistics", suffix: "/statistics"),
+        Item(id: "deliveries", title: "Deliveries", suffix: "/deliveries"),
         Item(id: "send", title: "Test send", suffix: "/send"),
     ]
 }

@@ -72,6 +72,13 @@ extension Console {
         }
     }
 
+    /// The delivery timeline of `notification`.
+    static func deliveriesPath(_ notification: UserNotification) -> String {
+        ConsolePaths.app(
+            notification.appId,
+            "/deliveries?user=\(HTTPText.queryValue(notification.userId))&id=\(HTTPText.queryValue(notification.id))")
+    }
+
     private func sent(_ notification: UserNotification, endpoints: [Endpoint]) -> HTML {
         let active = endpoints.filter { $0.state == .active }
         let devices: HTML =
@@ -91,6 +98,7 @@ extension Console {
             <dt>Status</dt><dd id="sent-status">\(notification.status.rawValue)</dd>
             </dl>
             \(devices)
+            <p><a id="sent-deliveries" href="\(Self.deliveriesPath(notification))">Follow its deliveries</a></p>
             """, kind: "ok")
     }
 

@@ -76,6 +76,19 @@ enum ConsoleStylesheet {
         nav.tabs a { display: inline-block; padding: 0.3rem 0.9rem; border: 1px solid #0b57d0; border-radius: 1rem; text-decoration: none; }
         nav.tabs a[aria-current="page"] { background: #0b57d0; color: #fff; font-weight: 700; }
         .login { max-width: 24rem; margin: 3rem auto; }
+        form.inline-form { display: flex; flex-wrap: wrap; gap: 0 1rem; align-items: end; margin: 0 0 1rem; }
+        form.inline-form p { margin: 0 0 0.5rem; flex: 1 1 14rem; }
+        form.inline-form input { width: 100%; font: inherit; padding: 0.5rem; border: 1px solid #6b7380; border-radius: 4px; }
+        ol.timeline { margin: 0; padding-left: 1.5rem; }
+        ol.timeline li { margin: 0 0 0.35rem; }
+        .charts { display: grid; gap: 1rem; }
+        figure.chart { margin: 0; }
+        figure.chart > svg { width: 100%; height: auto; display: block; background: #fff; }
+        figure.chart figcaption { display: flex; flex-wrap: wrap; align-items: baseline; gap: 0.25rem 1rem; }
+        .chart-title { font-weight: 600; }
+        ul.legend { list-style: none; margin: 0; padding: 0; display: flex; flex-wrap: wrap; gap: 0 1rem; }
+        ul.legend li { white-space: nowrap; }
+        ul.legend svg { vertical-align: middle; }
         @media (max-width: 40rem) {
           dl.facts { grid-template-columns: 1fr; }
           dl.facts dd { margin-bottom: 0.5rem; }

@@ -28,6 +28,25 @@ enum HTTPText {
         return token.isEmpty ? nil : String(token)
     }
 
+    /// `value` percent-encoded for a query parameter's value: every byte but the unreserved
+    /// characters of RFC 3986 (so `&`, `=`, `+`, `#` and `%` are encoded).
+    static func queryValue(_ value: String) -> String {
+        var encoded = ""
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                encoded.unicodeScalars.append("%")
+                encoded.unicodeScalars.append(Unicode.Scalar(hexDigits[Int(byte >> 4)]))
+                encoded.unicodeScalars.append(Unicode.Scalar(hexDigits[Int(byte & 0xF)]))
+            }
+        }
+        return encoded
+    }
+
     /// `value` percent-encoded for one path segment: every byte but the unreserved characters
     /// and the sub-delimiters `:` and `@` of RFC 3986 (`/`, `;`, `%` and `?` are encoded).
     static func pathSegment(_ value: String) -> String {

@@ -44,6 +44,10 @@ def main():
     parser.add_argument("--endpoints", required=True, help="comma-separated active endpoint IDs")
     parser.add_argument("--dead-endpoint", required=True)
     parser.add_argument("--dead-reason", required=True)
+    parser.add_argument("--notification", required=True, help="the appNotificationId whose deliveries are checked")
+    parser.add_argument("--delivered", required=True, help="comma-separated endpoints it was delivered to")
+    parser.add_argument("--retried", required=True, help="the endpoint whose first push was retried (FCM)")
+    parser.add_argument("--polled", required=True, help="the endpoint that polls")
     parser.add_argument("--screenshots", required=True)
     args = parser.parse_args()
     token = open(args.token_file).read().strip()
@@ -76,11 +80,13 @@ def run(browser, base, app_path, token, args):
 
     # Without a session every page ends on the sign-in form and shows no data.
     for path in ["/console", f"/console/apps/{args.app}", f"/console/apps/{args.app}/endpoints?state=inactive",
-                 f"/console/apps/{args.app}/send", "/console/config"]:
+                 f"/console/apps/{args.app}/send", "/console/config", f"/console/apps/{args.app}/statistics",
+                 f"/console/apps/{args.app}/deliveries?user={args.user}&id={args.notification}"]:
         page.goto(base + path)
         text = page.content()
         check("/console/login" in page.url and page.locator("h1").inner_text() == "Sign in to the console"
-              and "Contoso Notes" not in text and args.dead_endpoint not in text and "check out" not in text,
+              and "Contoso Notes" not in text and args.dead_endpoint not in text and "check out" not in text
+              and "Unregistered" not in text and "polyline" not in text,
               f"{path} without a session shows the sign-in page and no data")
 
     # Keyboard only: the token field has focus; type, Enter. A wrong token first.
@@ -149,6 +155,55 @@ def run(browser, base, app_path, token, args):
     check(row.locator("time").count() == 1, "with the time it became inactive")
     shot(page, args, "endpoints-inactive")
 
+    # One notification's deliveries across alice's devices.
+    page.get_by_role("navigation", name=f"App {args.app}").get_by_role("link", name="Deliveries").click()
+    page.wait_for_url(re.compile(r".*/deliveries$"))
+    page.get_by_label("User ID").fill(args.user)
+    page.get_by_label("Notification ID or appNotificationId").fill(args.notification)
+    page.get_by_label("Notification ID or appNotificationId").press("Enter")
+    page.wait_for_url(re.compile(r".*/deliveries\?user=.*"))
+    devices = page.get_by_role("table", name="Devices")
+    def device_row(endpoint):
+        return devices.get_by_role("row").filter(has=page.get_by_role("rowheader", name=endpoint, exact=True))
+    dead = device_row(args.dead_endpoint).inner_text()
+    check("gone" in dead and args.dead_reason in dead, f"the dead endpoint's delivery is gone: {dead}")
+    for endpoint in args.delivered.split(","):
+        row = device_row(endpoint).inner_text()
+        check("delivered" in row, f"{endpoint} delivered: {row}")
+    apns_id = re.search(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}", device_row("iphone").inner_text())
+    check(apns_id is not None, "the iPhone's row shows the apns-id")
+    check(re.search(r"projects/\S+/messages/\S+", device_row(args.retried).inner_text()) is not None,
+          "the retried device's row shows FCM's message name")
+    timeline = page.locator("ol.timeline").inner_text()
+    check(f"{args.retried} (android, fcm): visible sent again, attempt 2" in timeline,
+          f"the timeline shows the retry: {timeline}")
+    check("wakes the device in process" in device_row(args.polled).inner_text(), "the polling device got no push")
+    shot(page, args, "deliveries")
+
+    # Statistics over time: the counts reach the store at the hub's next flush (every 5 s).
+    page.get_by_role("navigation", name=f"App {args.app}").get_by_role("link", name="Statistics").click()
+    page.wait_for_url(re.compile(r".*/statistics$"))
+    for _ in range(40):
+        numbers = page.get_by_role("table", name=re.compile(r"^Per transport"))
+        if numbers.count() == 1 and "fcm" in numbers.inner_text() and "apns" in numbers.inner_text():
+            fcm = numbers.get_by_role("row").filter(has=page.get_by_role("rowheader", name="fcm", exact=True))
+            cells = fcm.get_by_role("cell").all_inner_texts()
+            if cells and int(cells[0]) >= 1 and int(cells[1]) >= 1:
+                break
+        page.wait_for_timeout(500)
+        page.reload()
+    numbers = page.get_by_role("table", name=re.compile(r"^Per transport"))
+    fcm_cells = numbers.get_by_role("row").filter(
+        has=page.get_by_role("rowheader", name="fcm", exact=True)).get_by_role("cell").all_inner_texts()
+    check(int(fcm_cells[0]) >= 1 and int(fcm_cells[1]) >= 1, f"FCM: delivered and retried counted: {fcm_cells}")
+    apns_cells = numbers.get_by_role("row").filter(
+        has=page.get_by_role("rowheader", name="apns", exact=True)).get_by_role("cell").all_inner_texts()
+    check(int(apns_cells[2]) >= 1, f"APNs: the dead token counted as gone: {apns_cells}")
+    check(page.get_by_role("img", name=re.compile(r"^Publishes and deliveries per minute")).count() == 1,
+          "the volume chart is an image named for screen readers")
+    check(page.locator("svg polyline").count() >= 2, "the charts draw lines")
+    shot(page, args, "statistics")
+
     # The config check report.
     page.get_by_role("link", name="Configuration").click()
     page.wait_for_url(re.compile(r".*/console/config$"))
@@ -176,12 +231,19 @@ def run(browser, base, app_path, token, args):
     check(re.fullmatch(r"[A-Za-z0-9_-]+", page.inner_text("#sent-id")) is not None, "with its ID")
     print("sent", page.inner_text("#sent-id"), flush=True)
     shot(page, args, "send")
+    sent_id = page.inner_text("#sent-id")
+    page.get_by_role("link", name="Follow its deliveries").click()
+    page.wait_for_url(re.compile(r".*/deliveries\?user=.*"))
+    check(sent_id in page.url and sent_id in page.inner_text("main")
+          and "published" in page.locator("ol.timeline").inner_text(), "the sent notification's timeline opens")
 
     # A phone: 375 px wide, no horizontal scroll on any page.
     page.set_viewport_size({"width": 375, "height": 812})
     for name, path in [("apps", "/console"), ("app", f"/console/apps/{args.app}"),
                        ("endpoints", f"/console/apps/{args.app}/endpoints?state=inactive"),
-                       ("send", f"/console/apps/{args.app}/send"), ("config", "/console/config")]:
+                       ("send", f"/console/apps/{args.app}/send"), ("config", "/console/config"),
+                       ("statistics", f"/console/apps/{args.app}/statistics"),
+                       ("deliveries", f"/console/apps/{args.app}/deliveries?user={args.user}&id={args.notification}")]:
         page.goto(base + path)
         check(fits(page, 375), f"{name} fits 375 px without horizontal scroll")
         if name in ("apps", "endpoints"):

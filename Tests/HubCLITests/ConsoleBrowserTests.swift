@@ -114,7 +114,8 @@ struct ConsoleBrowserTests {
                     "--app", "notes.contoso.com",
                     "--app-ids", "com.example.app,com.contoso.notes,Contoso.Notes_8wekyb3d8bbwe",
                     "--user", "alice", "--endpoints", "iphone,pixel,surface,phone", "--dead-endpoint", "ipad",
-                    "--dead-reason", "Unregistered", "--screenshots", screenshots,
+                    "--dead-reason", "Unregistered", "--notification", "welcome", "--delivered", "iphone,pixel",
+                    "--retried", "pixel", "--polled", "surface", "--screenshots", screenshots,
                 ], environment: ["HUB_CHROMIUM": Self.chromium])
         } catch let failure as PythonScript.Failure {
             Issue.record("\(failure)\n\(hub.log)")

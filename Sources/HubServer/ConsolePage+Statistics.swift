@@ -1,0 +1,147 @@
+import Foundation
+import HubCore
+import Hummingbird
+
+/// `/console/apps/{app}/statistics?range=1h|24h|7d|30d`: the app's statistics over time from the
+/// store (``Hub/statistics(app:resolution:from:to:)``), drawn as SVG line charts — publishes and
+/// deliveries, failures, publish → provider latency — with the numbers per transport in a table.
+extension Console {
+    /// The ranges the page offers: per minute for up to a day, per hour for up to 30 days.
+    enum StatisticsRange: String, CaseIterable, Sendable {
+        case hour = "1h"
+        case day = "24h"
+        case week = "7d"
+        case month = "30d"
+
+        var seconds: TimeInterval {
+            switch self {
+            case .hour: 3_600
+            case .day: 86_400
+            case .week: 7 * 86_400
+            case .month: 30 * 86_400
+            }
+        }
+        var resolution: StatisticsResolution { self == .hour || self == .day ? .minute : .hour }
+        var title: String {
+            switch self {
+            case .hour: "Last hour"
+            case .day: "Last 24 hours"
+            case .week: "Last 7 days"
+            case .month: "Last 30 days"
+            }
+        }
+    }
+
+    func addStatisticsPage(to router: RouterGroup<HubRequestContext>) {
+        page(router, "apps/:app/statistics") { request, context, _ in
+            let app = try hub.app(try context.pathParameter("app"))
+            let range =
+                request.uri.queryParameters["range"].flatMap { StatisticsRange(rawValue: String($0)) } ?? .hour
+            let now = hub.now()
+            let report = try await hub.statistics(
+                app: app.id, resolution: range.resolution, from: now.addingTimeInterval(-range.seconds), to: now)
+            let tabs = StatisticsRange.allCases.html { option in
+                let path = ConsolePaths.app(app.id, "/statistics?range=\(option.rawValue)")
+                return option == range
+                    ? "<li><a href=\"\(path)\" aria-current=\"page\">\(option.title)</a></li>"
+                    : "<li><a href=\"\(path)\">\(option.title)</a></li>"
+            }
+            return ConsoleView(
+                title: "Statistics", section: "statistics", app: app,
+                content: """
+                    <nav class="tabs" aria-label="Range"><ul>\(tabs)</ul></nav>
+                    \(Self.charts(report, range: range))
+                    \(Self.totals(report))
+                    """)
+        }
+    }
+
+    /// The bucket starts of the whole range, so that quiet buckets draw as zero.
+    static func bucketStarts(_ report: StatisticsReport) -> [Date] {
+        let step = TimeInterval(report.resolution.seconds)
+        var starts: [Date] = []
+        var start = report.resolution.start(of: report.from)
+        while start < report.to {
+            starts.append(start)
+            start = start.addingTimeInterval(step)
+        }
+        return starts
+    }
+
+    private static func charts(_ report: StatisticsReport, range: StatisticsRange) -> HTML {
+        let starts = bucketStarts(report)
+        let byStart = Dictionary(report.buckets.map { ($0.start, $0.counts) }, uniquingKeysWith: { first, _ in first })
+        func series(_ value: (StatisticsCounts) -> Double?) -> [Double?] {
+            starts.map { start in byStart[start].map(value) ?? 0 }
+        }
+        let unit = report.resolution == .minute ? "minute" : "hour"
+        let volume = ConsoleChart.lines(
+            id: "volume", title: "Publishes and deliveries per \(unit)",
+            description:
+                "\(range.title): \(report.total.published) publishes, \(report.total.delivered) deliveries taken by providers, "
+                + "\(report.total.retried) retries.",
+            times: starts,
+            series: [
+                .init(name: "Delivered", colour: "#15803d", values: series { Double($0.delivered) }),
+                .init(name: "Retried", colour: "#b45309", values: series { Double($0.retried) }),
+                // Last, so that it is drawn on top of a line with the same values.
+                .init(name: "Published", colour: "#1d4ed8", values: series { Double($0.published) }),
+            ])
+        let failedTotal = report.total.failed.values.reduce(0, +)
+        let failures = ConsoleChart.lines(
+            id: "failures", title: "Failures per \(unit)",
+            description: "\(range.title): \(failedTotal) failed, \(report.total.gone) endpoints gone.",
+            times: starts,
+            series: [
+                .init(name: "Failed", colour: "#b42318", values: series { Double($0.failed.values.reduce(0, +)) }),
+                .init(name: "Endpoints gone", colour: "#6941c6", values: series { Double($0.gone) }),
+            ])
+        let latency = ConsoleChart.lines(
+            id: "latency", title: "Publish → provider latency (ms)",
+            description:
+                "\(range.title): p50 \(milliseconds(report.total.latency.percentile(0.5))), "
+                + "p99 \(milliseconds(report.total.latency.percentile(0.99))).",
+            times: starts,
+            series: [
+                .init(
+                    name: "p50", colour: "#1d4ed8",
+                    values: starts.map { byStart[$0]?.latency.percentile(0.5) }),
+                .init(
+                    name: "p99", colour: "#b42318",
+                    values: starts.map { byStart[$0]?.latency.percentile(0.99) }),
+            ])
+        return """
+            <section aria-labelledby="charts"><h2 id="charts">\(range.title)</h2>\
+            <div class="charts">\(volume)\(failures)\(latency)</div></section>
+            """
+    }
+
+    private static func totals(_ report: StatisticsReport) -> HTML {
+        let rows = report.transports.map { transport -> HTML in
+            let counts = transport.total
+            let failed = counts.failed.sorted { $0.value > $1.value }.map { "\($0.key) × \($0.value)" }
+            return """
+                <tr><th scope="row">\(transport.transport)</th><td>\(counts.delivered)</td><td>\(counts.retried)</td>\
+                <td>\(counts.gone)</td><td>\(failed.isEmpty ? "—" : failed.joined(separator: ", "))</td>\
+                <td>\(milliseconds(counts.latency.percentile(0.5)))</td>\
+                <td>\(milliseconds(counts.latency.percentile(0.9)))</td>\
+                <td>\(milliseconds(counts.latency.percentile(0.99)))</td>\
+                <td>\(transport.endpoints.active)</td><td>\(transport.endpoints.inactive)</td></tr>
+                """
+        }
+        let table =
+            rows.isEmpty
+            ? HTML("<p>Nothing was published or sent in this range, and the app has no endpoints.</p>")
+            : ConsoleLayout.table(
+                caption: "Per transport (published in the range: \(report.total.published))",
+                headers: [
+                    "Transport", "Delivered", "Retried", "Gone", "Failed by reason", "p50 ms", "p90 ms", "p99 ms",
+                    "Active endpoints", "Inactive endpoints",
+                ], rows: rows)
+        return "<section aria-labelledby=\"numbers\"><h2 id=\"numbers\">Numbers</h2>\(table)</section>"
+    }
+
+    private static func milliseconds(_ value: Double?) -> String {
+        value.map { ConsoleChart.format($0.rounded()) } ?? "—"
+    }
+}
