@@ -76,7 +76,7 @@ public struct ReceiptState: RawRepresentable, Hashable, Sendable, Codable, Custo
     public static let pending = ReceiptState(rawValue: "pending")
     /// The provider took it.
     public static let delivered = ReceiptState(rawValue: "delivered")
-    /// A provider or network failure; another attempt is due (``DeliveryReceipt/nextAttemptAt``).
+    /// A provider or network failure; another attempt is due (``DeliveryReceipt/Attempt/nextAttemptAt``).
     public static let retrying = ReceiptState(rawValue: "retrying")
     /// The provider said the device's token is dead; the endpoint is now inactive.
     public static let gone = ReceiptState(rawValue: "gone")
@@ -196,10 +196,12 @@ public struct DeliveryReceipt: Sendable, Hashable {
     public var readAt: Date?
     public var dismissedAt: Date?
 
-    /// The receipts of `trace`'s notification, one per endpoint in `endpoints` (the user's, active or
-    /// not), in their order.
-    /// - Parameter wakesInProcess: whether a transport reaches its devices in process (polling),
-    ///   with no outbox delivery.
+    /// The receipts of `trace`'s notification, one per endpoint in `endpoints`, in their order.
+    /// - Parameters:
+    ///   - trace: the notification and its deliveries, as the store read them.
+    ///   - endpoints: the user's endpoints, active or not.
+    ///   - wakesInProcess: whether a transport reaches its devices in process (polling), with no
+    ///     outbox delivery.
     public static func receipts(
         _ trace: NotificationTrace, endpoints: [Endpoint], wakesInProcess: (TransportID) -> Bool
     ) -> [DeliveryReceipt] {

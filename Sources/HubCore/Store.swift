@@ -142,7 +142,7 @@ public protocol OutboxStore: Sendable {
     func deliveryStatistics() async throws -> DeliveryStatistics
     /// The notification `id` (hub ID, else `appNotificationId`) of `key` with its deliveries, for
     /// its receipts; `nil` when there is no such notification. Finished deliveries are kept while
-    /// their notification lives and for the retention after (see ``sweep(now:purgeBefore:planner:)``).
+    /// their notification lives and for the retention after (see ``FeedStore/sweep(now:purgeBefore:planner:)``).
     func deliveryTrace(_ key: FeedKey, id: String) async throws -> NotificationTrace?
     /// What `/metrics` reads at every scrape: ``deliveryStatistics()`` without the finished counts
     /// (`finished` is empty), so that a scrape costs the size of the outbox, not of the delivery
