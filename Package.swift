@@ -275,7 +275,7 @@ let package = Package(
             swiftSettings: strictness),
         .testTarget(
             name: "HubConfigTests",
-            dependencies: ["HubConfig", "HubEmulators", "HubAPNS", "HubFCM", "HubWNS", "HubPolling"],
+            dependencies: ["HubConfig", "HubEmulators", "HubAPNS", "HubFCM", "HubWNS", "HubPolling", "HubTesting"],
             exclude: ["Fixtures"],
             swiftSettings: strictness
         ),
