@@ -12,7 +12,8 @@ extension FeedSynchronizer {
     /// change, so a dropped stream resumes exactly where it stopped.
     ///
     /// - Throws: always: a transient ``HubClientError`` carrying the stream's `retry:` delay when
-    ///   the hub ended the stream, so the loop reconnects after it; the failure otherwise.
+    ///   the hub ended the stream, so the loop reconnects after it; ``FeedSynchronizer/NoIterationLeft`` when
+    ///   no iteration is left to take a change; the failure otherwise.
     func streamEvents() async throws {
         var (token, generation) = try await requester.tokens.current()
         var refreshed = false
@@ -51,7 +52,9 @@ extension FeedSynchronizer {
         }
     }
 
-    /// Hands out the change of one `notification` event; other events are ignored.
+    /// Hands out the change of one `notification` event to the iterations; other events are
+    /// ignored.
+    /// - Throws: ``FeedSynchronizer/NoIterationLeft`` when no iteration is left to take the change.
     private func receive(_ event: ServerSentEvent) throws {
         guard event.type == nil || event.type == "notification" else { return }
         let change: NotificationResource
@@ -60,6 +63,6 @@ extension FeedSynchronizer {
         } catch {
             throw HubClientError(.invalidResponse, "An event of the feed is not a notification.", underlying: error)
         }
-        _ = apply([change], cursor: event.id)
+        _ = try apply([change], cursor: event.id, for: .subscribers)
     }
 }

@@ -11,6 +11,11 @@ import Foundation
 /// one step on the actor, and only changes newer than the position are handed out, so overlapping
 /// syncs never duplicate or reorder changes. The position (the hub's opaque cursor and the
 /// `changeVersion` it stands for) is saved after every applied page.
+///
+/// The position moves only for changes someone got: the caller of ``syncNow()``, or, for the
+/// update loop's pages (``Audience/subscribers``), an iteration that took them. A page the loop
+/// fetched as the last iteration stopped is dropped, and the loop ends, so the next iteration —
+/// or a client created again on the same storage — fetches it again.
 actor FeedSynchronizer {
     /// Where the feed was read up to.
     struct Position: Codable, Sendable {
@@ -94,9 +99,26 @@ actor FeedSynchronizer {
 
     // MARK: Syncing
 
+    /// Who a sync hands its changes to, which decides whether they move the position.
+    enum Audience {
+        /// A caller that gets the changes back (``HubClient/handle(_:)``,
+        /// ``UserNotificationReader/sync()``): they move the position, iterations or not.
+        case caller
+        /// The iterations of ``UserNotificationReader/changes`` only (the update loop): they move
+        /// the position only when an iteration took them.
+        case subscribers
+    }
+
+    /// The update loop fetched changes that no iteration took: the last one stopped while they
+    /// were on their way. The loop ends; the position stays.
+    struct NoIterationLeft: Error {}
+
     /// Fetches every change since the position, page by page, without waiting.
+    /// - Parameter audience: who gets the changes; see ``Audience``.
     /// - Returns: the changes handed out.
-    func syncNow() async throws -> [NotificationResource] {
+    /// - Throws: ``HubClientError``; ``NoIterationLeft`` for ``Audience/subscribers`` when no
+    ///   iteration is left to take a page.
+    func syncNow(for audience: Audience = .caller) async throws -> [NotificationResource] {
         var handedOut: [NotificationResource] = []
         var more = true
         var restarted = false
@@ -109,7 +131,7 @@ actor FeedSynchronizer {
                 restart()
                 continue
             }
-            handedOut += apply(page.changes, cursor: page.cursor)
+            handedOut += try apply(page.changes, cursor: page.cursor, for: audience)
             more = page.hasMore
         }
         return handedOut
@@ -129,15 +151,28 @@ actor FeedSynchronizer {
     }
 
     /// Hands out the changes newer than the position and moves the position to `cursor`.
+    /// - Parameter audience: who gets the changes; for ``Audience/subscribers``, the position
+    ///   stays when no iteration took them.
     /// - Returns: the changes handed out.
-    func apply(_ changes: [NotificationResource], cursor: String?) -> [NotificationResource] {
+    /// - Throws: ``NoIterationLeft`` when the changes are for the subscribers and none took them
+    ///   (the last iteration stopped while the page was on its way).
+    func apply(
+        _ changes: [NotificationResource], cursor: String?, for audience: Audience
+    ) throws -> [NotificationResource] {
         let fresh = changes.filter { $0.changeVersion > position.version }
         guard let last = fresh.last else { return [] }
+        var taken = false
+        for continuation in subscribers.values {
+            for change in fresh {
+                // An iteration that ended (its removal from `subscribers` is still on its way)
+                // takes nothing.
+                if case .terminated = continuation.yield(change) { break }
+                taken = true
+            }
+        }
+        if audience == .subscribers && !taken { throw NoIterationLeft() }
         position = Position(cursor: cursor ?? position.cursor, version: last.changeVersion)
         save()
-        for continuation in subscribers.values {
-            for change in fresh { continuation.yield(change) }
-        }
         return fresh
     }
 
@@ -166,7 +201,7 @@ actor FeedSynchronizer {
             do {
                 if mode == .shoulderTaps {
                     // Catch up once; taps bring the rest.
-                    _ = try await syncNow()
+                    _ = try await syncNow(for: .subscribers)
                     return
                 } else if mode == .serverSentEvents {
                     try await streamEvents()
@@ -180,11 +215,13 @@ actor FeedSynchronizer {
         }
     }
 
-    /// Long-polls until a page comes back, then hands out its changes and any pages after it.
-    private func longPoll() async throws -> [NotificationResource] {
+    /// Long-polls until a page comes back, then hands out its changes and any pages after it to
+    /// the iterations.
+    /// - Throws: ``HubClientError``; ``NoIterationLeft`` when no iteration is left to take a page.
+    func longPoll() async throws -> [NotificationResource] {
         let page = try await fetchPage(wait: configuration.longPollWait)
-        var handedOut = apply(page.changes, cursor: page.cursor)
-        if page.hasMore { handedOut += try await syncNow() }
+        var handedOut = try apply(page.changes, cursor: page.cursor, for: .subscribers)
+        if page.hasMore { handedOut += try await syncNow(for: .subscribers) }
         return handedOut
     }
 
@@ -192,6 +229,11 @@ actor FeedSynchronizer {
     /// - Returns: whether to keep looping (after a back-off delay for transient errors).
     private func handle(_ error: any Error, failures: inout Int) async -> Bool {
         if error is CancellationError || Task.isCancelled { return false }
+        if error is NoIterationLeft {
+            // The iterations that ended are leaving; one that starts later needs a loop of its own.
+            stopLoop()
+            return false
+        }
         guard let error = error as? HubClientError else {
             fail(error)
             return false

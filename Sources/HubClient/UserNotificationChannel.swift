@@ -77,7 +77,8 @@ public struct UserNotificationReader: Sendable {
     /// fix (``HubClientError/Code/unauthorized`` after a token refresh,
     /// ``HubClientError/Code/notFound``) ends the iteration by throwing it. The feed position is
     /// saved as changes are handed out, so a new client with the same storage resumes after the
-    /// last change handed out.
+    /// last change handed out. Changes that arrive after the last iteration stopped are not handed
+    /// out and do not move the position: the next iteration gets them.
     public var changes: UserNotificationChanges {
         UserNotificationChanges(client: client)
     }
