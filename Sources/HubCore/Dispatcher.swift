@@ -120,11 +120,6 @@ final class Dispatcher: Sendable {
     /// Sends one claimed delivery through its transport and says how to record it, with the
     /// provider's message ID when it gave one.
     func process(_ claimed: ClaimedDelivery) async -> (change: OutboxOutcome.Change, messageId: String?) {
-        let reply = await transmit(claimed)
-        return (reply.change, reply.messageId)
-    }
-
-    private func transmit(_ claimed: ClaimedDelivery) async -> (change: OutboxOutcome.Change, messageId: String?) {
         let delivery = claimed.delivery
         let endpoint = claimed.endpoint
         let transportLabel = endpoint.transport.rawValue

@@ -29,7 +29,8 @@ extension HubAPI {
         }
     }
 
-    /// Accepts a publisher key of `app` or the admin token (operators read what publishers read).
+    /// Accepts a publisher key of `app` or the admin token (operators read what publishers read):
+    /// the receipts and the statistics history. Both are compared in constant time.
     func authenticatePublisherOrAdmin(_ request: Request, app: CrossDeviceApp) throws {
         let token = try bearerToken(request, expecting: "publisher key or admin token")
         let isAdmin = configuration.adminToken.map { !$0.isEmpty && $0.constantTimeEquals(token) } ?? false

@@ -114,7 +114,7 @@ struct Console: Sendable {
     static func toLogin(from request: Request?) -> Response {
         var location = ConsolePaths.login
         if let request, let next = ConsoleLogin.safeNext(request.uri.description) {
-            location += "?next=" + (next.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+            location += "?next=" + HTTPText.queryValue(next)
         }
         return Response(status: .seeOther, headers: [.location: location])
     }

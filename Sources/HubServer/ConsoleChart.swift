@@ -46,18 +46,22 @@ enum ConsoleChart {
             """
         let lines = series.html { line in
             // Consecutive points with values make one segment each; a gap breaks the line.
-            var segments: [[String]] = [[]]
+            var segments: [[(x: Double, y: Double)]] = [[]]
             for (index, value) in line.values.enumerated() {
                 if let value {
-                    segments[segments.count - 1].append("\(format(x(index))),\(format(y(value)))")
+                    segments[segments.count - 1].append((x(index), y(value)))
                 } else if !(segments.last?.isEmpty ?? true) {
                     segments.append([])
                 }
             }
             return segments.filter { !$0.isEmpty }.html { points in
-                points.count == 1
-                    ? "<circle cx=\"\(points[0].split(separator: ",")[0])\" cy=\"\(points[0].split(separator: ",")[1])\" r=\"2.5\" fill=\"\(line.colour)\"/>"
-                    : "<polyline points=\"\(points.joined(separator: " "))\" fill=\"none\" stroke=\"\(line.colour)\" stroke-width=\"2\"/>"
+                guard points.count > 1 else {
+                    return """
+                        <circle cx="\(format(points[0].x))" cy="\(format(points[0].y))" r="2.5" fill="\(line.colour)"/>
+                        """
+                }
+                let list = points.map { "\(format($0.x)),\(format($0.y))" }.joined(separator: " ")
+                return "<polyline points=\"\(list)\" fill=\"none\" stroke=\"\(line.colour)\" stroke-width=\"2\"/>"
             }
         }
         let legend = series.html { line in

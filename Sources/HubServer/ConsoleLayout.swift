@@ -113,7 +113,9 @@ enum ConsoleLayout {
             body: ResponseBody(byteBuffer: ByteBuffer(string: html.rendered)))
     }
 
-    private static func link(_ title: String, to path: String, current: Bool) -> HTML {
+    /// A list item linking to `path`, marked `aria-current="page"` when it is the current one
+    /// (navigation, tabs).
+    static func link(_ title: String, to path: String, current: Bool) -> HTML {
         current
             ? "<li><a href=\"\(path)\" aria-current=\"page\">\(title)</a></li>"
             : "<li><a href=\"\(path)\">\(title)</a></li>"

@@ -62,9 +62,8 @@ extension Console {
     private func tab(
         _ title: String, count: Int, state: EndpointState, current: EndpointState, app: CrossDeviceApp
     ) -> HTML {
-        let path = ConsolePaths.app(app.id, "/endpoints?state=\(state.rawValue)")
-        return state == current
-            ? "<li><a href=\"\(path)\" aria-current=\"page\">\(title) (\(count))</a></li>"
-            : "<li><a href=\"\(path)\">\(title) (\(count))</a></li>"
+        ConsoleLayout.link(
+            "\(title) (\(count))", to: ConsolePaths.app(app.id, "/endpoints?state=\(state.rawValue)"),
+            current: state == current)
     }
 }

@@ -41,10 +41,9 @@ extension Console {
             let report = try await hub.statistics(
                 app: app.id, resolution: range.resolution, from: now.addingTimeInterval(-range.seconds), to: now)
             let tabs = StatisticsRange.allCases.html { option in
-                let path = ConsolePaths.app(app.id, "/statistics?range=\(option.rawValue)")
-                return option == range
-                    ? "<li><a href=\"\(path)\" aria-current=\"page\">\(option.title)</a></li>"
-                    : "<li><a href=\"\(path)\">\(option.title)</a></li>"
+                ConsoleLayout.link(
+                    option.title, to: ConsolePaths.app(app.id, "/statistics?range=\(option.rawValue)"),
+                    current: option == range)
             }
             return ConsoleView(
                 title: "Statistics", section: "statistics", app: app,

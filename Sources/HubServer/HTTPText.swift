@@ -31,30 +31,22 @@ enum HTTPText {
     /// `value` percent-encoded for a query parameter's value: every byte but the unreserved
     /// characters of RFC 3986 (so `&`, `=`, `+`, `#` and `%` are encoded).
     static func queryValue(_ value: String) -> String {
-        var encoded = ""
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"):
-                encoded.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                encoded.unicodeScalars.append("%")
-                encoded.unicodeScalars.append(Unicode.Scalar(hexDigits[Int(byte >> 4)]))
-                encoded.unicodeScalars.append(Unicode.Scalar(hexDigits[Int(byte & 0xF)]))
-            }
-        }
-        return encoded
+        percentEncoded(value, keeping: isUnreservedByte)
     }
 
     /// `value` percent-encoded for one path segment: every byte but the unreserved characters
     /// and the sub-delimiters `:` and `@` of RFC 3986 (`/`, `;`, `%` and `?` are encoded).
     static func pathSegment(_ value: String) -> String {
-        guard value.utf8.contains(where: { !isSegmentByte($0) }) else { return value }
+        percentEncoded(value, keeping: isSegmentByte)
+    }
+
+    /// `value` with every UTF-8 byte that `keeps` refuses written as `%XX`.
+    private static func percentEncoded(_ value: String, keeping keeps: (UInt8) -> Bool) -> String {
+        guard value.utf8.contains(where: { !keeps($0) }) else { return value }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(value.utf8.count + 16)
         for byte in value.utf8 {
-            if isSegmentByte(byte) {
+            if keeps(byte) {
                 bytes.append(byte)
             } else {
                 bytes.append(UInt8(ascii: "%"))
@@ -69,12 +61,22 @@ enum HTTPText {
 
     private static func isOWS(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
 
-    private static func isSegmentByte(_ byte: UInt8) -> Bool {
+    /// RFC 3986's unreserved characters: letters, digits, `-`, `.`, `_`, `~`.
+    private static func isUnreservedByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+            UInt8(ascii: "~"):
             return true
-        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "!"),
+        default:
+            return false
+        }
+    }
+
+    private static func isSegmentByte(_ byte: UInt8) -> Bool {
+        if isUnreservedByte(byte) { return true }
+        switch byte {
+        case UInt8(ascii: "!"),
             UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"),
             UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: "="), UInt8(ascii: ":"),
             UInt8(ascii: "@"):

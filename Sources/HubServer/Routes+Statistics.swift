@@ -12,7 +12,7 @@ extension HubAPI {
     func addStatisticsRoutes(to router: HubRouter) {
         router.get("/v1/apps/:app/statistics/history") { request, context in
             let app = try hub.app(try context.pathParameter("app"))
-            try authenticateAdminOrPublisher(request, app: app)
+            try authenticatePublisherOrAdmin(request, app: app)
             let query = request.uri.queryParameters
             var errors: [HubError.FieldError] = []
             var resolution = StatisticsResolution.minute
@@ -37,20 +37,6 @@ extension HubAPI {
             if !errors.isEmpty { throw HubError.invalid(errors) }
             let report = try await hub.statistics(app: app.id, resolution: resolution, from: from, to: to)
             return try JSON.response(StatisticsHistoryResource(report))
-        }
-    }
-
-    /// Checks that the request carries the admin token (when one is configured) or a publisher
-    /// key of `app`. Both are compared in constant time.
-    func authenticateAdminOrPublisher(_ request: Request, app: CrossDeviceApp) throws {
-        let token = try bearerToken(request, expecting: "admin token or publisher key")
-        if let adminToken = configuration.adminToken, !adminToken.isEmpty, adminToken.constantTimeEquals(token) {
-            return
-        }
-        do {
-            try authenticatePublisher(request, app: app)
-        } catch {
-            throw Problem.unauthorized("The token is neither the admin token nor a publisher key of '\(app.id)'.")
         }
     }
 }
