@@ -18,6 +18,14 @@ public struct DeadlineExceeded: Error, Sendable, CustomStringConvertible {
 public func withDeadline<T: Sendable>(
     _ timeout: Duration, _ operation: String, _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
+    try await withDeadline(timeout, operation, watchdog: .shared, body)
+}
+
+/// ``withDeadline(_:_:_:)`` on `watchdog`'s clock.
+func withDeadline<T: Sendable>(
+    _ timeout: Duration, _ operation: String, watchdog: DeadlineWatchdog,
+    _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
     let race = DeadlineRace<T>()
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
@@ -26,12 +34,12 @@ public func withDeadline<T: Sendable>(
                 let result = await Result(awaiting: body)
                 race.finish(result)
             }
-            let watch = DeadlineWatchdog.shared.watch(until: .now + timeout) {
+            let watch = watchdog.watch(until: watchdog.clock.now + timeout) {
                 if race.finish(.failure(DeadlineExceeded(operation: operation, timeout: timeout))) { work.cancel() }
             }
             race.onFinish {
                 work.cancel()
-                DeadlineWatchdog.shared.forget(watch)
+                watchdog.forget(watch)
             }
         }
     } onCancel: {
@@ -43,7 +51,8 @@ public func withDeadline<T: Sendable>(
 /// only while some are: it wakes at the earliest deadline, or every ``granularity``, and expires
 /// what is due. A timer task per call cost two task switches and a timer per store call.
 final class DeadlineWatchdog: Sendable {
-    static let shared = DeadlineWatchdog()
+    /// The system clock's.
+    static let shared = DeadlineWatchdog(clock: SystemClock())
     /// The longest the watchdog sleeps while deadlines are kept (a deadline set meanwhile for
     /// earlier than its wake-up fires at most this late).
     static let granularity: Duration = .milliseconds(50)
@@ -60,6 +69,9 @@ final class DeadlineWatchdog: Sendable {
     }
 
     private let state = Mutex(State())
+    let clock: any HubClock
+
+    init(clock: any HubClock) { self.clock = clock }
 
     /// Calls `expire` once `deadline` has passed, unless ``forget(_:)`` is called first.
     func watch(until deadline: ContinuousClock.Instant, _ expire: @escaping @Sendable () -> Void) -> UInt64 {
@@ -80,7 +92,7 @@ final class DeadlineWatchdog: Sendable {
 
     private func run() async {
         while true {
-            let now = ContinuousClock.now
+            let now = clock.now
             let (expired, earliest) = state.withLock { state -> ([Watch], ContinuousClock.Instant?) in
                 var expired: [Watch] = []
                 var earliest: ContinuousClock.Instant?
@@ -97,7 +109,7 @@ final class DeadlineWatchdog: Sendable {
             }
             for watch in expired { watch.expire() }
             guard let earliest else { return }
-            try? await Task.sleep(until: min(earliest, now + Self.granularity), clock: .continuous)
+            try? await clock.sleep(until: min(earliest, now + Self.granularity), tolerance: nil)
         }
     }
 }
@@ -168,14 +180,21 @@ extension Result where Failure == any Error {
 public struct StoreDeadline: StoreInterceptor {
     /// The longest a call may take.
     public let timeout: Duration
+    private let watchdog: DeadlineWatchdog
 
-    public init(timeout: Duration) { self.timeout = timeout }
+    /// - Parameters:
+    ///   - timeout: the longest a call may take.
+    ///   - clock: the clock the deadlines are kept on (the hub's).
+    public init(timeout: Duration, clock: any HubClock = SystemClock()) {
+        self.timeout = timeout
+        self.watchdog = clock is SystemClock ? .shared : DeadlineWatchdog(clock: clock)
+    }
 
     public func intercept<T: Sendable>(
         _ name: String, _ call: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         do {
-            return try await withDeadline(timeout, "store.\(name)", call)
+            return try await withDeadline(timeout, "store.\(name)", watchdog: watchdog, call)
         } catch is DeadlineExceeded {
             throw HubError(.unavailable, "The store did not answer \(name) within \(timeout); retry later.")
         }

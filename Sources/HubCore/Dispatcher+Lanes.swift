@@ -93,7 +93,7 @@ extension Dispatcher {
             var drainedTicket: UInt64 = 0
             // The lane's poke count before that claim, and when the claim came back.
             var drainedPokes: UInt64 = 0
-            var drainedAt = ContinuousClock.now
+            var drainedAt = clock.now
             var failures = 0
             while !stopping {
                 let ticket = bells.ticket()
@@ -111,8 +111,8 @@ extension Dispatcher {
                 }
                 if drained {
                     let idle = lane.isStrayLane ? configuration.idleInterval * 10 : configuration.idleInterval
-                    await pause(idle - (ContinuousClock.now - drainedAt), on: lane.pokeKey, after: drainedTicket)
-                    if lane.pokes.load(ordering: .acquiring) == drainedPokes, ContinuousClock.now - drainedAt < idle,
+                    await pause(idle - (clock.now - drainedAt), on: lane.pokeKey, after: drainedTicket)
+                    if lane.pokes.load(ordering: .acquiring) == drainedPokes, clock.now - drainedAt < idle,
                         !stopping
                     {
                         // Rung for a hand-off only: take it (at the top of the loop) and keep
@@ -143,7 +143,7 @@ extension Dispatcher {
                 drained = claimed.count < limit
                 drainedTicket = ticket
                 drainedPokes = pokes
-                drainedAt = ContinuousClock.now
+                drainedAt = clock.now
                 if claimed.isEmpty { continue }
                 leased.withLock { leased in for item in claimed { leased.insert(item.delivery.id) } }
                 send(claimed, in: lane, group: &group)

@@ -29,7 +29,8 @@ final class Dispatcher: Sendable {
     let configuration: DispatcherConfiguration
     let instanceID: String
     let logger: Logger
-    let now: @Sendable () -> Date
+    /// What the lanes, the lease keeper and the recorder wait on, and the outcomes' timestamps.
+    let clock: any HubClock
     /// Rings lanes: pokes (new deliveries may be due) and freed send slots.
     let bells: FeedSignals
     let lanes: [Lane]
@@ -44,7 +45,7 @@ final class Dispatcher: Sendable {
 
     init(
         store: any Store, router: Router, configuration: DispatcherConfiguration, instanceID: String,
-        logger: Logger, now: @escaping @Sendable () -> Date, statistics: StatisticsAccumulator
+        logger: Logger, clock: any HubClock, statistics: StatisticsAccumulator
     ) {
         self.statistics = statistics
         self.store = store
@@ -52,8 +53,8 @@ final class Dispatcher: Sendable {
         self.configuration = configuration
         self.instanceID = instanceID
         self.logger = logger
-        self.now = now
-        let bells = FeedSignals()
+        self.clock = clock
+        let bells = FeedSignals(clock: clock)
         self.bells = bells
         let transports = router.transportIDs
         self.lanes =
@@ -99,6 +100,13 @@ final class Dispatcher: Sendable {
         logger.info("dispatcher stopped", metadata: ["instance": "\(instanceID)"])
     }
 
+    /// The wall-clock time, for timestamps.
+    func now() -> Date { clock.date }
+
+    /// Whether every lane, the lease keeper and the recorder wait on their bells: nothing runs
+    /// until a poke, a hand-off or the clock wakes the dispatcher (tests with a manual clock).
+    var isIdle: Bool { bells.waiterCount >= lanes.count + 2 }
+
     var stopping: Bool { Task.isShuttingDownGracefully || Task.isCancelled }
 
     func wakeAll() {
@@ -139,14 +147,14 @@ final class Dispatcher: Sendable {
             reportSuspension(app: app.id, transport: endpoint.transport, reason: reason)
             return (.suspend(reason: reason), nil)
         }
-        let started = ContinuousClock.now
+        let started = clock.now
         let outbound = OutboundDelivery(
             delivery: delivery, endpoint: endpoint, app: app,
             notification: delivery.kind == .shoulderTap ? nil : Self.content(of: claimed))
         let reply = await transport.transmit(outbound)
         let outcome = reply.outcome
         Timer(label: "hub_delivery_duration_seconds", dimensions: [("transport", transportLabel)])
-            .recordNanoseconds((ContinuousClock.now - started).nanoseconds)
+            .recordNanoseconds((clock.now - started).nanoseconds)
         Counter(
             label: "hub_deliveries_total", dimensions: [("transport", transportLabel), ("outcome", outcome.label)]
         ).increment()

@@ -111,7 +111,14 @@ public final class FeedSignals: Sendable {
     /// Wake-ups older than this many ticks are forgotten (long-polls last at most a minute).
     private let memory: UInt64 = 100_000
 
-    public init() {}
+    /// The clock of the waits' deadlines.
+    public let clock: any HubClock
+
+    /// - Parameter clock: the clock of the waits' deadlines (a test's manual clock ends them when
+    ///   it is advanced past them).
+    public init(clock: any HubClock = SystemClock()) {
+        self.clock = clock
+    }
 
     /// The current position of the wake-up clock.
     public func ticket() -> UInt64 { state.withLock { $0.clock } }
@@ -121,7 +128,7 @@ public final class FeedSignals: Sendable {
     /// Waits for a wake-up of the feed (or of `endpoint` in it) after `ticket`, at most `timeout`.
     /// - Returns: `true` when woken, `false` on timeout or cancellation.
     public func wait(_ key: FeedKey, endpoint: String?, after ticket: UInt64, timeout: Duration) async -> Bool {
-        let deadline = ContinuousClock.now.advanced(by: timeout)
+        let deadline = clock.now.advanced(by: timeout)
         let id = nextWaiterID()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
@@ -151,7 +158,7 @@ public final class FeedSignals: Sendable {
     ) -> Parking {
         let id = nextWaiterID()
         enqueue(
-            Waiter(resume: .callback(resume), deadline: ContinuousClock.now.advanced(by: timeout)), id: id, key: key,
+            Waiter(resume: .callback(resume), deadline: clock.now.advanced(by: timeout)), id: id, key: key,
             endpoint: endpoint, after: ticket, cancelled: timeout <= .zero)
         return Parking(id: id, key: key, endpoint: endpoint)
     }
@@ -202,8 +209,8 @@ public final class FeedSignals: Sendable {
     private func reap(generation: UInt64, at first: ContinuousClock.Instant) async {
         var wakesAt = first
         while true {
-            try? await Task.sleep(until: wakesAt, clock: .continuous)
-            let now = ContinuousClock.now
+            try? await clock.sleep(until: wakesAt, tolerance: nil)
+            let now = clock.now
             let (expired, next) = state.withLock { state -> ([Waiter], ContinuousClock.Instant?) in
                 guard state.reaper?.generation == generation else { return ([], nil) }
                 var expired: [Waiter] = []

@@ -55,11 +55,11 @@ extension Hub {
                     logger.warning("reading the next scheduled release failed", metadata: ["error": "\(error)"])
                 }
             }
-            let periodic = ContinuousClock.now + configuration.dispatcher.sweepInterval
+            let periodic = clock.now + configuration.dispatcher.sweepInterval
             try? await cancelWhenGracefulShutdown {
-                while ContinuousClock.now < periodic {
+                while self.clock.now < periodic {
                     if let next = self.releases.earliest, next <= self.now() { break }
-                    try await Task.sleep(for: min(.seconds(1), periodic - ContinuousClock.now))
+                    try await self.clock.sleep(for: min(.seconds(1), periodic - self.clock.now))
                 }
             }
         }

@@ -81,7 +81,7 @@ extension Hub {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             do {
                 try await cancelWhenGracefulShutdown {
-                    try await Task.sleep(for: self.configuration.statisticsFlushInterval)
+                    try await self.clock.sleep(for: self.configuration.statisticsFlushInterval)
                 }
             } catch {
                 return
@@ -93,19 +93,19 @@ extension Hub {
     /// The last flush, when the dispatcher has stopped (its last outcomes are counted): tried
     /// again for at most ``DispatcherConfiguration/shutdownFlushTimeout`` while the store fails.
     func flushStatisticsAtShutdown() async {
-        let deadline = ContinuousClock.now + configuration.dispatcher.shutdownFlushTimeout
+        let deadline = clock.now + configuration.dispatcher.shutdownFlushTimeout
         var failing = false
         while true {
             failing = await flushStatisticsLogging(failing: failing)
             if !failing { return }
             // Cancelled (not a graceful shutdown): no waiting.
-            guard ContinuousClock.now < deadline, !Task.isCancelled else {
+            guard clock.now < deadline, !Task.isCancelled else {
                 logger.error(
                     "stopping with statistics not written to the store",
                     metadata: ["entries": "\(accumulator.pendingCount)"])
                 return
             }
-            try? await Task.sleep(for: .milliseconds(200))
+            try? await clock.sleep(for: .milliseconds(200))
         }
     }
 

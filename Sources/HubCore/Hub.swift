@@ -24,7 +24,10 @@ public final class Hub: Service, Sendable {
     /// Wakes long-polls and event streams; shared with the polling transport.
     public let signals: FeedSignals
     public let logger: Logger
-    /// The hub's clock: every timestamp it stores comes from here.
+    /// The hub's clock: its sweeper, dispatcher and statistics wait on it, and every timestamp
+    /// it stores comes from it (``now``).
+    public let clock: any HubClock
+    /// The wall-clock time of ``clock``: every timestamp the hub stores comes from here.
     public let now: @Sendable () -> Date
     let dispatcher: Dispatcher
     /// Publishes and send outcomes counted since the last flush to the store (`Hub+Statistics.swift`).
@@ -45,31 +48,33 @@ public final class Hub: Service, Sendable {
     ///   - configuration: the apps, limits and dispatcher settings.
     ///   - store: where notifications, feeds, endpoints and the outbox live (migrated already).
     ///   - transports: the transport plugins endpoints may name; one per ``TransportID``.
-    ///   - signals: the wake-up hub shared with the polling transport (pass the same instance).
+    ///   - signals: the wake-up hub shared with the polling transport (pass the same instance, made
+    ///     with the same `clock`); by default one of its own on `clock`.
     ///   - logger: where the hub and its dispatcher log.
-    ///   - now: the clock for timestamps; tests inject their own.
+    ///   - clock: the clock the hub waits on and takes its timestamps from; tests inject a manual one.
     /// - Throws: ``HubError`` when apps conflict (one platform app ID in two apps).
     public init(
         configuration: HubConfiguration,
         store: any Store,
         transports: [any Transport],
-        signals: FeedSignals = FeedSignals(),
+        signals: FeedSignals? = nil,
         logger: Logger = Logger(label: "hub"),
-        now: @escaping @Sendable () -> Date = { Date() }
+        clock: any HubClock = SystemClock()
     ) throws {
         self.configuration = configuration
         let store = DeadlineStore(store, StoreDeadline(timeout: configuration.storeTimeout))
         self.store = store
         self.planner = DeliveryPlanner(transports: transports)
         self.router = try Router(apps: configuration.apps, transports: transports)
-        self.signals = signals
+        self.signals = signals ?? FeedSignals(clock: clock)
         self.logger = logger
-        self.now = now
+        self.clock = clock
+        self.now = { clock.date }
         let accumulator = StatisticsAccumulator()
         self.accumulator = accumulator
         self.dispatcher = Dispatcher(
             store: store, router: router, configuration: configuration.dispatcher,
-            instanceID: configuration.instanceID, logger: logger, now: now, statistics: accumulator)
+            instanceID: configuration.instanceID, logger: logger, clock: clock, statistics: accumulator)
     }
 
     /// The configured app, or a `notFound` error naming it.

@@ -84,10 +84,10 @@ extension Dispatcher {
             if failures == 0, configuration.outcomeDelay > .zero, !recorder.isClosed,
                 (1..<configuration.batchSize).contains(recorder.queued)
             {
-                try? await Task.sleep(for: configuration.outcomeDelay)
+                try? await clock.sleep(for: configuration.outcomeDelay)
             }
             let (batch, closed) = recorder.take(configuration.maxUnrecordedOutcomes)
-            if closed && closedAt == nil { closedAt = .now }
+            if closed && closedAt == nil { closedAt = clock.now }
             if batch.isEmpty {
                 // Cancelled (not a graceful shutdown): stop at once; unwritten outcomes are left
                 // to their leases. Waiting would return at once and spin.
@@ -108,14 +108,14 @@ extension Dispatcher {
                 failures += 1
                 let delay = storeBackoff(failures)
                 faults.failed("recordOutcomes", error, retryIn: delay)
-                if let closedAt, ContinuousClock.now - closedAt >= configuration.shutdownFlushTimeout {
+                if let closedAt, clock.now - closedAt >= configuration.shutdownFlushTimeout {
                     logger.error(
                         "stopping with outcomes not written; those deliveries are sent again when their leases end",
                         metadata: ["count": "\(recorder.backlog)"])
                     break
                 }
                 if Task.isCancelled { break }
-                try? await Task.sleep(for: delay)
+                try? await clock.sleep(for: delay)
             }
         }
         recorder.markFinished()

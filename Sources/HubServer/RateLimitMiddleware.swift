@@ -18,7 +18,7 @@ struct RateLimitMiddleware: RouterMiddleware {
 
     init(api: HubAPI) {
         self.api = api
-        self.limiter = RateLimiter()
+        self.limiter = RateLimiter(clock: api.hub.clock)
     }
 
     func handle(

@@ -88,15 +88,19 @@ final class RateLimiter: Sendable {
 
     private let state = Mutex(State())
     let capacity: Int
+    /// What the buckets refill by (the hub's).
+    let clock: any HubClock
 
-    init(capacity: Int = 200_000) {
+    init(capacity: Int = 200_000, clock: any HubClock = SystemClock()) {
         self.capacity = capacity
+        self.clock = clock
     }
 
     /// Takes a token from the bucket of `key`.
     /// - Returns: `nil` when there was one; else how long until there is.
-    func take(_ key: Key, limit: RateLimit, now: ContinuousClock.Instant = .now) -> Duration? {
-        state.withLock { state in
+    func take(_ key: Key, limit: RateLimit) -> Duration? {
+        let now = clock.now
+        return state.withLock { state in
             if state.buckets.count >= state.pruneAt { Self.prune(&state, now: now, capacity: capacity) }
             var bucket = Self.refilled(state.buckets[key], limit: limit, now: now)
             defer { state.buckets[key] = bucket }
@@ -110,8 +114,9 @@ final class RateLimiter: Sendable {
     }
 
     /// Whether the bucket of `key` has a token now (taking none).
-    func hasToken(_ key: Key, limit: RateLimit, now: ContinuousClock.Instant = .now) -> Duration? {
-        state.withLock { state in
+    func hasToken(_ key: Key, limit: RateLimit) -> Duration? {
+        let now = clock.now
+        return state.withLock { state in
             let bucket = Self.refilled(state.buckets[key], limit: limit, now: now)
             guard bucket.tokens < 1 else { return nil }
             return .milliseconds(Int64(((1 - bucket.tokens) / limit.rate * 1000).rounded(.up)))

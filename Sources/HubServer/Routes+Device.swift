@@ -81,7 +81,7 @@ extension HubAPI {
         }
         router.post(RouterPath(me + "/subscription")) { request, context in
             let (app, user) = try await authenticateDevice(request, context: context)
-            let expiry = Date().addingTimeInterval(configuration.subscriptionLifetime.seconds)
+            let expiry = hub.now().addingTimeInterval(configuration.subscriptionLifetime.seconds)
             let subscription = TokenCodec.Subscription(
                 app: app.id, user: user,
                 expiration: Date(timeIntervalSince1970: expiry.timeIntervalSince1970.rounded(.down)))

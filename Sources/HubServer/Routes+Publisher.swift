@@ -76,7 +76,7 @@ extension HubAPI {
             var request = request
             let body = PublishBody(try await request.jsonObject(maxBytes: configuration.maxBodyBytes), app: app)
             if !body.reader.errors.isEmpty {
-                let semantic = hub.validate(body.draft, for: app, userID: user, now: Date())
+                let semantic = hub.validate(body.draft, for: app, userID: user, now: hub.now())
                 throw HubError.invalid(body.merged(with: semantic))
             }
             let notification: UserNotification
@@ -112,7 +112,7 @@ extension HubAPI {
                 errors: [.init(field: "X-UNS-ID", message: "is required")])
         }
         do throws(TokenCodec.SubscriptionError) {
-            let subscription = try tokens.subscription(fromID: id, now: Date())
+            let subscription = try tokens.subscription(fromID: id, now: hub.now())
             guard Identifier.violation(in: subscription.app) == nil, Identifier.violation(in: subscription.user) == nil
             else { throw TokenCodec.SubscriptionError.malformed }
             return subscription

@@ -71,16 +71,3 @@ public final class RecordingTransport: Transport {
 
     public func reset() { log.withLock { $0.removeAll() } }
 }
-
-/// Waits until `condition` holds, checking every few milliseconds, for at most `timeout`.
-/// - Returns: whether it held. For tests that wait on background work without fixed sleeps.
-public func eventually(
-    timeout: Duration = .seconds(10), _ condition: @Sendable () async throws -> Bool
-) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return try await condition()
-}

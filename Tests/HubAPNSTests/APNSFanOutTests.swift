@@ -67,7 +67,6 @@ struct APNSFanOutTests {
         }
         let elapsed = ContinuousClock.now - started
         #expect(drained)
-        try await Task.sleep(for: .milliseconds(200))
 
         let accepted = harness.emulator.requestCounts(status: 200)
         let all = harness.emulator.requestCounts()

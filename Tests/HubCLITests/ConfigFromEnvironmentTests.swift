@@ -1,4 +1,5 @@
 import Foundation
+import HubTesting
 import Testing
 
 @Suite("hub.yaml keys from the environment, end to end")
@@ -31,7 +32,7 @@ struct ConfigFromEnvironmentTests {
         let workspace = try makeWorkspace()
         try writeServeConfig(in: workspace)
         let hub = try RunningHub(directory: workspace, environment: environment)
-        #expect(try await eventuallyAsync { hub.log.contains("dispatcher started") }, "\(hub.log)")
+        #expect(try await eventually { hub.log.contains("dispatcher started") }, "\(hub.log)")
         let line = try #require(hub.log.split(separator: "\n").first { $0.contains("dispatcher started") })
         #expect(line.contains("lanes=\(lane),other:4"), "\(line)")
     }

@@ -85,7 +85,7 @@ struct ConsoleBrowserTests {
                 #"{"appNotificationId":"welcome","deliveryMode":"visible","payload":{"visualContent":{"title":"Welcome","body":"to Contoso Notes"}}}"#
         )
         #expect(published.status == 201, "\(published.body)")
-        let settled = try await eventuallyAsync(timeout: 30) {
+        let settled = try await eventually(timeout: .seconds(30)) {
             let inactive = try await http.request(
                 .GET, "/v1/apps/notes.contoso.com/endpoints?state=inactive", bearer: http.adminToken
             ).body

@@ -1,5 +1,6 @@
 import Foundation
 import HubEmulators
+import HubTesting
 import Testing
 
 /// `hub serve` with APNs, FCM, WNS and Web Push pointed at their emulators: one publish over HTTP
@@ -111,12 +112,12 @@ struct ContentFitServeTests {
         let published = try await http.request(
             .POST, "/v1/apps/notes.contoso.com/users/alice/notifications", bearer: http.publisherKey, json: publish)
         #expect(published.status == 201, "\(published.body)")
-        let arrived = try await eventuallyAsync {
+        let arrived = try await eventually {
             !apns.requests.isEmpty && !fcm.messages.isEmpty && wns.received(on: channel).count == 3
                 && !push.received(by: subscription).isEmpty
         }
         #expect(arrived, "\(hub.log)")
-        #expect(try await eventuallyAsync { try await http.statistics().pending == 0 }, "every delivery accepted")
+        #expect(try await eventually { try await http.statistics().pending == 0 }, "every delivery accepted")
 
         // APNs: an alert with loc keys and badge, the body cut to fit 4096 bytes.
         let apnsRequest = try #require(apns.requests.first)

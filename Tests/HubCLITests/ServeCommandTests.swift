@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import HubEmulators
+import HubTesting
 import Testing
 
 @Suite("hub serve")
@@ -111,7 +112,7 @@ struct ServeCommandTests {
         // A dispatching instance on the same file picks the outbox up.
         hub = try RunningHub(directory: workspace, environment: environment)
         http = HubHTTP(base: hub.baseURL)
-        let drained = try await eventuallyAsync { try await http.statistics().pending == 0 }
+        let drained = try await eventually { try await http.statistics().pending == 0 }
         #expect(drained)
         #expect(try await http.statistics().delivered >= 3)
         #expect(Set(wns.received.map(\.channelID)).count == 3, "each endpoint was tapped")
@@ -136,7 +137,7 @@ struct ServeCommandTests {
         let feed = Set(try await http.feedIDs(user: "alice"))
         #expect(accepted.count == 200)
         #expect(Set(accepted).isSubset(of: feed))
-        #expect(try await eventuallyAsync { try await http.statistics().pending == 0 })
+        #expect(try await eventually { try await http.statistics().pending == 0 })
         hub.signal(SIGTERM)
         #expect(hub.waitForExit() == 0)
     }
@@ -155,13 +156,4 @@ struct ServeCommandTests {
             #expect(object?["message"] != nil, "not a JSON log line: \(line)")
         }
     }
-}
-
-func eventuallyAsync(timeout: TimeInterval = 20, _ condition: () async throws -> Bool) async throws -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if try await condition() { return true }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-    return try await condition()
 }

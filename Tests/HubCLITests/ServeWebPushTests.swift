@@ -1,5 +1,6 @@
 import Foundation
 import HubEmulators
+import HubTesting
 import Testing
 
 /// `hub serve` with the webpush plugin from hub.yaml, driven as examples/web drives it: a browser's
@@ -42,7 +43,7 @@ struct ServeWebPushTests {
         #expect(notJSON.status == 400)
 
         #expect(try await http.publish(user: "alice", id: "welcome") == 201)
-        let tapped = try await eventuallyAsync { !push.received(by: subscription).isEmpty }
+        let tapped = try await eventually { !push.received(by: subscription).isEmpty }
         #expect(tapped, "\(hub.log)")
         let tap = try #require(push.received(by: subscription).first)
         let fields = try JSONSerialization.jsonObject(with: Data(tap.plaintext)) as? [String: String]
@@ -56,7 +57,7 @@ struct ServeWebPushTests {
         // The user unsubscribed: the push service answers 410 and the endpoint turns inactive.
         push.expire(subscription)
         #expect(try await http.publish(user: "alice", id: "second") == 201)
-        let inactive = try await eventuallyAsync {
+        let inactive = try await eventually {
             let body = try await http.request(.GET, "/v1/apps/notes.contoso.com/me/endpoints", bearer: token).body
             return body.contains("inactive")
         }

@@ -1,5 +1,6 @@
 import Foundation
 import HubClient
+import HubTesting
 import Synchronization
 
 #if canImport(FoundationNetworking)
@@ -67,18 +68,13 @@ final class ChangeRecorder: Sendable {
     /// Waits until the changes received satisfy `condition`, for at most `timeout`.
     /// - Returns: whether they did in time.
     func wait(
-        timeout: Duration = .seconds(5), until condition: @Sendable ([UserNotification]) -> Bool
+        timeout: Duration = .seconds(20), until condition: @Sendable ([UserNotification]) -> Bool
     ) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if condition(changes) { return true }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return condition(changes)
+        await eventually(timeout: timeout) { condition(changes) }
     }
 
     /// The last change of the notification published as `appNotificationId`, waiting for one.
-    func latest(_ appNotificationId: String, timeout: Duration = .seconds(5)) async -> UserNotification? {
+    func latest(_ appNotificationId: String, timeout: Duration = .seconds(20)) async -> UserNotification? {
         _ = await wait(timeout: timeout) { $0.contains { $0.appNotificationId == appNotificationId } }
         return changes.last { $0.appNotificationId == appNotificationId }
     }
@@ -89,14 +85,4 @@ final class ChangeRecorder: Sendable {
         running?.cancel()
         await running?.value
     }
-}
-
-/// Waits until `condition` holds, checking every few milliseconds, for at most `timeout`.
-func waitUntil(timeout: Duration = .seconds(5), _ condition: @Sendable () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
 }

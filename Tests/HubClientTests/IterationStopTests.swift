@@ -1,4 +1,5 @@
 import Foundation
+import HubTesting
 import Synchronization
 import Testing
 
@@ -35,11 +36,9 @@ struct IterationStopTests {
                 }
             }
             // The path either gives up on the page (fixed) or moves the position (the gap).
-            let deadline = ContinuousClock.now + .seconds(5)
-            while ContinuousClock.now < deadline, !finished.value,
-                await device.feed.position.version == handedOut
-            {
-                try await Task.sleep(for: .milliseconds(5))
+            _ = await eventually {
+                if finished.value { return true }
+                return await device.feed.position.version != handedOut
             }
             stray.cancel()
             _ = await stray.result

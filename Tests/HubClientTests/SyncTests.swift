@@ -1,5 +1,6 @@
 import Foundation
 import HubClient
+import HubTesting
 import Testing
 
 @Suite("HubClient against a running hub", .serialized, .timeLimit(.minutes(2)))
@@ -123,7 +124,7 @@ struct SyncTests {
             try await device.register(.apns(appId: TestHub.iosAppID, deviceToken: token, environment: .development))
             let changes = ChangeRecorder(device.notificationChannel.createReader())
             try await hub.publish("tapped", to: "alice")
-            #expect(await waitUntil { hub.apnsTokensTapped == ["ab01ff00"] }, "the hub tapped the apns endpoint")
+            #expect(await eventually { hub.apnsTokensTapped == ["ab01ff00"] }, "the hub tapped the apns endpoint")
 
             let tap: [AnyHashable: Any] = ["aps": ["content-available": 1], "hub": ["app": TestHub.app]]
             let synced = try #require(try await device.handleShoulderTap(tap))

@@ -17,12 +17,12 @@ struct DispatcherTests {
             try await test.register("other", user: "bob", platform: .ios, transport: .apns, token: "bb02")
             async let page = test.hub.feed(
                 app: TestHub.app.id, user: "alice", after: 0, wait: .seconds(20), endpoint: "web")
-            try await Task.sleep(for: .milliseconds(50))
+            #expect(await eventually { test.hub.signals.waiterCount == 1 }, "the long-poll waits")
             let published = try await test.publish("n1")
             let woken = try await page
             #expect(woken.changes.map(\.id) == [published.id])
             #expect(await eventually { test.apns.deliveries.count == 1 && test.fcm.deliveries.count == 1 })
-            try await Task.sleep(for: .milliseconds(100))
+            #expect(await test.hub.settled())
             #expect(test.apns.deliveries.map(\.endpoint.id) == ["phone"])
             #expect(test.fcm.deliveries.map(\.endpoint.id) == ["android"])
             #expect(test.apns.deliveries.first?.kind == .shoulderTap)
@@ -39,7 +39,7 @@ struct DispatcherTests {
         for index in 1...5 { last = try await test.publish("n\(index)") }
         try await test.running {
             #expect(await eventually { test.apns.deliveries.count == 1 })
-            try await Task.sleep(for: .milliseconds(100))
+            #expect(await test.hub.settled())
             #expect(test.apns.deliveries.count == 1)
             #expect(test.apns.deliveries.first?.delivery.changeVersion == last?.changeVersion)
         }
@@ -64,7 +64,7 @@ struct DispatcherTests {
                     let stats = try await test.hub.deliveryStatistics()
                     return stats.finished["apns"]?["delivered"] == 1 && stats.finished["fcm"]?["gaveUp"] == 1
                 })
-            try await Task.sleep(for: .milliseconds(150))
+            #expect(await test.hub.settled())
             #expect(alwaysFailing.deliveries.count == 3, "no attempt after the limit")
         }
     }
@@ -88,9 +88,8 @@ struct DispatcherTests {
             #expect(inactive.inactiveSince != nil)
             try await test.publish("n2")
             #expect(await eventually { apns.deliveries(to: "phone").count == 2 })
-            try await Task.sleep(for: .milliseconds(100))
+            #expect(await test.hub.settled())
             #expect(apns.deliveries(to: "old-phone").count == 1, "never retried to a dead token")
-            try await Task.sleep(for: .milliseconds(5))
             let revived = try await test.register("old-phone", platform: .ios, transport: .apns, token: "new-token")
             #expect(revived.state == .active)
         }
@@ -105,7 +104,7 @@ struct DispatcherTests {
             try await test.publish("n1")
             #expect(
                 try await eventually { try await test.hub.deliveryStatistics().finished["apns"]?["rejected"] == 1 })
-            try await Task.sleep(for: .milliseconds(150))
+            #expect(await test.hub.settled())
             #expect(apns.deliveries.count == 1)
         }
     }
@@ -124,7 +123,7 @@ struct DispatcherTests {
             #expect(dismissed.userActionState == .dismissed)
             #expect(dismissed.changeVersion > notification.changeVersion)
             #expect(await eventually { test.apns.deliveries.count == 2 })
-            try await Task.sleep(for: .milliseconds(150))
+            #expect(await test.hub.settled())
             #expect(test.fcm.deliveries.count == 1, "the dismissing endpoint is not tapped back")
             let page = try await test.hub.feed(app: TestHub.app.id, user: "alice", after: notification.changeVersion)
             #expect(page.changes.map(\.userActionState) == [.dismissed])
@@ -182,7 +181,7 @@ struct DispatcherTests {
 
     @Test("expired notifications become tombstones in the feed and tap the user's endpoints")
     func expiry() async throws {
-        let clock = TestClock()
+        let clock = ManualClock.fixed()
         let test = try TestHub(clock: clock)
         try await test.hub.store.migrate()
         try await test.register("phone", platform: .ios, transport: .apns, token: "aa01")
@@ -190,10 +189,10 @@ struct DispatcherTests {
             app: TestHub.app.id, user: "alice",
             NotificationDraft(
                 appNotificationId: "short", payload: NotificationPayload(rawContent: "x"),
-                expirationDateTime: clock.now.addingTimeInterval(60))
+                expirationDateTime: clock.date.addingTimeInterval(60))
         ).notification
         #expect(await test.hub.sweepOnce().isEmpty)
-        clock.advance(by: 61)
+        clock.advance(by: .seconds(61))
         #expect(await test.hub.sweepOnce() == [FeedKey(appId: TestHub.app.id, userId: "alice")])
         let page = try await test.hub.feed(app: TestHub.app.id, user: "alice", after: notification.changeVersion)
         #expect(page.changes.map(\.status) == [.expired])

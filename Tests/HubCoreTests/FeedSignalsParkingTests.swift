@@ -1,4 +1,5 @@
 import HubCore
+import HubTesting
 import Synchronization
 import Testing
 
@@ -55,7 +56,7 @@ struct FeedSignalsParkingTests {
         _ = signals.park(key, endpoint: nil, after: signals.ticket(), timeout: .milliseconds(20)) {
             timedOut.record($0)
         }
-        #expect(await eventuallyTrue { timedOut.all == [false] })
+        #expect(await eventually { timedOut.all == [false] })
         #expect(signals.waiterCount == 0)
     }
 

@@ -1,4 +1,5 @@
 import HubCore
+import HubTesting
 import Synchronization
 import Testing
 
@@ -26,7 +27,7 @@ struct FeedSignalsTests {
         let signals = FeedSignals()
         let key = key
         async let woken = signals.wait(key, endpoint: nil, after: signals.ticket(), timeout: .seconds(30))
-        let registered = await eventuallyTrue { signals.waiterCount == 1 }
+        let registered = await eventually { signals.waiterCount == 1 }
         #expect(registered)
         signals.wake(key)
         #expect(await woken)
@@ -40,7 +41,7 @@ struct FeedSignalsTests {
         async let endpointWait = signals.wait(
             FeedKey(appId: "a.contoso.com", userId: "bob"), endpoint: "tablet", after: signals.ticket(),
             timeout: .seconds(300))
-        #expect(await eventuallyTrue { signals.waiterCount == 2 })
+        #expect(await eventually { signals.waiterCount == 2 })
         signals.shutDown()
         #expect(signals.isShutDown)
         #expect(await !feedWait)
@@ -72,7 +73,7 @@ struct FeedSignalsTests {
         let theirs = (0..<2).map { _ in
             Task { await signals.wait(other, endpoint: nil, after: ticket, timeout: .seconds(60)) }
         }
-        #expect(await eventuallyTrue { signals.waiterCount == 5 })
+        #expect(await eventually { signals.waiterCount == 5 })
         signals.wake(key)
         for task in mine { #expect(await task.value) }
         #expect(signals.waiterCount == 2)
@@ -109,7 +110,7 @@ struct FeedSignalsTests {
             await signals.wait(
                 FeedKey(appId: "a.contoso.com", userId: "bob"), endpoint: "phone", after: ticket, timeout: .seconds(60))
         }
-        #expect(await eventuallyTrue { signals.waiterCount == 5 })
+        #expect(await eventually { signals.waiterCount == 5 })
         #expect(signals.wake(key, .everyone(except: "phone")) == 3)
         for woken in [waits[1], waits[2], anonymous] { #expect(await woken.value) }
         #expect(signals.waiterCount == 2, "the phone and bob's phone still wait")
@@ -138,7 +139,7 @@ struct FeedSignalsTests {
         let signals = FeedSignals()
         let key = key
         let long = Task { await signals.wait(key, endpoint: "a", after: signals.ticket(), timeout: .seconds(60)) }
-        #expect(await eventuallyTrue { signals.waiterCount == 1 })
+        #expect(await eventually { signals.waiterCount == 1 })
         let start = ContinuousClock.now
         let shortWaits = (0..<50).map { index in
             Task {
@@ -207,19 +208,11 @@ struct FeedSignalsTests {
         let signals = FeedSignals()
         let key = key
         let task = Task { await signals.wait(key, endpoint: nil, after: signals.ticket(), timeout: .seconds(60)) }
-        _ = await eventuallyTrue { signals.waiterCount == 1 }
+        _ = await eventually { signals.waiterCount == 1 }
         task.cancel()
         #expect(await task.value == false)
         #expect(signals.waiterCount == 0)
     }
-}
-
-func eventuallyTrue(_ condition: @Sendable () -> Bool) async -> Bool {
-    for _ in 0..<1000 {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
 }
 
 /// The address of a local of this frame: how deep the stack is at the caller.

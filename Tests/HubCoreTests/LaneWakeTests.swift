@@ -47,24 +47,23 @@ struct LaneWakeTests {
         let apns = TestHub.apnsLike()
         var configuration = HubConfiguration(apps: [TestHub.app], instanceID: "lane-wake")
         configuration.dispatcher = TestHub.fastDispatcher
-        configuration.dispatcher.idleInterval = .seconds(60)  // only a poke can wake an idle lane
+        // The clock never moves: only a poke can wake an idle lane.
         let hub = try Hub(
             configuration: configuration, store: InterceptedStore(store, interceptor),
-            transports: [apns], logger: .init(label: "hub"))
+            transports: [apns], logger: .init(label: "hub"), clock: ManualClock())
         let key = FeedKey(appId: TestHub.app.id, userId: "alice")
         try await registerPhone(hub, user: key.userId, token: "a1")
         let running = Task { try await hub.run() }
         defer { running.cancel() }
         // Both lanes (APNs and the one for transports this hub does not run) claim once at start,
         // find nothing and go idle; only a poke wakes the APNs lane now, the other one not at all.
-        #expect(await eventually { interceptor.claims.load(ordering: .relaxed) >= 2 })
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await eventually { interceptor.claims.load(ordering: .relaxed) >= 2 && hub.dispatcher.isIdle })
         // The APNs lane's next claim comes back empty; right then another instance's publish (no
         // hand-off to this one) commits and its wake-up reaches this dispatcher, before the lane
         // has seen its claim's result.
         let published = Mutex(false)
         interceptor.arm {
-            let now = Date()
+            let now = hub.now()
             _ = try? await store.publish(
                 PublishRequest(
                     key: key, draft: NotificationDraft(appNotificationId: "n-1", payload: .init(rawContent: "{}")),
@@ -74,8 +73,8 @@ struct LaneWakeTests {
             hub.dispatcher.poke()
         }
         hub.dispatcher.poke()
-        #expect(await eventually(timeout: .seconds(5)) { published.withLock { $0 } }, "the claim ran")
-        #expect(await eventually(timeout: .seconds(5)) { apns.deliveries.count == 1 }, "sent within the idle pause")
+        #expect(await eventually { published.withLock { $0 } }, "the claim ran")
+        #expect(await eventually { apns.deliveries.count == 1 }, "sent, though the idle pause never ends")
     }
 }
 
@@ -84,16 +83,14 @@ struct HandOffClaimTests {
     @Test("hand-offs wake a drained lane without a claim; a poke still claims at once")
     func handOffsDoNotClaim() async throws {
         let plug = StorePlug()
-        var dispatcher = TestHub.fastDispatcher
-        dispatcher.idleInterval = .seconds(60)  // only a poke should make an idle lane claim
-        let test = try TestHub(dispatcher: dispatcher, plug: plug)
+        // The clock never moves: only a poke should make an idle lane claim.
+        let test = try TestHub(clock: ManualClock(), plug: plug)
         try await test.running {
             for user in 0..<20 {
                 try await test.register("phone", user: "u\(user)", platform: .ios, transport: .apns, token: "t\(user)")
             }
             // Both lanes claim once at start, find nothing and go idle.
-            #expect(await eventually { plug.calls("claimDeliveries") >= 2 })
-            try await Task.sleep(for: .milliseconds(100))
+            #expect(await eventually { plug.calls("claimDeliveries") >= 2 && test.hub.dispatcher.isIdle })
             let before = plug.calls("claimDeliveries")
             for user in 0..<20 {
                 try await test.publish("n", user: "u\(user)")
@@ -114,25 +111,32 @@ struct HandOffClaimTests {
         configuration.dispatcher = TestHub.fastDispatcher
         configuration.dispatcher.idleInterval = .milliseconds(300)
         // APNs only: its lane and the stray lane (which looks every 3 s) are the only claimers.
+        let clock = ManualClock()
         let hub = try Hub(
             configuration: configuration, store: InterceptedStore(try SQLiteStore.inMemory(), interceptor),
-            transports: [apns], logger: .init(label: "hub"))
+            transports: [apns], logger: .init(label: "hub"), clock: clock)
         for user in 0..<30 { try await registerPhone(hub, user: "u\(user)", token: "t\(user)") }
         let running = Task { try await hub.run() }
         defer { running.cancel() }
-        #expect(await eventually { interceptor.claims.load(ordering: .relaxed) >= 2 })
+        #expect(await eventually { interceptor.claims.load(ordering: .relaxed) >= 2 && hub.dispatcher.isIdle })
         let before = interceptor.claims.load(ordering: .relaxed)
-        let start = ContinuousClock.now
         for user in 0..<30 {
             _ = try await hub.publish(
                 app: TestHub.app.id, user: "u\(user)",
                 NotificationDraft(appNotificationId: "n", payload: .init(rawContent: "{}")))
-            try await Task.sleep(for: .milliseconds(50))
+            #expect(
+                await eventually { apns.deliveries.count == user + 1 && hub.dispatcher.isIdle }, "handed off and sent")
+            clock.advance(by: .milliseconds(50))
+            // The idle interval ends every sixth step: the lane claims then, hand-offs or not.
+            let due = (user + 1) / 6
+            #expect(
+                await eventually {
+                    interceptor.claims.load(ordering: .relaxed) - before >= due && hub.dispatcher.isIdle
+                },
+                "a claim every 300 ms")
         }
-        let elapsed = ContinuousClock.now - start
-        #expect(await eventually { apns.deliveries.count == 30 }, "every hand-off sent")
-        // A hand-off every 50 ms; the APNs lane still claims about every 300 ms.
+        // A hand-off every 50 ms for 1.5 s; the APNs lane still claimed every 300 ms.
         let claims = interceptor.claims.load(ordering: .relaxed) - before
-        #expect(claims >= Int(elapsed / .milliseconds(300)) - 2, "\(claims) claims in \(elapsed)")
+        #expect(claims >= 5, "\(claims) claims in 1.5 s")
     }
 }

@@ -9,12 +9,12 @@ import Testing
 /// Holds every `recordOutcomes` call until opened, and counts them.
 final class OutcomeGate: StoreInterceptor {
     let calls = Atomic<Int>(0)
-    let isOpen = Atomic<Bool>(false)
+    let gate = Gate()
 
     func intercept<T: Sendable>(_ name: String, _ call: @escaping @Sendable () async throws -> T) async throws -> T {
         if name == "recordOutcomes" {
             calls.add(1, ordering: .relaxed)
-            while !isOpen.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
+            await gate.pass()
         }
         return try await call()
     }
@@ -52,10 +52,10 @@ struct OutcomeRecorderTests {
                 NotificationDraft(appNotificationId: "n", payload: NotificationPayload(rawContent: "{}")))
         }
         // Every send returned while the first write of outcomes is held: 1,000 outcomes wait.
-        #expect(await eventually(timeout: .seconds(20)) { apns.deliveries.count == users * phones })
-        #expect(await eventually(timeout: .seconds(5)) { gate.calls.load(ordering: .relaxed) == 1 })
-        gate.isOpen.store(true, ordering: .releasing)
-        #expect(await eventually(timeout: .seconds(10)) { (try? await store.deliveryStatistics().pending) == 0 })
+        #expect(await eventually { apns.deliveries.count == users * phones })
+        #expect(await eventually { gate.calls.load(ordering: .relaxed) == 1 })
+        gate.gate.open()
+        #expect(await eventually { (try? await store.deliveryStatistics().pending) == 0 })
         // The held write, then one for everything that queued behind it (the old cap of 4 × 64
         // per write needed at least four more).
         #expect(gate.calls.load(ordering: .relaxed) <= 2)

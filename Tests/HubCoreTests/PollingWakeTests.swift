@@ -37,7 +37,7 @@ struct PollingWakeTests {
         let first = Self.longPoll(test, "p1")
         let second = Self.longPoll(test, "p2")
         let bobs = Self.longPoll(test, "p3", user: "bob")
-        #expect(await eventuallyTrue { test.hub.signals.waiterCount == 3 })
+        #expect(await eventually { test.hub.signals.waiterCount == 3 })
 
         let published = try await test.publish("n-1")
         for poll in [first, second] {
@@ -58,7 +58,7 @@ struct PollingWakeTests {
         let published = try await test.publish("n-1")
         let maker = Self.longPoll(test, "p1", after: published.changeVersion)
         let other = Self.longPoll(test, "p2", after: published.changeVersion)
-        #expect(await eventuallyTrue { test.hub.signals.waiterCount == 2 })
+        #expect(await eventually { test.hub.signals.waiterCount == 2 })
 
         let dismissed = try await test.hub.updateState(
             app: TestHub.app.id, user: "alice", id: published.id, readState: nil, userActionState: .dismissed,
@@ -66,8 +66,8 @@ struct PollingWakeTests {
         let (page, waited) = try await other.value
         #expect(page.changes.map(\.userActionState) == [.dismissed])
         #expect(waited < .seconds(10))
-        // The endpoint that dismissed is not woken by its own change: it still waits.
-        try await Task.sleep(for: .milliseconds(300))
+        // The endpoint that dismissed is not woken by its own change: it still waits. (Wake-ups
+        // remove their waiters before `updateState` returns, so no wait is needed to see it.)
         #expect(test.hub.signals.waiterCount == 1)
         maker.cancel()
         #expect(dismissed.changeVersion > published.changeVersion)
@@ -88,7 +88,7 @@ struct PollingWakeTests {
                 app: TestHub.app.id, user: "alice", after: published.changeVersion, wait: .milliseconds(500),
                 endpoint: "p1")
         }
-        #expect(await eventuallyTrue { test.hub.signals.waiterCount == 1 })
+        #expect(await eventually { test.hub.signals.waiterCount == 1 })
         // Another process on the same database: it commits, but cannot wake this one's waiters.
         let draft = NotificationDraft(
             appNotificationId: "n-2", payload: NotificationPayload(visualContent: VisualContent(title: "n-2")))

@@ -134,11 +134,11 @@ struct StatisticsTests {
 
     @Test("a hub counts publishes and outcomes with its clock, keeps them across a failed flush, reads them back")
     func hubFlushAndRead() async throws {
-        let clock = TestClock()
+        let clock = ManualClock.fixed()
         let plug = StorePlug()
         let apns = TestHub.apnsLike { delivery in
             // The provider takes 300 ms: the latency is measured on the hub's clock.
-            clock.advance(by: 0.3)
+            clock.advance(by: .milliseconds(300))
             return delivery.endpoint.token == "gone-token"
                 ? .endpointGone(since: nil, reason: "Unregistered") : .accepted
         }

@@ -14,7 +14,9 @@ struct SuspendedDeliveryTests {
     func parkedThenResumed() async throws {
         let path = try TemporaryFolder.path("suspended")
         let broken = RecordingTransport(id: .apns) { _ in .suspended(reason: Self.reason) }
-        let first = try TestHub(apns: broken, storePath: path)
+        let clock = ManualClock()
+        let plug = StorePlug()
+        let first = try TestHub(apns: broken, clock: clock, storePath: path, plug: plug)
         try await first.running {
             try await first.register("phone", platform: .ios, transport: .apns, token: "aa01")
             try await first.register("tablet", platform: .ios, transport: .apns, token: "aa02")
@@ -26,7 +28,11 @@ struct SuspendedDeliveryTests {
                 })
             // The lane goes on: the other transport's delivery is sent and finished.
             #expect(await eventually { first.fcm.deliveries.count == 1 })
-            try await Task.sleep(for: .milliseconds(200))
+            // An hour later, the lanes having claimed again, the parked deliveries were not sent again.
+            #expect(await eventually { first.hub.dispatcher.isIdle })
+            let claims = plug.calls("claimDeliveries")
+            clock.advance(by: .seconds(3600))
+            #expect(await eventually { plug.calls("claimDeliveries") > claims && first.hub.dispatcher.isIdle })
             #expect(broken.deliveries.count == 2, "a parked delivery is not claimed again")
             let statistics = try await first.hub.deliveryStatistics()
             #expect(
@@ -91,7 +97,7 @@ struct SuspendedDeliveryTests {
                     token: "https://x.notify.windows.com/",
                     registeredAt: Date()))
             try await first.publish("n1")
-            let parked = try await eventually(timeout: .seconds(15)) {
+            let parked = try await eventually {
                 try await first.hub.deliveryStatistics().suspended.first?.transport == .wns
             }
             #expect(parked)

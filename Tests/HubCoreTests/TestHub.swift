@@ -8,11 +8,9 @@ import Testing
 
 @testable import HubCore
 
-/// A clock the test moves by hand.
-final class TestClock: Sendable {
-    private let current = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
-    var now: Date { current.withLock { $0 } }
-    func advance(by seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
+extension ManualClock {
+    /// A manual clock that starts at a fixed date (2027-01-15T08:00:00Z).
+    static func fixed() -> ManualClock { ManualClock(date: Date(timeIntervalSince1970: 1_800_000_000)) }
 }
 
 /// One app with iOS and Android IDs, an in-memory SQLite store, recording APNs/FCM transports and polling.
@@ -27,12 +25,12 @@ struct TestHub {
     let apns: RecordingTransport
     let fcm: RecordingTransport
     let store: SQLiteStore
-    let clock: TestClock?
+    let clock: ManualClock?
 
     init(
         apns: RecordingTransport = TestHub.apnsLike(),
         fcm: RecordingTransport = RecordingTransport(id: .fcm, platforms: [.android]),
-        clock: TestClock? = nil,
+        clock: ManualClock? = nil,
         dispatcher: DispatcherConfiguration = TestHub.fastDispatcher,
         storePath: String? = nil,
         plug: StorePlug? = nil,
@@ -41,18 +39,14 @@ struct TestHub {
         logger: Logger = Logger(label: "hub")
     ) throws {
         let store = try storePath.map(SQLiteStore.init(path:)) ?? SQLiteStore.inMemory()
-        let signals = FeedSignals()
+        let hubClock: any HubClock = clock ?? SystemClock()
+        let signals = FeedSignals(clock: hubClock)
         var configuration = HubConfiguration(apps: [Self.app], instanceID: instanceID, storeTimeout: storeTimeout)
         configuration.dispatcher = dispatcher
-        let now: @Sendable () -> Date
-        if let clock {
-            now = { clock.now }
-        } else {
-            now = { Date() }
-        }
         self.hub = try Hub(
             configuration: configuration, store: plug.map { InterceptedStore(store, $0) } ?? store,
-            transports: [apns, fcm, PollingTransport(signals: signals)], signals: signals, logger: logger, now: now)
+            transports: [apns, fcm, PollingTransport(signals: signals)], signals: signals, logger: logger,
+            clock: hubClock)
         self.apns = apns
         self.fcm = fcm
         self.store = store
@@ -72,6 +66,9 @@ struct TestHub {
         configuration.maxBackoff = .milliseconds(50)
         configuration.idleInterval = .milliseconds(20)
         configuration.maxAttempts = 3
+        // Outcomes are written at once: a small batch does not wait on the clock (a manual one
+        // would hold it until advanced).
+        configuration.outcomeDelay = .zero
         return configuration
     }
 

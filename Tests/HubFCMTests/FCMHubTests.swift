@@ -58,7 +58,7 @@ struct FCMHubTests {
                 #expect(dead.inactiveReason?.contains("UNREGISTERED") == true)
                 let invalid = try await hub.endpoint(app: FCMFixture.appID, user: "alice", id: "tablet")
                 #expect(invalid.inactiveReason?.contains("not a valid FCM registration token") == true)
-                try await Task.sleep(for: .milliseconds(100))
+                #expect(await hub.settled())
                 #expect(fixture.emulator.messages.map(\.token) == ["live-token"])
             }
         }

@@ -20,16 +20,16 @@ struct BatcherTests {
         }
         // The only runner is busy with "first" until the gate opens.
         let first = Task { try await batcher.submit("first", key: "a", run: run) }
-        #expect(await eventuallyTrue { ran.withLock { $0 == [["first"]] } })
+        #expect(await eventually { ran.withLock { $0 == [["first"]] } })
         let abandonedEnded = Mutex(false)
         let abandoned = Task {
             defer { abandonedEnded.withLock { $0 = true } }
             return try await batcher.submit("abandoned", key: "b", run: run)
         }
         let kept = Task { try await batcher.submit("kept", key: "c", run: run) }
-        #expect(await eventuallyTrue { batcher.queued == 2 })
+        #expect(await eventually { batcher.queued == 2 })
         abandoned.cancel()
-        #expect(await eventuallyTrue { abandonedEnded.withLock { $0 } }, "the cancelled caller still waits")
+        #expect(await eventually { abandonedEnded.withLock { $0 } }, "the cancelled caller still waits")
         #expect(batcher.queued == 1)
         gate.open()
         await #expect(throws: CancellationError.self) { try await abandoned.value }
@@ -66,18 +66,10 @@ struct BatcherTests {
                 return jobs.map { .success($0 + " done") }
             }
         }
-        #expect(await eventuallyTrue { started.withLock { $0 } })
+        #expect(await eventually { started.withLock { $0 } })
         task.cancel()
         gate.open()
         #expect(try await task.value == "job done")
     }
 
-    /// Whether `condition` held within two seconds.
-    private func eventuallyTrue(_ condition: @Sendable () -> Bool) async -> Bool {
-        for _ in 0..<200 {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return condition()
-    }
 }

@@ -125,7 +125,7 @@ struct MultiInstanceTests {
                     .decode(Date?.self))
 
             let hubB = HubRunner([b.hub])
-            #expect(await eventually(timeout: .seconds(15)) { b.apns.deliveries.count >= endpoints.count })
+            #expect(await eventually { b.apns.deliveries.count >= endpoints.count })
             #expect(await eventually { (try? await b.store.deliveryStatistics().pending) == 0 })
             #expect(await hubB.stop(), "B did not shut down")
             #expect(Set(b.apns.deliveries.map(\.endpoint.id)) == Set(endpoints))

@@ -20,7 +20,7 @@ struct StatisticsTests {
             #expect(store.configuration.statisticsInterval == .seconds(2))
             try await Self.migrateWithoutAutovacuum(store)
             try await Self.insertFinishedDeliveries(1_500, store)
-            let analyzed = try await eventually(timeout: .seconds(20)) {
+            let analyzed = try await eventually {
                 try await Self.lastAnalyzed("hub_delivery", store) != nil
             }
             #expect(analyzed, "hub_delivery grew by 1,500 rows and was not analyzed")

@@ -155,7 +155,7 @@ struct GroupCommitTests {
         let queue = try itemsDatabase()
         let commit = GroupCommit(writer: queue, idleTimeout: .milliseconds(20))
         try await commit.write { db in try db.execute(sql: "INSERT INTO item (name) VALUES ('first')") }
-        #expect(await eventually(timeout: .seconds(5)) { !commit.isRunning })
+        #expect(await eventually { !commit.isRunning })
         try await commit.write { db in try db.execute(sql: "INSERT INTO item (name) VALUES ('second')") }
         #expect(try names(queue) == ["first", "second"])
         // Writes racing the thread's end are never stranded.
@@ -201,10 +201,10 @@ struct GroupCommitSchedulingTests {
         var writes: [Task<Void, any Error>] = []
         for index in 0..<5 {
             writes.append(Task { try await commit.write(.durable) { _ in ran.append("durable-\(index)") } })
-            #expect(await eventually(timeout: .seconds(5)) { commit.queued == index + 1 })
+            #expect(await eventually { commit.queued == index + 1 })
         }
         writes.append(Task { try await commit.write(.relaxed) { _ in ran.append("relaxed") } })
-        #expect(await eventually(timeout: .seconds(5)) { commit.queued == 6 })
+        #expect(await eventually { commit.queued == 6 })
         release.signal()
         try await blocker.value
         for write in writes { try await write.value }
@@ -223,12 +223,12 @@ struct GroupCommitSchedulingTests {
         let durable = Task {
             try await commit.write(.durable) { _ in ran.append("durable after \(commits.load(ordering: .relaxed))") }
         }
-        #expect(await eventually(timeout: .seconds(5)) { commit.queued == 1 })
+        #expect(await eventually { commit.queued == 1 })
         var relaxed: [Task<Void, any Error>] = []
         for _ in 0..<200 {
             relaxed.append(Task { try await commit.write(.relaxed) { _ in Thread.sleep(forTimeInterval: 0.001) } })
         }
-        #expect(await eventually(timeout: .seconds(5)) { commit.queued == 201 })
+        #expect(await eventually { commit.queued == 201 })
         release.signal()
         try await blocker.value
         try await durable.value
@@ -257,7 +257,7 @@ struct GroupCommitSchedulingTests {
                     }
                 })
         }
-        #expect(await eventually(timeout: .seconds(5)) { commit.queued == 6 })
+        #expect(await eventually { commit.queued == 6 })
         release.signal()
         try await blocker.value
         for write in writes { try await write.value }

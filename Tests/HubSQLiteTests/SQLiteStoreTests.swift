@@ -125,7 +125,7 @@ struct SQLiteStoreTests {
             // 400 commits write ~2,700 frames; a log that starts over after each checkpoint holds one
             // burst of 50 commits (~350).
             #expect(walSize < 1_000 * pageSize, "log of \(walSize / pageSize) pages")
-            #expect(await eventually(timeout: .seconds(5)) { !checkpointer.isRunning }, "the thread ends when idle")
+            #expect(await eventually { !checkpointer.isRunning }, "the thread ends when idle")
         } else {
             #expect(checkpointer.checkpoints == 0)
             #expect(walSize > 2_000 * pageSize, "log of \(walSize / pageSize) pages")

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HubCore
+import HubTesting
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
@@ -12,12 +13,6 @@ import Testing
 /// The console's sign-in, session cookie, CSRF and headers, through HTTP.
 @Suite("Console: sign-in, session and CSRF")
 struct ConsoleAuthTests {
-    final class Clock: Sendable {
-        private let current = Mutex(Date())
-        var now: Date { current.withLock { $0 } }
-        func advance(by seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
-    }
-
     @Test("pages without a session answer 303 to the sign-in page and show no data")
     func noSession() async throws {
         let harness = try await Harness()
@@ -92,8 +87,8 @@ struct ConsoleAuthTests {
 
     @Test("a signed-in page has the security headers; a tampered, expired or foreign cookie shows no data")
     func sessionChecks() async throws {
-        let clock = Clock()
-        let harness = try await Harness(now: { clock.now })
+        let clock = ManualClock()
+        let harness = try await Harness(clock: clock)
         let other = try await Harness(adminToken: "another-admin-token-42")
         let foreignCookie = try await other.run { client in
             try await Self.session(client, token: "another-admin-token-42")
@@ -124,7 +119,7 @@ struct ConsoleAuthTests {
                 #expect(!response.text.contains("Contoso Notes"), "\(bad)")
             }
 
-            clock.advance(by: 12 * 3600 + 1)
+            clock.advance(by: .seconds(12 * 3600 + 1))
             let expired = try await client.send(.get, "/console", headers: [.cookie: cookie])
             #expect(expired.status == .seeOther)
             #expect(expired.text.isEmpty)

@@ -41,13 +41,7 @@ struct GraphFixtureTests {
         }
     }
 
-    final class Clock: Sendable {
-        private let current = Mutex(GraphFixtureTests.start)
-        var now: Date { current.withLock { $0 } }
-        func advance(by seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
-    }
-
-    static func harness(clock: Clock) async throws -> Harness {
+    static func harness(clock: ManualClock) async throws -> Harness {
         let app = CrossDeviceApp(
             id: host, name: "Graph notifications sample",
             platforms: [
@@ -60,7 +54,7 @@ struct GraphFixtureTests {
                     keys: .secret(Secret(Harness.tasksSecret, source: "env:TASKS_SECRET")))
             ],
             publishers: [Publisher(name: "backend", key: Secret(key, source: "env:GRAPH_KEY"))])
-        return try await Harness(extraApps: [app], now: { clock.now })
+        return try await Harness(extraApps: [app], clock: clock)
     }
 
     /// Sends `example` with the publisher key and `unsID`, as a Graph app server would.
@@ -84,7 +78,7 @@ struct GraphFixtureTests {
 
     @Test("the example of 'Create and send a notification' is accepted as it is and answered in Graph's shape")
     func notificationsPost() async throws {
-        let clock = Clock()
+        let clock = ManualClock(date: GraphFixtureTests.start)
         let harness = try await Self.harness(clock: clock)
         let example = try Example("notifications-post.http")
         #expect(example.body.contains(#""displayTimeToLive": "60""#), "the example sends a numeric string")
@@ -122,7 +116,7 @@ struct GraphFixtureTests {
 
     @Test("the older page's example is not JSON: 400 saying where")
     func userPostNotifications() async throws {
-        let harness = try await Self.harness(clock: Clock())
+        let harness = try await Self.harness(clock: ManualClock(date: GraphFixtureTests.start))
         let example = try Example("user-post-notifications.http")
         try await harness.run { client in
             let unsID = try await Self.subscription(harness, user: "graphnotify", on: client)
@@ -137,7 +131,7 @@ struct GraphFixtureTests {
 
     @Test("Graph's endpointFallback: the iOS device that does not sync gets the fallback's own content; Android none")
     func rawWithFallback() async throws {
-        let clock = Clock()
+        let clock = ManualClock(date: GraphFixtureTests.start)
         let harness = try await Self.harness(clock: clock)
         let example = try Example("raw-with-fallback.http")
         try await harness.run { client in
@@ -160,14 +154,14 @@ struct GraphFixtureTests {
             #expect(await eventually { harness.custom.deliveries.count == 2 }, "a tap to each device")
             #expect(harness.custom.deliveries.allSatisfy { $0.kind == .shoulderTap })
 
-            clock.advance(by: 61)
+            clock.advance(by: .seconds(61))
             #expect(await eventually { harness.custom.deliveries(to: "phone").contains { $0.kind == .fallback } })
             let sent = try #require(harness.custom.deliveries(to: "phone").first { $0.kind == .fallback })
             #expect(
                 sent.notification?.payload.visualContent
                     == VisualContent(title: "New message", body: "Open the app to read it"))
             #expect(sent.notification?.payload.rawContent == #"{"messageId": 42}"#)
-            try await Task.sleep(for: .milliseconds(200))
+            #expect(await harness.hub.settled())
             #expect(
                 !harness.custom.deliveries(to: "pixel").contains { $0.kind == .fallback }, "no fallback for Android")
         }
@@ -175,7 +169,7 @@ struct GraphFixtureTests {
 
     @Test("Graph shapes are checked like the hub's own, errors naming the fields the body sent")
     func graphShapeErrors() async throws {
-        let harness = try await Self.harness(clock: Clock())
+        let harness = try await Self.harness(clock: ManualClock(date: GraphFixtureTests.start))
         try await harness.run { client in
             let unsID = try await Self.subscription(harness, user: "graphnotify", on: client)
             func publish(_ json: String) async throws -> TestResponse {

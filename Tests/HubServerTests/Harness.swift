@@ -52,7 +52,7 @@ struct Harness: Sendable {
         maxPayloadBytes: Int = 4096, maxBodyBytes: Int = 16 * 1024, adminToken: String? = Harness.adminToken,
         subscriptionLifetime: Duration = .seconds(3600), metrics: PrometheusCollectorRegistry? = nil,
         extraIdentity: [IdentityRegistration] = [], plug: StorePlug? = nil, storeTimeout: Duration = .seconds(5),
-        extraApps: [CrossDeviceApp] = [], now: @escaping @Sendable () -> Date = { Date() },
+        extraApps: [CrossDeviceApp] = [], clock: any HubClock = SystemClock(),
         storePath: String? = nil, statisticsFlushInterval: Duration = .seconds(5)
     ) async throws {
         let key = ES256PrivateKey()
@@ -87,7 +87,7 @@ struct Harness: Sendable {
                     ],
                     publishers: [Publisher(name: "backend", key: Secret(Self.tasksKey, source: "env:TASKS_KEY"))]),
             ] + extraApps
-        let signals = FeedSignals()
+        let signals = FeedSignals(clock: clock)
         let forward = PollingTransport(signals: signals)
         polling = RecordingTransport(id: .polling, capabilities: [.wakesInProcess, .tokenless]) {
             await forward.send($0)
@@ -105,13 +105,16 @@ struct Harness: Sendable {
         var hubConfiguration = HubConfiguration(
             apps: apps, maxPayloadBytes: maxPayloadBytes, storeTimeout: storeTimeout)
         hubConfiguration.dispatcher.idleInterval = .milliseconds(50)
+        // Outcomes are written at once: a small batch does not wait on the clock (a manual one
+        // would hold it until advanced).
+        hubConfiguration.dispatcher.outcomeDelay = .zero
         hubConfiguration.statisticsFlushInterval = statisticsFlushInterval
         let store = try storePath.map(SQLiteStore.init(path:)) ?? SQLiteStore.inMemory()
         hub = try Hub(
             configuration: hubConfiguration,
             store: plug.map { InterceptedStore(store, $0) } ?? store,
             transports: [polling, custom],
-            signals: signals, now: now)
+            signals: signals, clock: clock)
         configuration = HubServerConfiguration(
             adminToken: adminToken.map { Secret($0, source: "env:HUB_ADMIN_TOKEN") }, maxBodyBytes: maxBodyBytes,
             cursorKey: Array("cursor-key-for-tests-0123456789ab".utf8), sseHeartbeat: .milliseconds(300),

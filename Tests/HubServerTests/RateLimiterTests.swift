@@ -1,3 +1,4 @@
+import HubTesting
 import Testing
 
 @testable import HubServer
@@ -8,36 +9,38 @@ struct RateLimiterTests {
 
     @Test("a bucket gives its burst, then says how long until the next token, and refills over its period")
     func bucket() {
-        let limiter = RateLimiter()
+        let clock = ManualClock()
+        let limiter = RateLimiter(clock: clock)
         let limit = RateLimit(3, per: .seconds(3))
-        let start = ContinuousClock.now
-        for _ in 0..<3 { #expect(limiter.take(key, limit: limit, now: start) == nil) }
-        let wait = limiter.take(key, limit: limit, now: start)
+        for _ in 0..<3 { #expect(limiter.take(key, limit: limit) == nil) }
+        let wait = limiter.take(key, limit: limit)
         #expect(wait == .seconds(1))
-        #expect(limiter.hasToken(key, limit: limit, now: start + .milliseconds(500)) != nil)
-        #expect(limiter.take(key, limit: limit, now: start + .seconds(1)) == nil)
-        #expect(limiter.take(key, limit: limit, now: start + .seconds(1)) != nil)
+        clock.advance(by: .milliseconds(500))
+        #expect(limiter.hasToken(key, limit: limit) != nil)
+        clock.advance(by: .milliseconds(500))
+        #expect(limiter.take(key, limit: limit) == nil)
+        #expect(limiter.take(key, limit: limit) != nil)
         // Other keys have their own buckets.
         let other = RateLimiter.Key(kind: .deviceToken, app: "a.example.com", subject: "t2")
-        #expect(limiter.take(other, limit: limit, now: start) == nil)
+        #expect(limiter.take(other, limit: limit) == nil)
     }
 
     @Test("memory stays bounded: refilled buckets are dropped, and at most `capacity` are kept")
     func bounded() {
-        let limiter = RateLimiter(capacity: 20_000)
+        let clock = ManualClock()
+        let limiter = RateLimiter(capacity: 20_000, clock: clock)
         let limit = RateLimit(10, per: .seconds(1))
-        var now = ContinuousClock.now
         for index in 0..<100_000 {
             // A second passes every 1,000 clients: older buckets have refilled.
-            if index % 1000 == 0 { now += .seconds(1) }
+            if index % 1000 == 0 { clock.advance(by: .seconds(1)) }
             let key = RateLimiter.Key(kind: .clientIP, app: "", subject: "10.0.\(index / 256).\(index % 256)")
-            _ = limiter.take(key, limit: limit, now: now)
+            _ = limiter.take(key, limit: limit)
         }
         #expect(limiter.bucketCount <= 20_000, "\(limiter.bucketCount)")
         // All at once (none refilled): the least recently used half goes.
         for index in 0..<50_000 {
             let key = RateLimiter.Key(kind: .clientIP, app: "", subject: "x\(index)")
-            _ = limiter.take(key, limit: limit, now: now)
+            _ = limiter.take(key, limit: limit)
         }
         #expect(limiter.bucketCount <= 30_000, "\(limiter.bucketCount)")
     }

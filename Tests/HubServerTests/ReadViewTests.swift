@@ -10,12 +10,6 @@ import Testing
 /// to taps; expiry is exact at read time; tombstones carry no payload.
 @Suite("Reads: targeting and expiry")
 struct ReadViewTests {
-    final class Clock: Sendable {
-        private let current = Mutex(Date())
-        var now: Date { current.withLock { $0 } }
-        func advance(by seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
-    }
-
     static func register(
         _ id: String, platform: String, transport: String, token: String, on client: some TestClientProtocol
     ) async throws {
@@ -66,18 +60,18 @@ struct ReadViewTests {
             #expect(dismissed.status == .ok)
             let later = try await get("/feed?cursor=\(cursor)", as: "pixel")
             #expect(Self.ids(later, "changes") == [], "the dismissal of an iOS-only notification")
-            try await Task.sleep(for: .milliseconds(200))
+            #expect(await harness.hub.settled())
             #expect(harness.custom.deliveries(to: "pixel").count == 1, "no tap for an iOS-only change")
         }
     }
 
     @Test("past its expiration a notification reads as expired, without payload, before any sweep")
     func expiryExactAtReadTime() async throws {
-        let clock = Clock()
-        let harness = try await Harness(now: { clock.now })
+        let clock = ManualClock()
+        let harness = try await Harness(clock: clock)
         let alice = try await harness.token(user: "alice")
         try await harness.run { client in
-            let expiry = JSONDateText.format(clock.now.addingTimeInterval(60))
+            let expiry = JSONDateText.format(clock.date.addingTimeInterval(60))
             let published = try await client.publish(
                 #"{"appNotificationId":"soon","payload":{"rawContent":"secret","visualContent":{"title":"Hi"}},"expirationDateTime":"\#(expiry)"}"#,
                 user: "alice")
@@ -88,7 +82,7 @@ struct ReadViewTests {
             #expect(before.object.string("status") == "active")
             #expect((before.object["payload"] as? [String: Any])?["rawContent"] as? String == "secret")
 
-            clock.advance(by: 60)
+            clock.advance(by: .seconds(60))
             let single = try await client.send(.get, me + "/notifications/soon", bearer: alice)
             #expect(single.object.string("status") == "expired")
             #expect((single.object["payload"] as? [String: Any])?.isEmpty == true, "\(single.text)")

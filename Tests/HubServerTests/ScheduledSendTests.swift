@@ -1,10 +1,11 @@
 import Foundation
 import HTTPTypes
-import HubCore
 import HubTesting
 import HummingbirdTesting
 import Synchronization
 import Testing
+
+@testable import HubCore
 
 /// `scheduledDateTime` over HTTP: out of feeds and taps until its time, visible to the publisher
 /// as scheduled, cancelled by DELETE.
@@ -12,8 +13,8 @@ import Testing
 struct ScheduledSendTests {
     @Test("held from devices until its time, shown to the publisher as scheduled, then released and tapped")
     func heldThenReleased() async throws {
-        let clock = ReadViewTests.Clock()
-        let harness = try await Harness(now: { clock.now })
+        let clock = ManualClock()
+        let harness = try await Harness(clock: clock)
         let alice = try await harness.token(user: "alice")
         try await harness.run { client in
             try await ReadViewTests.register(
@@ -21,7 +22,7 @@ struct ScheduledSendTests {
             // Whole seconds: a time with milliseconds may read back 1 ms earlier (see the note of
             // this change: the writer truncates what the parser's Double holds).
             let at = JSONDateText.format(
-                Date(timeIntervalSince1970: (clock.now.timeIntervalSince1970 + 300).rounded(.down)))
+                Date(timeIntervalSince1970: (clock.date.timeIntervalSince1970 + 300).rounded(.down)))
             let published = try await client.publish(
                 notification("later", extra: #","scheduledDateTime":"\#(at)""#), user: "alice")
             #expect(published.status == .created, "\(published.text)")
@@ -38,10 +39,11 @@ struct ScheduledSendTests {
             let publisher = "/v1/apps/\(Harness.notes)/users/alice/notifications"
             let scheduled = try await client.send(.get, publisher + "?status=scheduled", bearer: Harness.notesKey)
             #expect(ReadViewTests.ids(scheduled, "notifications") == ["later"], "the publisher sees it")
-            try await Task.sleep(for: .milliseconds(300))
+            // The clock stands still: once the dispatcher is idle, nothing more can come due.
+            #expect(await eventually { harness.hub.dispatcher.isIdle })
             #expect(harness.custom.deliveries(to: "pixel").isEmpty, "no tap before its time")
 
-            clock.advance(by: 300)
+            clock.advance(by: .seconds(300))
             #expect(await eventually { harness.custom.deliveries(to: "pixel").count == 1 }, "tapped at its time")
             let after = try await client.send(.get, me + "/feed?cursor=\(cursor)", bearer: alice)
             #expect(ReadViewTests.ids(after, "changes") == ["later"], "in the feed after the cursor read before")
@@ -51,21 +53,23 @@ struct ScheduledSendTests {
 
     @Test("DELETE before its time cancels it: never tapped, never in a device's feed")
     func cancelled() async throws {
-        let clock = ReadViewTests.Clock()
-        let harness = try await Harness(now: { clock.now })
+        let clock = ManualClock()
+        let harness = try await Harness(clock: clock)
         let alice = try await harness.token(user: "alice")
         try await harness.run { client in
             try await ReadViewTests.register(
                 "pixel", platform: "android", transport: "recording", token: alice, on: client)
-            let at = JSONDateText.format(clock.now.addingTimeInterval(600))
+            let at = JSONDateText.format(clock.date.addingTimeInterval(600))
             let published = try await client.publish(
                 notification("never", extra: #","scheduledDateTime":"\#(at)""#), user: "alice")
             #expect(published.object.string("status") == "scheduled")
             let deleted = try await client.send(
                 .delete, "/v1/apps/\(Harness.notes)/users/alice/notifications/never", bearer: Harness.notesKey)
             #expect(deleted.status == .noContent)
-            clock.advance(by: 600)
-            try await Task.sleep(for: .milliseconds(1500))
+            clock.advance(by: .seconds(600))
+            // The sweep its time would have released it in, then nothing left to send.
+            #expect(await harness.hub.sweepOnce().isEmpty)
+            #expect(await harness.hub.settled())
             #expect(harness.custom.deliveries(to: "pixel").isEmpty)
             let feed = try await client.send(.get, "/v1/apps/\(Harness.notes)/me/feed", bearer: alice)
             #expect(ReadViewTests.ids(feed, "changes") == [], "not even a tombstone")

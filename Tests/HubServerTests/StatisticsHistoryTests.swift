@@ -45,11 +45,10 @@ struct StatisticsHistoryTests {
             #expect(try await client.publish(notification("n1"), user: "alice").status == .created)
 
             // The outcomes reach the store at the next flush (every 100 ms here).
-            let deadline = ContinuousClock.now + .seconds(10)
             var response = try await client.send(.get, Self.base, bearer: Harness.adminToken)
-            while !Self.complete(response), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(50))
+            _ = try await eventually {
                 response = try await client.send(.get, Self.base, bearer: Harness.adminToken)
+                return Self.complete(response)
             }
             #expect(Self.complete(response), "\(response.text)")
             #expect(response.status == .ok)

@@ -1,4 +1,5 @@
 import Foundation
+import HubTesting
 import HummingbirdCore
 import Logging
 import NIOCore
@@ -44,20 +45,13 @@ struct TasklessConnectionTests {
             eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger)
         let running = Task { try await server.run() }
         defer { running.cancel() }
-        var bound: Int?
-        for _ in 0..<200 where bound == nil {
-            try await Task.sleep(for: .milliseconds(10))
-            bound = port.withLock { $0 }
-        }
-        let serverPort = try #require(bound)
+        _ = await eventually { port.withLock { $0 } != nil }
+        let serverPort = try #require(port.withLock { $0 })
 
         // Five silent connections: every task but the server's one keeper returns while they are open.
         let silent = try (0..<5).map { _ in try SilentSocket(port: serverPort) }
-        var ended = 0
-        for _ in 0..<300 where ended < 4 {
-            try await Task.sleep(for: .milliseconds(10))
-            ended = returned.value.load(ordering: .relaxed)
-        }
+        _ = await eventually { returned.value.load(ordering: .relaxed) >= 4 }
+        let ended = returned.value.load(ordering: .relaxed)
         #expect(ended == 4, "connection tasks still running for silent connections")
 
         // A silent connection is still served.

@@ -92,7 +92,7 @@ struct AllTransportsTests {
         // Publish while the browser long-polls: every endpoint gets one tap.
         async let firstPage = hub.feed(
             app: Self.appID, user: "alice", after: 0, wait: .seconds(10), endpoint: "browser")
-        try await Task.sleep(for: .milliseconds(50))
+        #expect(await eventually { hub.signals.waiterCount == 1 }, "the long-poll waits")
         let published = try await hub.publish(
             app: Self.appID, user: "alice",
             NotificationDraft(appNotificationId: "lunch", payload: NotificationPayload(rawContent: "{}"))
@@ -107,7 +107,7 @@ struct AllTransportsTests {
         // Dismiss on Android: iOS, Windows and the browser are tapped again, Android is not.
         async let secondPage = hub.feed(
             app: Self.appID, user: "alice", after: published.changeVersion, wait: .seconds(10), endpoint: "browser")
-        try await Task.sleep(for: .milliseconds(50))
+        #expect(await eventually { hub.signals.waiterCount == 1 }, "the long-poll waits")
         let dismissed = try await hub.updateState(
             app: Self.appID, user: "alice", id: published.id, readState: .read, userActionState: .dismissed,
             fromEndpoint: "pixel")
@@ -116,7 +116,7 @@ struct AllTransportsTests {
             await eventually {
                 apnsEmulator.requests.count == 2 && wnsEmulator.received.count == 2
             })
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(await hub.settled())
         #expect(fcmEmulator.messages.count == 1, "the dismissing Android device is not tapped back")
         let apnsRequests = apnsEmulator.requests
         #expect(apnsRequests.count == 2 && wnsEmulator.received.count == 2)
