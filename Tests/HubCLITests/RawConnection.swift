@@ -1,4 +1,5 @@
 import Foundation
+import HubTesting
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -47,19 +48,12 @@ final class RawConnection: Sendable {
     /// - Returns: whether it is closed.
     @discardableResult
     func waitForClose(timeout: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while closedAt == nil && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
-        return closedAt != nil
+        await eventually(timeout: max(timeout, .zero)) { closedAt != nil }
     }
 
     /// Waits until `condition` holds for what was received, or `timeout` passed.
     func waitForReceived(timeout: Duration, _ condition: (String) -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if condition(received) { return true }
-            if closedAt != nil { return condition(received) }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
+        _ = await eventually(timeout: timeout) { condition(received) || closedAt != nil }
         return condition(received)
     }
 

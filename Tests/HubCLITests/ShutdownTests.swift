@@ -1,4 +1,5 @@
 import Foundation
+import HubTesting
 import Testing
 
 /// `hub serve` with many waiting requests: SIGTERM answers them at once, a client that leaves
@@ -23,16 +24,16 @@ struct ShutdownTests {
         let cursor = try await http.cursor(user: "alice", token: token)
 
         let auth = ["Authorization": "Bearer \(token)"]
-        var polls: [RawConnection] = []
-        var streams: [RawConnection] = []
-        for _ in 0..<500 {
-            let poll = try await RawConnection.open(port: hub.port)
-            try await poll.get(Self.feed + "?cursor=\(cursor)&wait=60", headers: auth)
-            polls.append(poll)
-            let stream = try await RawConnection.open(port: hub.port)
+        // The streams first (they wait for good), then the long-polls, opened concurrently so
+        // that their 60 s waits (the server's maximum) are far from over at SIGTERM, however busy
+        // the machine.
+        let port = hub.port
+        let streams = try await Self.open(500, port: port) { stream in
             try await stream.get(
                 Self.feed, headers: auth.merging(["Accept": "text/event-stream", "Last-Event-ID": cursor]) { $1 })
-            streams.append(stream)
+        }
+        let polls = try await Self.open(500, port: port) { poll in
+            try await poll.get(Self.feed + "?cursor=\(cursor)&wait=60", headers: auth)
         }
         // Every one of them waits in the hub (the long-polls are parked, not answered).
         #expect(await http.waitForWaiters(timeout: .seconds(60)) { $0 == 1000 }, "\(hub.log.suffix(2000))")
@@ -57,6 +58,26 @@ struct ShutdownTests {
         let ended = streams.filter { $0.received.contains("event: shutdown\ndata: {\"retryAfter\":1}") }
         #expect(ended.count == streams.count, "a stream got: \(streams.first?.received ?? "")")
         #expect((polls + streams).allSatisfy { $0.closedAt != nil })
+    }
+
+    /// Opens `count` connections to the hub, 50 at a time, and sends each its request.
+    static func open(
+        _ count: Int, port: Int, request: @escaping @Sendable (RawConnection) async throws -> Void
+    ) async throws -> [RawConnection] {
+        var connections: [RawConnection] = []
+        for start in stride(from: 0, to: count, by: 50) {
+            try await withThrowingTaskGroup(of: RawConnection.self) { group in
+                for _ in start..<min(count, start + 50) {
+                    group.addTask {
+                        let connection = try await RawConnection.open(port: port)
+                        try await request(connection)
+                        return connection
+                    }
+                }
+                for try await connection in group { connections.append(connection) }
+            }
+        }
+        return connections
     }
 
     @Test("a long-poll or event stream whose client disconnects releases its wait at once", .timeLimit(.minutes(2)))
@@ -106,11 +127,9 @@ extension HubHTTP {
 
     /// Scrapes `hub_feed_waiters` until `condition` holds or `timeout` passed.
     func waitForWaiters(timeout: Duration, _ condition: (Int) -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let value = try? await metric("hub_feed_waiters"), condition(Int(value)) { return true }
-            try? await Task.sleep(for: .milliseconds(50))
+        await eventually(timeout: timeout) {
+            guard let value = try? await metric("hub_feed_waiters") else { return false }
+            return condition(Int(value))
         }
-        return false
     }
 }
