@@ -41,6 +41,7 @@ let package = Package(
         .library(name: "HubPolling", targets: ["HubPolling"]),
         .library(name: "HubAPNS", targets: ["HubAPNS"]),
         .library(name: "HubHTTP2", targets: ["HubHTTP2"]),
+        .library(name: "HubHTTPSupport", targets: ["HubHTTPSupport"]),
         .library(name: "HubFCM", targets: ["HubFCM"]),
         .library(name: "HubWNS", targets: ["HubWNS"]),
         .library(name: "HubWebPush", targets: ["HubWebPush"]),
@@ -127,7 +128,7 @@ let package = Package(
         .target(
             name: "HubAPNS",
             dependencies: [
-                "HubCore",
+                "HubCore", "HubHTTPSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -154,15 +155,27 @@ let package = Package(
             path: "Plugins/HTTP2Client",
             swiftSettings: strictness
         ),
+        // What the plugins that call HTTP APIs over AsyncHTTPClient share: the owned client, form
+        // bodies, OAuth token requests, and the access-token cache (APNs's provider token too).
+        .target(
+            name: "HubHTTPSupport",
+            dependencies: [
+                "HubCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strictness
+        ),
         .target(
             name: "HubFCM",
             dependencies: [
                 "HubCore",
                 "HubHTTP2",
+                "HubHTTPSupport",
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -174,9 +187,9 @@ let package = Package(
             name: "HubWNS",
             dependencies: [
                 "HubCore",
+                "HubHTTPSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -187,10 +200,10 @@ let package = Package(
             name: "HubWebPush",
             dependencies: [
                 "HubCore",
+                "HubHTTPSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -361,6 +374,8 @@ let package = Package(
             ],
             swiftSettings: strictness
         ),
+        .testTarget(
+            name: "HubHTTPSupportTests", dependencies: ["HubHTTPSupport"], swiftSettings: strictness),
         .testTarget(
             name: "HubFCMTests",
             dependencies: [
