@@ -70,9 +70,12 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
+        // The wire vocabulary and resource shapes HubCore and HubClient share (Foundation only).
+        .target(name: "HubWire", swiftSettings: strictness),
         .target(
             name: "HubCore",
             dependencies: [
+                "HubWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -101,7 +104,7 @@ let package = Package(
         .target(
             name: "HubServer",
             dependencies: [
-                "HubCore",
+                "HubCore", "HubWire",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -223,6 +226,7 @@ let package = Package(
         ),
         .target(
             name: "HubClient",
+            dependencies: ["HubWire"],
             swiftSettings: strictness
         ),
         .target(
