@@ -41,6 +41,7 @@ let package = Package(
         .library(name: "HubPolling", targets: ["HubPolling"]),
         .library(name: "HubAPNS", targets: ["HubAPNS"]),
         .library(name: "HubHTTP2", targets: ["HubHTTP2"]),
+        .library(name: "HubHTTPSupport", targets: ["HubHTTPSupport"]),
         .library(name: "HubFCM", targets: ["HubFCM"]),
         .library(name: "HubWNS", targets: ["HubWNS"]),
         .library(name: "HubWebPush", targets: ["HubWebPush"]),
@@ -69,9 +70,12 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
+        // The wire vocabulary and resource shapes HubCore and HubClient share (Foundation only).
+        .target(name: "HubWire", swiftSettings: strictness),
         .target(
             name: "HubCore",
             dependencies: [
+                "HubWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -100,7 +104,7 @@ let package = Package(
         .target(
             name: "HubServer",
             dependencies: [
-                "HubCore",
+                "HubCore", "HubWire",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -127,7 +131,7 @@ let package = Package(
         .target(
             name: "HubAPNS",
             dependencies: [
-                "HubCore",
+                "HubCore", "HubHTTPSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -154,15 +158,27 @@ let package = Package(
             path: "Plugins/HTTP2Client",
             swiftSettings: strictness
         ),
+        // What the plugins that call HTTP APIs over AsyncHTTPClient share: the owned client, form
+        // bodies, OAuth token requests, and the access-token cache (APNs's provider token too).
+        .target(
+            name: "HubHTTPSupport",
+            dependencies: [
+                "HubCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strictness
+        ),
         .target(
             name: "HubFCM",
             dependencies: [
                 "HubCore",
                 "HubHTTP2",
+                "HubHTTPSupport",
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -174,9 +190,9 @@ let package = Package(
             name: "HubWNS",
             dependencies: [
                 "HubCore",
+                "HubHTTPSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -187,10 +203,10 @@ let package = Package(
             name: "HubWebPush",
             dependencies: [
                 "HubCore",
+                "HubHTTPSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -210,6 +226,7 @@ let package = Package(
         ),
         .target(
             name: "HubClient",
+            dependencies: ["HubWire"],
             swiftSettings: strictness
         ),
         .target(
@@ -361,6 +378,8 @@ let package = Package(
             ],
             swiftSettings: strictness
         ),
+        .testTarget(
+            name: "HubHTTPSupportTests", dependencies: ["HubHTTPSupport"], swiftSettings: strictness),
         .testTarget(
             name: "HubFCMTests",
             dependencies: [

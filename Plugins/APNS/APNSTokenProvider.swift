@@ -1,5 +1,5 @@
+import HubHTTPSupport
 import JWTKit
-import Synchronization
 
 import struct Foundation.Date
 
@@ -10,7 +10,8 @@ import struct Foundation.Date
 /// reused until it is ``refreshInterval`` old (clamped to 20–60 minutes; 50 by default). It is
 /// never re-signed sooner than 20 minutes after the last signature, not even when APNs answers
 /// `ExpiredProviderToken` — that means the clocks disagree, and a new token would not help.
-/// Concurrent callers that find the token stale wait for one signature together.
+/// Concurrent callers that find the token stale wait for one signature together: reuse and single
+/// flight are the `AccessTokenCache` that FCM's and WNS's access tokens use too.
 final class APNSTokenProvider: Sendable {
     /// A signed token and when it was issued, by the provider's clock.
     struct Token: Sendable, Hashable {
@@ -27,18 +28,7 @@ final class APNSTokenProvider: Sendable {
     static let minimumInterval: Duration = .seconds(20 * 60)
     private let key: ES256PrivateKey
     private let now: @Sendable () -> Date
-    private let state = Mutex(State())
-
-    private enum Next {
-        case ready(Token)
-        case wait(Task<Token, any Error>)
-    }
-
-    private struct State {
-        var current: Token?
-        var signing: Task<Token, any Error>?
-        var signatures = 0
-    }
+    private let cache: AccessTokenCache<Token>
 
     /// - Throws: ``APNSError/Code/invalidCredentials`` when the `.p8` text is not an EC P-256 key.
     init(
@@ -57,24 +47,17 @@ final class APNSTokenProvider: Sendable {
         self.teamID = teamID
         self.refreshInterval = min(max(refreshInterval, Self.minimumInterval), .seconds(3600))
         self.now = now
+        self.cache = AccessTokenCache(now: now)
     }
 
     /// How many tokens this provider has signed (for tests and diagnostics).
-    var signatureCount: Int { state.withLock { $0.signatures } }
+    var signatureCount: Int { cache.exchangeCount }
 
     /// The current token, signed anew when there is none or it is ``refreshInterval`` old.
     func token() async throws -> Token {
-        let time = now()
-        let refresh = refreshInterval.seconds
-        let next: Next = state.withLock { state in
-            if let current = state.current, time.timeIntervalSince(current.issuedAt) < refresh {
-                return .ready(current)
-            }
-            return .wait(state.signing ?? startSigning(&state))
-        }
-        switch next {
-        case .ready(let token): return token
-        case .wait(let task): return try await task.value
+        try await cache.token { [self] in
+            let token = try await sign(at: now())
+            return (token, renewAt: token.issuedAt.addingTimeInterval(refreshInterval.seconds))
         }
     }
 
@@ -82,38 +65,10 @@ final class APNSTokenProvider: Sendable {
     /// than 20 minutes and must not be replaced yet. When another caller already replaced it,
     /// returns that replacement without signing again.
     func renew(replacing rejected: Token) async throws -> Token? {
-        let time = now()
-        let next: Next? = state.withLock { state in
-            if let current = state.current, current != rejected { return .ready(current) }
-            if let signing = state.signing { return .wait(signing) }
-            guard time.timeIntervalSince(rejected.issuedAt) >= Self.minimumInterval.seconds else { return nil }
-            return .wait(startSigning(&state))
-        }
-        switch next {
-        case .ready(let token): return token
-        case .wait(let task): return try await task.value
-        case nil: return nil
-        }
-    }
-
-    /// Starts the one signature in flight; it stores its token when done.
-    private func startSigning(_ state: inout State) -> Task<Token, any Error> {
-        let task = Task { [self] in
-            do {
-                let token = try await sign(at: now())
-                self.state.withLock { state in
-                    state.current = token
-                    state.signing = nil
-                    state.signatures += 1
-                }
-                return token
-            } catch {
-                self.state.withLock { $0.signing = nil }
-                throw error
-            }
-        }
-        state.signing = task
-        return task
+        if let latest = cache.latest, latest != rejected { return try await token() }
+        guard now().timeIntervalSince(rejected.issuedAt) >= Self.minimumInterval.seconds else { return nil }
+        cache.invalidate(rejected)
+        return try await token()
     }
 
     private func sign(at time: Date) async throws -> Token {

@@ -1,10 +1,9 @@
 import AsyncHTTPClient
 import Foundation
 import HubCore
+import HubHTTPSupport
 import JWTKit
 import Logging
-import NIOCore
-import Synchronization
 
 /// The claims of a Google service-account assertion (RFC 7523 JWT bearer grant).
 struct FCMAssertionClaims: JWTPayload {
@@ -17,28 +16,17 @@ struct FCMAssertionClaims: JWTPayload {
     func verify(using algorithm: some JWTAlgorithm) async throws {}
 }
 
-/// Holds one service account's OAuth 2.0 access token: exchanges an RS256 assertion for it, reuses
-/// it until shortly before it expires, and runs at most one exchange at a time — concurrent callers
-/// await the same exchange.
+/// Holds one service account's OAuth 2.0 access token: exchanges an RS256 assertion for it, and
+/// leaves reuse until shortly before expiry, single flight and invalidation to an
+/// `AccessTokenCache`.
 actor FCMAccessTokenProvider {
-    private struct AccessToken {
-        var value: String
-        /// When to stop handing it out (before its real expiry).
-        var renewAt: Date
-    }
-
     private let credentials: FCMCredentials
     private let tokenURI: String
     private let http: HTTPClient
     private let configuration: FCMConfiguration
     private let logger: Logger
-    private var current: AccessToken? {
-        didSet { published.withLock { $0 = current } }
-    }
-    private var exchange: Task<AccessToken, any Error>?
+    private nonisolated let cache: AccessTokenCache<String>
     private var signer: JWTKeyCollection?
-    /// A copy of ``current`` readable without a hop onto the actor: the per-send fast path.
-    private nonisolated let published = Mutex<AccessToken?>(nil)
 
     init(credentials: FCMCredentials, http: HTTPClient, configuration: FCMConfiguration, logger: Logger) {
         self.credentials = credentials
@@ -46,35 +34,19 @@ actor FCMAccessTokenProvider {
         self.http = http
         self.configuration = configuration
         self.logger = logger
+        self.cache = AccessTokenCache(now: configuration.now)
     }
 
     /// The cached access token while it is still fresh, without waiting for the actor.
     nonisolated func cachedToken() -> String? {
-        published.withLock { token in
-            guard let token, configuration.now() < token.renewAt else { return nil }
-            return token.value
-        }
+        cache.cached()
     }
 
     /// A valid access token, exchanging a new assertion when none is cached or it is about to expire.
-    func token() async throws(FCMError) -> String {
-        if let current, configuration.now() < current.renewAt { return current.value }
-        let task: Task<AccessToken, any Error>
-        if let exchange {
-            task = exchange
-        } else {
-            task = Task { try await self.exchangeAssertion() }
-            exchange = task
-        }
+    nonisolated func token() async throws(FCMError) -> String {
         do {
-            let token = try await task.value
-            if exchange == task {
-                exchange = nil
-                current = token
-            }
-            return token.value
+            return try await cache.token { try await self.exchangeAssertion() }
         } catch {
-            if exchange == task { exchange = nil }
             throw error as? FCMError
                 ?? FCMError(
                     code: .networkFailure, message: "the token endpoint \(tokenURI) did not answer: \(error)",
@@ -83,47 +55,36 @@ actor FCMAccessTokenProvider {
     }
 
     /// Forgets `token` after FCM refused it (401), so the next ``token()`` exchanges a new one.
-    func invalidate(_ token: String) {
-        if current?.value == token { current = nil }
+    nonisolated func invalidate(_ token: String) {
+        cache.invalidate(token)
     }
 
-    private func exchangeAssertion() async throws -> AccessToken {
+    private func exchangeAssertion() async throws -> (token: String, renewAt: Date) {
         let issued = configuration.now()
         let assertion = try await sign(at: issued)
-        var request = HTTPClientRequest(url: tokenURI)
-        request.method = .POST
-        request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
-        request.body = .bytes(
-            ByteBuffer(
-                string: FormEncoding.encode([
-                    ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion),
-                ])))
-        let response = try await http.execute(request, timeout: TimeAmount(configuration.requestTimeout))
-        let body = Data(try await response.body.collect(upTo: 64 * 1024).readableBytesView)
-        let status = Int(response.status.code)
-        guard status == 200 else {
-            let refusal = try? JSONDecoder().decode(OAuthError.self, from: body)
-            let retryAfter = RetryAfter.parse(response.headers.first(name: "retry-after"), now: issued)
-            let transient = status == 429 || status >= 500
+        let answer = try await OAuthTokenRequest(
+            url: tokenURI,
+            form: [("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion)]
+        )
+        .send(with: http, timeout: configuration.requestTimeout, now: issued)
+        guard answer.status == 200 else {
             throw FCMError(
-                code: transient ? .unavailable : .authenticationFailed, httpStatus: status, status: refusal?.error,
+                code: answer.isTransient ? .unavailable : .authenticationFailed, httpStatus: answer.status,
+                status: answer.error,
                 message: "the token endpoint refused the assertion of \(credentials.clientEmail): "
-                    + (refusal?.errorDescription ?? "HTTP \(status)")
-                    + (transient ? "" : "; check the service-account key file and the server clock"),
-                retryAfter: retryAfter)
+                    + (answer.errorDescription ?? "HTTP \(answer.status)")
+                    + (answer.isTransient ? "" : "; check the service-account key file and the server clock"),
+                retryAfter: answer.retryAfter)
         }
-        guard let granted = try? JSONDecoder().decode(OAuthGrant.self, from: body), !granted.accessToken.isEmpty
-        else {
+        guard let token = answer.accessToken else {
             throw FCMError(
-                code: .authenticationFailed, httpStatus: status,
+                code: .authenticationFailed, httpStatus: answer.status,
                 message: "the token endpoint's answer has no access_token")
         }
-        let lifetime = Double(max(granted.expiresIn ?? 3600, 1))
-        let margin = min(configuration.tokenRefreshMargin.seconds, lifetime / 2)
         logger.debug(
             "FCM access token obtained",
-            metadata: ["account": "\(credentials.clientEmail)", "expiresIn": "\(Int(lifetime))"])
-        return AccessToken(value: granted.accessToken, renewAt: issued.addingTimeInterval(lifetime - margin))
+            metadata: ["account": "\(credentials.clientEmail)", "expiresIn": "\(answer.expiresIn ?? 3600)"])
+        return (token, answer.renewAt(issued: issued, defaultLifetime: 3600, margin: configuration.tokenRefreshMargin))
     }
 
     /// Signs the assertion: RS256, `kid` = private key ID, `iss` = client e-mail, `aud` = token URI,
@@ -158,26 +119,4 @@ actor FCMAccessTokenProvider {
     }
 
     private var kid: JWKIdentifier? { credentials.privateKeyID.map { JWKIdentifier(string: $0) } }
-}
-
-/// A successful token response.
-private struct OAuthGrant: Decodable {
-    var accessToken: String
-    var expiresIn: Int?
-
-    private enum CodingKeys: String, CodingKey {
-        case accessToken = "access_token"
-        case expiresIn = "expires_in"
-    }
-}
-
-/// An OAuth error response.
-struct OAuthError: Decodable {
-    var error: String?
-    var errorDescription: String?
-
-    private enum CodingKeys: String, CodingKey {
-        case error
-        case errorDescription = "error_description"
-    }
 }

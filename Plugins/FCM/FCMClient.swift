@@ -1,6 +1,7 @@
 import Foundation
 import HubCore
 import HubHTTP2
+import HubHTTPSupport
 public import Logging
 import NIOCore
 import NIOHPACK
@@ -93,7 +94,7 @@ public final class FCMClient: Sendable {
         }
         logger.debug(
             "FCM refused the access token; exchanging a new one", metadata: ["account": "\(credentials.clientEmail)"])
-        await provider.invalidate(token)
+        provider.invalidate(token)
         return try await post(body, to: origin, path: path, bearer: try await provider.token()).get()
     }
 

@@ -1,51 +1,32 @@
 import AsyncHTTPClient
 import Foundation
 import HubCore
+import HubHTTPSupport
 import Logging
-import NIOCore
 
 /// Holds one app's WNS access token (OAuth 2.0 client credentials): the classic package-SID flow
-/// or the Entra ID flow. Reuses the token until shortly before it expires, runs at most one exchange
-/// at a time (concurrent callers await the same one), and forgets a token WNS refused.
-actor WNSAccessTokenProvider {
-    private struct AccessToken {
-        var value: String
-        var renewAt: Date
-    }
-
+/// or the Entra ID flow. Reuse until shortly before expiry, single flight and forgetting a token WNS
+/// refused are an `AccessTokenCache`'s.
+final class WNSAccessTokenProvider: Sendable {
     private let credentials: WNSCredentials
     private let http: HTTPClient
     private let configuration: WNSConfiguration
     private let logger: Logger
-    private var current: AccessToken?
-    private var exchange: Task<AccessToken, any Error>?
+    private let cache: AccessTokenCache<String>
 
     init(credentials: WNSCredentials, http: HTTPClient, configuration: WNSConfiguration, logger: Logger) {
         self.credentials = credentials
         self.http = http
         self.configuration = configuration
         self.logger = logger
+        self.cache = AccessTokenCache(now: configuration.now)
     }
 
     /// A valid access token, obtaining a new one when none is cached or it is about to expire.
     func token() async throws(WNSError) -> String {
-        if let current, configuration.now() < current.renewAt { return current.value }
-        let task: Task<AccessToken, any Error>
-        if let exchange {
-            task = exchange
-        } else {
-            task = Task { try await self.requestToken() }
-            exchange = task
-        }
         do {
-            let token = try await task.value
-            if exchange == task {
-                exchange = nil
-                current = token
-            }
-            return token.value
+            return try await cache.token { [self] in try await requestToken() }
         } catch {
-            if exchange == task { exchange = nil }
             throw error as? WNSError
                 ?? WNSError(
                     code: .networkFailure, message: "the WNS token endpoint did not answer: \(error)", underlying: error
@@ -55,7 +36,7 @@ actor WNSAccessTokenProvider {
 
     /// Forgets `token` after WNS refused it (401), so the next ``token()`` gets a new one.
     func invalidate(_ token: String) {
-        if current?.value == token { current = nil }
+        cache.invalidate(token)
     }
 
     /// The token endpoint and form of this app's flow.
@@ -83,67 +64,27 @@ actor WNSAccessTokenProvider {
         }
     }
 
-    private func requestToken() async throws -> AccessToken {
+    private func requestToken() async throws -> (token: String, renewAt: Date) {
         let started = configuration.now()
         let (url, form, who) = grant
-        var request = HTTPClientRequest(url: url)
-        request.method = .POST
-        request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
-        request.body = .bytes(ByteBuffer(string: FormEncoding.encode(form)))
-        let response = try await http.execute(request, timeout: TimeAmount(configuration.requestTimeout))
-        let body = Data(try await response.body.collect(upTo: 64 * 1024).readableBytesView)
-        let status = Int(response.status.code)
-        guard status == 200 else {
-            let refusal = try? JSONDecoder().decode(OAuthError.self, from: body)
-            let transient = status == 429 || status >= 500
+        let answer = try await OAuthTokenRequest(url: url, form: form)
+            .send(with: http, timeout: configuration.requestTimeout, now: started)
+        guard answer.status == 200 else {
             throw WNSError(
-                code: transient ? .authenticationUnavailable : .authenticationFailed,
+                code: answer.isTransient ? .authenticationUnavailable : .authenticationFailed,
                 response: WNSResponse(
-                    status: status, errorDescription: refusal?.errorDescription ?? refusal?.error,
-                    retryAfter: RetryAfter.parse(response.headers.first(name: "retry-after"), now: started)),
+                    status: answer.status, errorDescription: answer.errorDescription ?? answer.error,
+                    retryAfter: answer.retryAfter),
                 message: "the token endpoint refused \(who)"
-                    + (transient ? "; retrying later" : "; check credentials.wns (identifier and secret)"))
+                    + (answer.isTransient ? "; retrying later" : "; check credentials.wns (identifier and secret)"))
         }
-        guard let granted = try? JSONDecoder().decode(OAuthGrant.self, from: body), !granted.accessToken.isEmpty
-        else {
+        guard let token = answer.accessToken else {
             throw WNSError(code: .authenticationFailed, message: "the token endpoint's answer has no access_token")
         }
-        let lifetime = Double(max(granted.expiresIn ?? 86_400, 1))
-        let margin = min(configuration.tokenRefreshMargin.seconds, lifetime / 2)
-        logger.debug("WNS access token obtained", metadata: ["app": "\(who)", "expiresIn": "\(Int(lifetime))"])
-        return AccessToken(value: granted.accessToken, renewAt: started.addingTimeInterval(lifetime - margin))
-    }
-}
-
-/// A successful token response (both flows).
-private struct OAuthGrant: Decodable {
-    var accessToken: String
-    var expiresIn: Int?
-
-    private enum CodingKeys: String, CodingKey {
-        case accessToken = "access_token"
-        case expiresIn = "expires_in"
-    }
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        accessToken = try container.decode(String.self, forKey: .accessToken)
-        // Entra ID has sent `expires_in` both as a number and as a string.
-        if let number = try? container.decode(Int.self, forKey: .expiresIn) {
-            expiresIn = number
-        } else {
-            expiresIn = (try? container.decode(String.self, forKey: .expiresIn)).flatMap { Int($0) }
-        }
-    }
-}
-
-/// An OAuth error response.
-private struct OAuthError: Decodable {
-    var error: String?
-    var errorDescription: String?
-
-    private enum CodingKeys: String, CodingKey {
-        case error
-        case errorDescription = "error_description"
+        logger.debug(
+            "WNS access token obtained", metadata: ["app": "\(who)", "expiresIn": "\(answer.expiresIn ?? 86_400)"])
+        return (
+            token, answer.renewAt(issued: started, defaultLifetime: 86_400, margin: configuration.tokenRefreshMargin)
+        )
     }
 }

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 public import HubCore
+import HubHTTPSupport
 public import Logging
 import NIOCore
 import Synchronization
@@ -54,7 +55,7 @@ public final class WNSClient: Sendable {
         let first = try await post(notification, body: body, to: channelURI, bearer: token, options: options)
         guard first.status == 401 else { return try Self.accepted(first) }
         logger.debug("WNS refused the access token; getting a new one")
-        await provider.invalidate(token)
+        provider.invalidate(token)
         let second = try await post(
             notification, body: body, to: channelURI, bearer: try await provider.token(), options: options)
         return try Self.accepted(second)

@@ -1,9 +1,9 @@
 import AsyncHTTPClient
 import Foundation
 import HubCore
+import HubHTTPSupport
 public import Logging
 import NIOCore
-import NIOSSL
 
 /// What a push service said to an accepted message.
 public struct WebPushResponse: Sendable, Hashable {
@@ -26,7 +26,7 @@ public struct WebPushResponse: Sendable, Hashable {
 /// ```
 public final class WebPushClient: Sendable {
     public let configuration: WebPushConfiguration
-    private let http: HTTPClient
+    private let http: OwnedHTTPClient
     private let signer: VAPIDSigner
     private let logger: Logger
 
@@ -36,25 +36,11 @@ public final class WebPushClient: Sendable {
     )
         throws
     {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if !configuration.trustRootsPEM.isEmpty {
-            let certificates = try configuration.trustRootsPEM.flatMap {
-                try NIOSSLCertificate.fromPEMBytes(Array($0.utf8))
-            }
-            tls.additionalTrustRoots = [.certificates(certificates)]
-        }
-        let http = HTTPClient.Configuration(
-            tlsConfiguration: tls, redirectConfiguration: .disallow,
-            timeout: .init(connect: .seconds(10)), connectionPool: .init(idleTimeout: .seconds(120)))
-        self.http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: http)
+        self.http = try OwnedHTTPClient(trustRootsPEM: configuration.trustRootsPEM)
         self.configuration = configuration
         self.signer = VAPIDSigner(
             lifetime: TimeInterval(configuration.tokenLifetime.components.seconds), now: configuration.now)
         self.logger = logger
-    }
-
-    deinit {
-        http.shutdown { _ in }
     }
 
     /// Encrypts `message` for `subscription` and POSTs it to its push service with a VAPID token.
@@ -95,9 +81,7 @@ public final class WebPushClient: Sendable {
         let header: [String: String]
         let text: String
         do {
-            let (seconds, attoseconds) = configuration.requestTimeout.components
-            let timeout = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-            let response = try await http.execute(request, timeout: timeout)
+            let response = try await http.client.execute(request, timeout: TimeAmount(configuration.requestTimeout))
             let collected = try await response.body.collect(upTo: 64 * 1024)
             status = Int(response.status.code)
             header = Dictionary(
@@ -122,9 +106,7 @@ public final class WebPushClient: Sendable {
 
     /// Closes the HTTP connections. Sends after this fail with ``WebPushErrorCode/networkFailure``.
     public func shutdown() async throws {
-        do {
-            try await http.shutdown()
-        } catch let error as HTTPClientError where error == .alreadyShutdown {}
+        try await http.shutdown()
     }
 
     /// What an operator should do about a status.

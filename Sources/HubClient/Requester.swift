@@ -99,9 +99,7 @@ struct Requester: Sendable {
     /// The error of a non-2xx answer, from its problem details when it has them.
     static func error(status: Int, body: Data, headers: HTTPURLResponse) -> HubClientError {
         let problem = try? JSONDecoder().decode(ProblemDetails.self, from: body)
-        let retryAfter = headers.value(forHTTPHeaderField: "Retry-After").flatMap { Int($0) }.map {
-            Duration.seconds($0)
-        }
+        let retryAfter = RetryAfter.parse(headers.value(forHTTPHeaderField: "Retry-After"), now: Date())
         return HubClientError(
             HubClientError.code(status: status, problemType: problem?.type),
             problem?.detail ?? "The hub answered HTTP \(status).", status: status, problemType: problem?.type,

@@ -1,38 +1,5 @@
 public import Foundation
 
-/// What the notification shows: a title and an optional body, with the localisation keys, badge
-/// count and tile flag the publisher gave (the app can render them itself after a sync).
-public struct VisualContent: Sendable, Hashable, Codable {
-    public var title: String
-    public var body: String?
-    /// A key of the app's localised strings for the title; ``title`` is the fallback text.
-    public var titleLocKey: String?
-    /// The values of ``titleLocKey``'s placeholders.
-    public var titleLocArgs: [String]?
-    /// A key of the app's localised strings for the body; ``body`` is the fallback text.
-    public var bodyLocKey: String?
-    /// The values of ``bodyLocKey``'s placeholders.
-    public var bodyLocArgs: [String]?
-    /// The app icon's badge count; `0` clears it.
-    public var badge: Int?
-    /// Whether Windows devices also show it on the app's live tile.
-    public var tile: Bool?
-
-    public init(
-        title: String, body: String? = nil, titleLocKey: String? = nil, titleLocArgs: [String]? = nil,
-        bodyLocKey: String? = nil, bodyLocArgs: [String]? = nil, badge: Int? = nil, tile: Bool? = nil
-    ) {
-        self.title = title
-        self.body = body
-        self.titleLocKey = titleLocKey
-        self.titleLocArgs = titleLocArgs
-        self.bodyLocKey = bodyLocKey
-        self.bodyLocArgs = bodyLocArgs
-        self.badge = badge
-        self.tile = tile
-    }
-}
-
 /// A notification an app server published for the signed-in user, with the state the hub keeps
 /// for it across the user's devices (Graph's `UserNotification`).
 ///
@@ -67,7 +34,7 @@ public struct UserNotification: Sendable, Identifiable {
     /// What to show, if the publisher sent a visual.
     public var visualContent: VisualContent? { resource.payload.visualContent }
     /// The platforms the publisher targeted; empty means all.
-    public var targetPlatforms: [Platform] { resource.targetPolicy?.platformTypes ?? [] }
+    public var targetPlatforms: [Platform] { resource.targetPolicy.platformTypes }
     /// Seconds the visual should stay on screen, if the publisher said.
     public var displayTimeToLive: Int? { resource.displayTimeToLive }
     public var expirationDateTime: Date { resource.expirationDateTime }
@@ -87,7 +54,7 @@ public struct UserNotification: Sendable, Identifiable {
         }
     }
 
-    /// What the user did with it. Set ``UserActionState/dismissed`` and ``save()`` for universal
+    /// What the user did with it. Set `UserActionState.dismissed` and ``save()`` for universal
     /// dismiss.
     public var userActionState: UserActionState {
         get { resource.userActionState }

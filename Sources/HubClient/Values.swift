@@ -1,65 +1,33 @@
-// The hub's small vocabularies as growing sets: structs with static members, so a value a newer
-// hub sends (or a new case added here) never breaks decoding or a client's `switch`.
+@_exported public import HubWire
 
-/// Whether the user has read a notification.
-public struct ReadState: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public static let unread = ReadState(rawValue: "unread")
-    public static let read = ReadState(rawValue: "read")
-    public var description: String { rawValue }
-}
+// The wire vocabulary is HubWire's: the very types the hub encodes (HubCore names them too), so
+// the two sides cannot drift apart. HubWire is re-exported, and each type is also named here by a
+// typealias: DocC does not document a re-exported module's types, and apps' code reads the same
+// as before.
 
-/// What the user did with a notification's visual on any of their devices.
-///
-/// Setting ``dismissed`` and saving is universal dismiss: the user's other devices sync the change
-/// and remove the visual.
-public struct UserActionState: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public static let noInteraction = UserActionState(rawValue: "noInteraction")
-    public static let activated = UserActionState(rawValue: "activated")
-    public static let dismissed = UserActionState(rawValue: "dismissed")
-    public static let snoozed = UserActionState(rawValue: "snoozed")
-    public var description: String { rawValue }
-}
+/// Whether the user has read a notification (unread, read).
+public typealias ReadState = HubWire.ReadState
+/// What the user did with a notification's visual on any of their devices (noInteraction,
+/// activated, dismissed, snoozed). Setting `dismissed` and saving is universal dismiss.
+public typealias UserActionState = HubWire.UserActionState
+/// The server-kept life-cycle state of a notification: active, or expired / deleted for the
+/// tombstones the feed reports once.
+public typealias NotificationStatus = HubWire.NotificationStatus
+/// A notification's priority, as the publisher set it (none, low, high).
+public typealias NotificationPriority = HubWire.NotificationPriority
+/// A device platform of a cross-device app (ios, android, windows, web).
+public typealias Platform = HubWire.Platform
+/// Whether an endpoint still receives shoulder taps (active, inactive).
+public typealias EndpointState = HubWire.EndpointState
+/// What the notification shows: a title and an optional body, with the localisation keys, badge
+/// count and tile flag the publisher gave (the app can render them itself after a sync).
+public typealias VisualContent = HubWire.VisualContent
 
-/// The server-kept life-cycle state of a notification.
-public struct NotificationStatus: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public static let active = NotificationStatus(rawValue: "active")
-    /// Past its expiration; the feed reports it once so devices remove the visual.
-    public static let expired = NotificationStatus(rawValue: "expired")
-    /// Deleted by the publisher; the feed reports it once so devices remove the visual.
-    public static let deleted = NotificationStatus(rawValue: "deleted")
-    public var description: String { rawValue }
-}
-
-/// A notification's priority, as the publisher set it.
-public struct NotificationPriority: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public static let none = NotificationPriority(rawValue: "none")
-    public static let low = NotificationPriority(rawValue: "low")
-    public static let high = NotificationPriority(rawValue: "high")
-    public var description: String { rawValue }
-}
-
-/// A device platform of a cross-device app.
-public struct Platform: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    /// iOS and iPadOS; app IDs are bundle IDs.
-    public static let ios = Platform(rawValue: "ios")
-    /// Android; app IDs are package names.
-    public static let android = Platform(rawValue: "android")
-    /// Windows; app IDs are package family names.
-    public static let windows = Platform(rawValue: "windows")
-    /// The web; app IDs are origins.
-    public static let web = Platform(rawValue: "web")
-    public var description: String { rawValue }
-}
+// The two that stay the client's own, as growing sets like the rest. On the hub a transport's
+// name is declared by its plugin (`TransportID.apns` in HubAPNS, a third party's in its own
+// package) and the APNs environment is the APNs plugin's type; the client names the first-party
+// values for app developers. One shared type would have every name declared twice, ambiguous
+// wherever both sides are imported.
 
 /// How the hub reaches an endpoint: a push provider, polling, or a custom transport's name.
 public struct TransportID: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
@@ -84,15 +52,5 @@ public struct APNSEnvironment: RawRepresentable, Hashable, Sendable, Codable, Cu
     public static let development = APNSEnvironment(rawValue: "development")
     /// TestFlight and App Store builds.
     public static let production = APNSEnvironment(rawValue: "production")
-    public var description: String { rawValue }
-}
-
-/// Whether an endpoint still receives shoulder taps.
-public struct EndpointState: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public static let active = EndpointState(rawValue: "active")
-    /// A push provider said the token is dead; register again with a fresh token.
-    public static let inactive = EndpointState(rawValue: "inactive")
     public var description: String { rawValue }
 }

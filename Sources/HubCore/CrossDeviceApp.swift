@@ -2,7 +2,7 @@ public import struct Foundation.Date
 
 /// One logical app across devices, named by its domain (Graph's `targetHostName`).
 ///
-/// It maps up to ``Platform/maxAppIDs`` app IDs per platform, names the identity registrations
+/// It maps up to `Platform.maxAppIDs` app IDs per platform, names the identity registrations
 /// whose tokens sign its users in, holds the push credentials per provider and the publishers
 /// allowed to notify its users.
 public struct CrossDeviceApp: Sendable, Hashable, Identifiable {

@@ -1,27 +1,8 @@
-/// A device platform a cross-device app can run on.
-///
-/// A growing set: new platforms are new static members, so adding one is not a breaking change.
-public struct Platform: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
-    public let rawValue: String
+// `Platform` itself is HubWire's (shared with HubClient); what only the hub needs of it is here.
 
-    public init(rawValue: String) { self.rawValue = rawValue }
-
-    /// iOS and iPadOS apps, identified by bundle ID; tapped through APNs.
-    public static let ios = Platform(rawValue: "ios")
-    /// Android apps, identified by package name; tapped through FCM.
-    public static let android = Platform(rawValue: "android")
-    /// Windows apps, identified by package family name; tapped through WNS.
-    public static let windows = Platform(rawValue: "windows")
-    /// Web apps, identified by origin.
-    public static let web = Platform(rawValue: "web")
-
-    /// Every platform the hub knows, in onboarding order.
-    public static let known: [Platform] = [.ios, .android, .windows, .web]
-
+extension Platform {
     /// The most app IDs one cross-device app may map on one platform.
     public static let maxAppIDs = 10
-
-    public var description: String { rawValue }
 
     /// What the platform calls its app IDs, for messages ("bundle ID", "package name", …).
     public var appIDKind: String {

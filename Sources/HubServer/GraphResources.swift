@@ -7,8 +7,6 @@ import HubCore
 /// `priority` in Graph's casing, the fallback policy as `endpointFallback`), and none of the hub's
 /// server-kept state (the `/v1` routes serve that).
 struct GraphNotificationResource: Encodable, Sendable {
-    typealias Payload = NotificationResource.Payload
-    typealias Target = NotificationResource.Target
     struct Fallback: Encodable, Sendable {
         struct Endpoint: Encodable, Sendable {
             var platformTypes: [String]
@@ -24,8 +22,8 @@ struct GraphNotificationResource: Encodable, Sendable {
     var targetHostName: String
     var groupName: String?
     var priority: String
-    var payload: Payload
-    var targetPolicy: Target
+    var payload: NotificationPayload
+    var targetPolicy: TargetPolicy
     var displayTimeToLive: Int?
     var expirationDateTime: Date
     var fallbackPolicy: Fallback?
@@ -45,9 +43,8 @@ struct GraphNotificationResource: Encodable, Sendable {
         targetHostName = notification.appId
         groupName = notification.groupName
         priority = Self.graphCasing(notification.priority)
-        payload = Payload(
-            rawContent: notification.payload.rawContent, visualContent: notification.payload.visualContent)
-        targetPolicy = Target(platformTypes: notification.targetPolicy.platformTypes.map(\.rawValue))
+        payload = notification.payload
+        targetPolicy = notification.targetPolicy
         displayTimeToLive = notification.displayTimeToLive
         expirationDateTime = notification.expirationDateTime
         fallbackPolicy = notification.fallbackPolicy.map { policy in

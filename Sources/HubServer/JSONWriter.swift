@@ -1,5 +1,6 @@
 import Foundation
 import HubCore
+import HubWire
 
 // The hot resources (a notification, a feed page, a history) are written straight to bytes:
 // Foundation's JSONEncoder with a custom date strategy was ~4% of a publish's CPU. The output is
@@ -190,16 +191,16 @@ extension NotificationResource: JSONWritable {
                     }
                 }
             }
-            json.member("priority", priority)
-            json.member("readState", readState)
+            json.member("priority", priority.rawValue)
+            json.member("readState", readState.rawValue)
             json.member("scheduledDateTime", scheduledDateTime)
-            json.member("status", status)
+            json.member("status", status.rawValue)
             json.key("targetPolicy")
             json.object { json in
                 json.key("platformTypes")
-                json.array(targetPolicy.platformTypes) { json, platform in json.string(platform) }
+                json.array(targetPolicy.platformTypes) { json, platform in json.string(platform.rawValue) }
             }
-            json.member("userActionState", userActionState)
+            json.member("userActionState", userActionState.rawValue)
         }
     }
 }

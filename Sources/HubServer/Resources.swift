@@ -1,60 +1,27 @@
 import Foundation
 import HubCore
+import HubWire
 import Hummingbird
 import NIOCore
 
 // The JSON shapes of the API (DESIGN §4): camelCase keys, ISO 8601 UTC times with fractional
 // seconds, `nil` fields left out. Push tokens and secrets never appear in any of them.
 
-/// A user notification as publishers and devices see it.
-struct NotificationResource: Encodable, Sendable {
-    struct Payload: Encodable, Sendable {
-        var rawContent: String?
-        var visualContent: VisualContent?
-    }
-    struct Target: Encodable, Sendable {
-        var platformTypes: [String]
-    }
+// NotificationResource, NotificationList and FeedPageResource are HubWire's: the same types
+// HubClient decodes.
 
-    var id: String
-    var appNotificationId: String
-    var groupName: String?
-    var priority: String
-    var payload: Payload
-    var targetPolicy: Target
-    var displayTimeToLive: Int?
-    var expirationDateTime: Date
-    var scheduledDateTime: Date?
-    var createdDateTime: Date
-    var lastModifiedDateTime: Date
-    var readState: String
-    var userActionState: String
-    var status: String
-    var changeVersion: Int64
-
+extension NotificationResource {
+    /// A user notification as publishers and devices see it.
     init(_ notification: UserNotification) {
-        id = notification.id
-        appNotificationId = notification.appNotificationId
-        groupName = notification.groupName
-        priority = notification.priority.rawValue
-        payload = Payload(
-            rawContent: notification.payload.rawContent, visualContent: notification.payload.visualContent)
-        targetPolicy = Target(platformTypes: notification.targetPolicy.platformTypes.map(\.rawValue))
-        displayTimeToLive = notification.displayTimeToLive
-        expirationDateTime = notification.expirationDateTime
-        scheduledDateTime = notification.scheduledDateTime
-        createdDateTime = notification.createdDateTime
-        lastModifiedDateTime = notification.lastModifiedDateTime
-        readState = notification.readState.rawValue
-        userActionState = notification.userActionState.rawValue
-        status = notification.status.rawValue
-        changeVersion = notification.changeVersion
+        self.init(
+            id: notification.id, appNotificationId: notification.appNotificationId,
+            groupName: notification.groupName, priority: notification.priority, payload: notification.payload,
+            targetPolicy: notification.targetPolicy, displayTimeToLive: notification.displayTimeToLive,
+            expirationDateTime: notification.expirationDateTime, scheduledDateTime: notification.scheduledDateTime,
+            createdDateTime: notification.createdDateTime, lastModifiedDateTime: notification.lastModifiedDateTime,
+            readState: notification.readState, userActionState: notification.userActionState,
+            status: notification.status, changeVersion: notification.changeVersion)
     }
-}
-
-/// A list of notifications (history).
-struct NotificationList: Encodable, Sendable {
-    var notifications: [NotificationResource]
 }
 
 /// One app install on one device. `userId` is filled in for admins only; the push token is
@@ -91,14 +58,6 @@ struct EndpointResource: Encodable, Sendable {
 
 struct EndpointList: Encodable, Sendable {
     var endpoints: [EndpointResource]
-}
-
-/// Changes of a feed since a cursor.
-struct FeedPageResource: Encodable, Sendable {
-    var changes: [NotificationResource]
-    /// Pass it as `cursor` next time.
-    var cursor: String
-    var hasMore: Bool
 }
 
 /// A Graph subscription ID (`X-UNS-ID`) for the calling user.
@@ -197,24 +156,15 @@ struct StatusResource: Encodable, Sendable {
 
 // MARK: Encoding
 
+/// The API's JSON conventions are HubWire's ``WireJSON`` (HubClient reads with the same).
 enum JSON {
     /// Output times: `2025-01-31T12:00:00.000Z`.
-    static let dateStyle = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+    static var dateStyle: Date.ISO8601FormatStyle { WireJSON.dateStyle }
 
-    static func encoder() -> JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .custom { date, encoder in
-            var container = encoder.singleValueContainer()
-            try container.encode(date.formatted(dateStyle))
-        }
-        return encoder
-    }
+    static func encoder() -> JSONEncoder { WireJSON.encoder() }
 
     /// Parses an ISO 8601 date-time, with or without fractional seconds, `Z` or an offset.
-    static func date(_ text: String) -> Date? {
-        (try? dateStyle.parse(text)) ?? (try? Date.ISO8601FormatStyle().parse(text))
-    }
+    static func date(_ text: String) -> Date? { WireJSON.date(text) }
 
     static func data(_ value: some Encodable) throws -> Data {
         try encoder().encode(value)

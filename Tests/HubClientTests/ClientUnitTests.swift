@@ -59,6 +59,12 @@ struct ClientUnitTests {
         let unavailable = Requester.error(status: 503, body: Data("not json".utf8), headers: busy)
         #expect(unavailable.code == .unavailable && unavailable.isTransient)
         #expect(unavailable.retryAfter == .seconds(7))
+        // An HTTP date, read by the same RetryAfter as the hub's transports (a date in the past: 0).
+        let dated = try #require(
+            HTTPURLResponse(
+                url: URL(string: "http://hub")!, statusCode: 503, httpVersion: nil,
+                headerFields: ["Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"]))
+        #expect(Requester.error(status: 503, body: Data(), headers: dated).retryAfter == .seconds(0))
         #expect(HubClientError.code(status: 502, problemType: nil) == .server)
         #expect(
             HubClientError.code(status: 400, problemType: "https://notificationhub.dev/problems/invalid-cursor")

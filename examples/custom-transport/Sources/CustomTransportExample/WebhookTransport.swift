@@ -104,9 +104,10 @@ public struct WebhookTransport: Transport {
         return nil
     }
 
-    /// The outcome of a receiver's answer.
-    static func outcome(status: Int, retryAfter: String?) -> DeliveryOutcome {
-        let delay = retryAfter.flatMap { Int($0) }.map { Duration.seconds($0) }
+    /// The outcome of a receiver's answer. `Retry-After` may be seconds or an HTTP date (HubCore's
+    /// ``RetryAfter`` reads both, as the first-party transports do).
+    static func outcome(status: Int, retryAfter: String?, now: Date = Date()) -> DeliveryOutcome {
+        let delay = RetryAfter.parse(retryAfter, now: now)
         switch status {
         case 200..<300: return .accepted
         case 404, 410: return .endpointGone(since: nil, reason: "the receiver answered \(status)")
@@ -145,12 +146,5 @@ struct WebhookTap: Encodable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(self)
-    }
-}
-
-extension TimeAmount {
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

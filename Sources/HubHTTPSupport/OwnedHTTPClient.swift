@@ -1,5 +1,4 @@
-import AsyncHTTPClient
-import Foundation
+public import AsyncHTTPClient
 import NIOCore
 import NIOSSL
 
@@ -8,11 +7,21 @@ import NIOSSL
 ///
 /// Call ``shutdown()`` when done; if the owner is released without it, the client is shut down
 /// in the background rather than leaking its connections.
-final class OwnedHTTPClient: Sendable {
-    let client: HTTPClient
+///
+/// ```swift
+/// let http = try OwnedHTTPClient(trustRootsPEM: configuration.trustRootsPEM)
+/// let response = try await http.client.execute(request, timeout: TimeAmount(configuration.requestTimeout))
+/// try await http.shutdown()
+/// ```
+public final class OwnedHTTPClient: Sendable {
+    /// The client to send with.
+    public let client: HTTPClient
 
+    /// - Parameters:
+    ///   - trustRootsPEM: PEM certificates trusted besides the system's (a test CA).
+    ///   - http1Only: never negotiate HTTP/2 (WNS speaks HTTP/1.1).
     /// - Throws: when a trust root is not a PEM certificate.
-    init(trustRootsPEM: [String], http1Only: Bool = false) throws {
+    public init(trustRootsPEM: [String], http1Only: Bool = false) throws {
         var tls = TLSConfiguration.makeClientConfiguration()
         if !trustRootsPEM.isEmpty {
             let certificates = try trustRootsPEM.flatMap { try NIOSSLCertificate.fromPEMBytes(Array($0.utf8)) }
@@ -25,8 +34,8 @@ final class OwnedHTTPClient: Sendable {
         client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 
-    /// Closes the connections; later requests fail.
-    func shutdown() async throws {
+    /// Closes the connections; later requests fail. Calling it twice is harmless.
+    public func shutdown() async throws {
         do {
             try await client.shutdown()
         } catch let error as HTTPClientError where error == .alreadyShutdown {}
@@ -34,26 +43,5 @@ final class OwnedHTTPClient: Sendable {
 
     deinit {
         client.shutdown { _ in }
-    }
-}
-
-extension TimeAmount {
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-    }
-}
-
-/// `application/x-www-form-urlencoded` bodies.
-enum FormEncoding {
-    private static let unreserved = CharacterSet(
-        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-
-    static func encode(_ fields: [(String, String)]) -> String {
-        fields.map { escape($0.0) + "=" + escape($0.1) }.joined(separator: "&")
-    }
-
-    private static func escape(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
     }
 }

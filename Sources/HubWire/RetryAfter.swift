@@ -1,7 +1,8 @@
 public import Foundation
 
 /// Reads a `Retry-After` header: delay-seconds or an HTTP date (RFC 9110 §10.2.3), as a delay
-/// from `now`; `nil` when absent or neither. Shared by the transports that talk HTTP to a provider.
+/// from `now`; `nil` when absent or neither. Shared by the transports that talk HTTP to a provider
+/// and by HubClient.
 public enum RetryAfter {
     public static func parse(_ value: String?, now: Date) -> Duration? {
         guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
