@@ -128,11 +128,9 @@ let package = Package(
             name: "HubAPNS",
             dependencies: [
                 "HubCore",
+                "HubHTTP2",
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -151,7 +149,7 @@ let package = Package(
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Plugins/HTTP2Client",
+            path: "Sources/HubHTTP2",
             swiftSettings: strictness
         ),
         .target(
@@ -346,7 +344,8 @@ let package = Package(
         .testTarget(
             name: "HubAPNSTests",
             dependencies: [
-                "HubAPNS", "HubTesting", "HubEmulators", "HubSQLite", .product(name: "Logging", package: "swift-log"),
+                "HubAPNS", "HubHTTP2", "HubTesting", "HubEmulators", "HubSQLite",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strictness),
