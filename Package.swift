@@ -185,10 +185,10 @@ let package = Package(
             name: "HubWebPush",
             dependencies: [
                 "HubCore",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "HubHTTP2",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
