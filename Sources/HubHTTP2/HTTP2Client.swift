@@ -92,8 +92,11 @@ public final class HTTP2Client: Sendable {
     private let logger: Logger
     private let pools = Mutex<(byOrigin: [HTTP2Origin: HTTP2ConnectionPool], isShutdown: Bool)>(([:], false))
 
-    /// - Parameter eventLoopGroup: where connections run (spread over its loops); `nil` is NIO's
-    ///   shared singleton.
+    /// - Parameters:
+    ///   - configuration: trust, limits and timeouts.
+    ///   - eventLoopGroup: where connections run (spread over its loops); `nil` is NIO's shared
+    ///     singleton.
+    ///   - logger: where GOAWAYs, failed connects and recoveries are reported.
     /// - Throws: ``HTTP2ClientError/Code/invalidConfiguration`` when the trust roots are not PEM
     ///   certificates or the client identity does not fit.
     public init(
@@ -109,7 +112,10 @@ public final class HTTP2Client: Sendable {
 
     /// Sends `request` to `origin` and returns the complete response, whatever its status.
     ///
-    /// - Parameter timeout: the longest the whole call may take, waiting for a stream included.
+    /// - Parameters:
+    ///   - request: method, path, headers and body; the client adds the pseudo-headers.
+    ///   - origin: where it goes; each origin has connections of its own.
+    ///   - timeout: the longest the whole call may take, waiting for a stream included.
     /// - Throws: ``HTTP2ClientError``: `.timedOut`, `.connectionFailed`, `.connectionLost`,
     ///   `.refused` (after ``Configuration/refusedStreamRetries``), `.responseTooLarge`, `.shutdown`.
     public func execute(
