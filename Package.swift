@@ -132,11 +132,9 @@ let package = Package(
             name: "HubAPNS",
             dependencies: [
                 "HubCore", "HubHTTPSupport",
+                "HubHTTP2",
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -155,7 +153,7 @@ let package = Package(
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Plugins/HTTP2Client",
+            path: "Sources/HubHTTP2",
             swiftSettings: strictness
         ),
         // What the plugins that call HTTP APIs over AsyncHTTPClient share: the owned client, form
@@ -203,10 +201,10 @@ let package = Package(
             name: "HubWebPush",
             dependencies: [
                 "HubCore",
-                "HubHTTPSupport",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "HubHTTP2",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -363,7 +361,8 @@ let package = Package(
         .testTarget(
             name: "HubAPNSTests",
             dependencies: [
-                "HubAPNS", "HubTesting", "HubEmulators", "HubSQLite", .product(name: "Logging", package: "swift-log"),
+                "HubAPNS", "HubHTTP2", "HubTesting", "HubEmulators", "HubSQLite",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strictness),

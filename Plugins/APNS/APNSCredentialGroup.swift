@@ -1,51 +1,81 @@
 import HubCore
+import HubHTTP2
 import Logging
-import NIOSSL
 import Synchronization
 
 /// Everything the transport keeps for one set of APNs credentials: the provider token (token
-/// auth), the TLS context (with the client certificate for certificate auth) and one connection
-/// pool per environment. Connections of different credentials never mix: APNs binds a connection
-/// to the team of its first request.
+/// auth), one HTTP/2 client (its TLS context carries the client certificate for certificate auth)
+/// with connections to each environment's server, and each environment's `BadDeviceToken` streak.
+/// Connections of different credentials never mix: APNs binds a connection to the team of its
+/// first request.
 final class APNSCredentialGroup: Sendable {
     /// Names the credentials in logs: team and key ID, or where the certificate came from.
     let label: String
     let tokens: APNSTokenProvider?
-    private let tls: NIOSSLContext
-    private let configuration: APNSTransport.Configuration
-    private let logger: Logger
-    private let pools = Mutex<[APNSEnvironment: APNSConnectionPool]>([:])
+    let client: HTTP2Client
+    private let streaks: [APNSEnvironment: APNSBadDeviceTokenStreak]
 
-    /// - Throws: ``APNSError/Code/invalidCredentials`` when the key or certificate cannot be used.
+    /// - Throws: ``APNSError/Code/invalidCredentials`` when the key, the certificate or the trust
+    ///   roots cannot be used.
     init(credentials: APNSCredentials, configuration: APNSTransport.Configuration, logger: Logger) throws(APNSError) {
+        var identity: HTTP2ClientIdentity?
         switch credentials.authentication {
         case .token(let keyID, let teamID, let privateKey):
             label = "team \(teamID), key \(keyID)"
             tokens = try APNSTokenProvider(
                 keyID: keyID, teamID: teamID, privateKeyPEM: privateKey.reveal(),
                 refreshInterval: configuration.tokenRefreshInterval, now: configuration.now)
-        case .certificate(let p12, _):
+        case .certificate(let p12, let password):
             label = "certificate \(p12.source)"
             tokens = nil
+            do {
+                identity = try HTTP2ClientIdentity(
+                    pkcs12: p12.revealBytes(), passphrase: password.map { Array($0.reveal().utf8) } ?? [])
+            } catch {
+                throw APNSError(
+                    .invalidCredentials,
+                    "the APNs certificate (\(p12.source)) does not open: export the certificate and its key as .p12 "
+                        + "again and check credentials.apns.password",
+                    underlying: error)
+            }
         }
-        tls = try APNSTLS.makeContext(credentials: credentials, trustRoots: configuration.trustRoots)
-        self.configuration = configuration
-        self.logger = logger
+        do {
+            client = try HTTP2Client(
+                configuration: configuration.http2(identity: identity),
+                logger: logger.with(metadata: ["credentials": "\(label)"]))
+        } catch {
+            throw APNSError(
+                .invalidCredentials, "the TLS settings for APNs are not usable: \(error.message)", underlying: error)
+        }
+        streaks = [.production: APNSBadDeviceTokenStreak(), .development: APNSBadDeviceTokenStreak()]
     }
 
-    /// The pool for `environment`, made on first use.
-    func pool(for environment: APNSEnvironment) -> APNSConnectionPool {
-        pools.withLock { pools in
-            if let pool = pools[environment] { return pool }
-            let server = configuration.server(for: environment)
-            let pool = APNSConnectionPool(
-                server: server, label: "\(environment) \(server) (\(label))", tls: tls, configuration: configuration,
-                logger: logger)
-            pools[environment] = pool
-            return pool
-        }
+    /// The `BadDeviceToken` streak of the server `environment` goes to.
+    func streak(for environment: APNSEnvironment) -> APNSBadDeviceTokenStreak {
+        streaks[environment == .development ? .development : .production]!
     }
+}
 
-    /// Every pool made so far.
-    var allPools: [APNSConnectionPool] { pools.withLock { Array($0.values) } }
+extension Logger {
+    /// This logger with `metadata` added.
+    fileprivate func with(metadata: Logger.Metadata) -> Logger {
+        var logger = self
+        for (key, value) in metadata { logger[metadataKey: key] = value }
+        return logger
+    }
+}
+
+extension APNSTransport.Configuration {
+    /// The HTTP/2 client's settings: trust roots, limits and timeouts from here; Apple's HPACK
+    /// guidance (PROVIDERS.md §1.2); no header validation by NIO, since ``APNSRequest/headerProblem``
+    /// checks what an embedder can pass in before sending.
+    func http2(identity: HTTP2ClientIdentity?) -> HTTP2Client.Configuration {
+        HTTP2Client.Configuration(
+            trustRoots: trustRoots, clientIdentity: identity, maximumConnectionsPerOrigin: maxConnections,
+            maximumStreamsPerConnection: maxStreamsPerConnection, connectTimeout: connectTimeout,
+            pingInterval: pingInterval, pingTimeout: pingTimeout,
+            // APNs answers with at most a small JSON object.
+            maximumResponseBodyBytes: 16_384, refusedStreamRetries: 2,
+            headersIndexedOnce: ["apns-id", "apns-expiration", "apns-collapse-id"], validatesHeaders: false)
+    }
 }

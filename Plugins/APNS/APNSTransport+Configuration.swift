@@ -1,4 +1,5 @@
 import HubCore
+public import HubHTTP2
 
 public import struct Foundation.Date
 
@@ -77,31 +78,14 @@ extension APNSTransport {
             self.port = port
         }
 
-        /// `:authority`: the host, with the port unless it is 443.
-        var authority: String { port == 443 ? host : "\(host):\(port)" }
-
-        /// Whether `host` is an IP address (no SNI is sent for those).
-        var isIPAddress: Bool {
-            host.contains(":") || host.split(separator: ".").count == 4 && host.allSatisfy { $0.isNumber || $0 == "." }
-        }
+        /// Where the HTTP/2 client connects; `:authority` is the host, with the port unless it is 443.
+        var origin: HTTP2Origin { HTTP2Origin(scheme: "https", host: host, port: port) }
 
         public var description: String { "\(host):\(port)" }
     }
 
-    /// The certificate authorities a server certificate must chain to.
-    public struct TrustRoots: Sendable, Hashable {
-        enum Source: Sendable, Hashable {
-            case system
-            case pem(String)
-            case pemFile(String)
-        }
-        let source: Source
-
-        /// The operating system's store (what Apple's servers need).
-        public static let system = TrustRoots(source: .system)
-        /// Only the certificates in this PEM text, such as an emulator's test CA.
-        public static func pem(_ text: String) -> TrustRoots { TrustRoots(source: .pem(text)) }
-        /// Only the certificates in the PEM file at `path`.
-        public static func pemFile(_ path: String) -> TrustRoots { TrustRoots(source: .pemFile(path)) }
-    }
+    /// The certificate authorities a server certificate must chain to: `.system` (what Apple's
+    /// servers need), `.pem(text)` or `.pemFile(path)` (only those certificates, such as an
+    /// emulator's test CA).
+    public typealias TrustRoots = HTTP2TrustRoots
 }

@@ -1,4 +1,5 @@
 import HubCore
+import HubHTTP2
 
 import struct Foundation.Data
 import struct Foundation.Date
@@ -33,7 +34,7 @@ extension APNSTransport {
     /// accepted push in between (the environment is wrong, not the tokens) — are ``HubCore/DeliveryOutcome/suspended(reason:)``:
     /// parked, not dropped, until the hub restarts with the configuration fixed.
     func outcome(
-        of exchange: Exchange, request: APNSRequest, group: APNSCredentialGroup, pool: APNSConnectionPool
+        of exchange: Exchange, request: APNSRequest, group: APNSCredentialGroup
     ) -> DeliveryOutcome {
         switch exchange {
         case .failed(let error):
@@ -50,17 +51,17 @@ extension APNSTransport {
             let wait = APNSTokenProvider.minimumInterval - age
             return .retry(after: max(wait, .seconds(1)), reason: "\(response.status) ExpiredProviderToken (clock skew)")
         case .answered(let response) where response.status == 200:
-            pool.recordDelivered()
+            group.streak(for: request.environment).end()
             return .accepted
         case .answered(let response):
-            return outcome(of: response, request: request, group: group, pool: pool)
+            return outcome(of: response, request: request, group: group)
         }
     }
 
     private func outcome(
-        of response: APNSHTTPResponse, request: APNSRequest, group: APNSCredentialGroup, pool: APNSConnectionPool
+        of response: HTTP2Response, request: APNSRequest, group: APNSCredentialGroup
     ) -> DeliveryOutcome {
-        let body = APNSResponseBody(response.body)
+        let body = APNSResponseBody(Array(response.body.readableBytesView))
         let status = response.status
         let reason = body.reason ?? .unknown("HTTP \(status)")
         let label = "\(status) \(reason)"
@@ -70,7 +71,7 @@ extension APNSTransport {
                 return .endpointGone(since: body.timestamp, reason: label)
             }
             let threshold = configuration.badDeviceTokenWarningThreshold
-            let streak = pool.recordBadDeviceToken(request.deviceToken, limit: threshold)
+            let streak = group.streak(for: request.environment).record(request.deviceToken, limit: threshold)
             if streak.count >= threshold {
                 // Every token failing at once: suspect the environment, not the tokens (PROVIDERS.md §1.5).
                 if streak.reachedLimit {
@@ -79,7 +80,7 @@ extension APNSTransport {
                         + "endpoints may have registered with the wrong environment (development builds need "
                         + "environment: development), or the credentials are for the other environment; "
                         + "suspending such deliveries until one is accepted again"
-                    logger.warning("\(message)", metadata: ["pool": "\(pool.label)"])
+                    logger.warning("\(message)", metadata: ["credentials": "\(group.label)"])
                 }
                 return .suspended(
                     reason: "\(label) (\(request.environment)) for \(threshold) or more distinct tokens in a row: "
@@ -117,7 +118,7 @@ extension APNSTransport {
     }
 
     /// `Retry-After` as seconds or an HTTP date (HubCore's ``RetryAfter``, as the other transports).
-    func retryAfter(_ response: APNSHTTPResponse) -> Duration? {
-        RetryAfter.parse(response.retryAfter, now: configuration.now())
+    func retryAfter(_ response: HTTP2Response) -> Duration? {
+        RetryAfter.parse(response.headers.first(name: "retry-after"), now: configuration.now())
     }
 }

@@ -1,4 +1,5 @@
 public import HubCore
+import HubHTTP2
 import NIOCore
 import NIOHPACK
 
@@ -16,7 +17,7 @@ extension APNSTransport {
     /// ``send(_:credentials:)``, with the `apns-id` of the notification when APNs answered (its
     /// own header, else the request's: APNs answers with the ID it was given).
     public func transmit(_ request: APNSRequest, credentials: APNSCredentials) async -> ProviderReply {
-        let deadline = NIODeadline.now() + TimeAmount(configuration.requestTimeout)
+        let deadline = ContinuousClock.now + configuration.requestTimeout
         let group: APNSCredentialGroup
         switch self.group(for: credentials) {
         case .success(let found): group = found
@@ -29,12 +30,11 @@ extension APNSTransport {
         } catch {
             return ProviderReply(.rejected(reason: error.description))
         }
-        let pool = group.pool(for: request.environment)
-        let exchange = await exchange(request, body: body, group: group, pool: pool, deadline: deadline)
-        let outcome = outcome(of: exchange, request: request, group: group, pool: pool)
+        let exchange = await exchange(request, body: body, group: group, deadline: deadline)
+        let outcome = outcome(of: exchange, request: request, group: group)
         switch exchange {
         case .answered(let response), .tokenTooYoungToRenew(let response, _):
-            return ProviderReply(outcome, messageId: response.apnsID ?? request.apnsID)
+            return ProviderReply(outcome, messageId: response.headers.first(name: "apns-id") ?? request.apnsID)
         case .failed:
             return ProviderReply(outcome)
         }
@@ -42,16 +42,17 @@ extension APNSTransport {
 
     /// How one send ended, before it is mapped to an outcome.
     enum Exchange {
-        case answered(APNSHTTPResponse)
+        case answered(HTTP2Response)
         case failed(APNSError)
         /// APNs called a provider token expired that is younger than 20 minutes: the clocks disagree.
-        case tokenTooYoungToRenew(APNSHTTPResponse, age: Duration)
+        case tokenTooYoungToRenew(HTTP2Response, age: Duration)
     }
 
     private func exchange(
-        _ request: APNSRequest, body: [UInt8], group: APNSCredentialGroup, pool: APNSConnectionPool,
-        deadline: NIODeadline
+        _ request: APNSRequest, body: [UInt8], group: APNSCredentialGroup, deadline: ContinuousClock.Instant
     ) async -> Exchange {
+        let server = configuration.server(for: request.environment)
+        let body = ByteBuffer(bytes: body)
         var token: APNSTokenProvider.Token?
         var renewed = false
         var movedConnections = 0
@@ -62,29 +63,18 @@ extension APNSTransport {
                 return .failed(
                     APNSError(.invalidCredentials, "signing the APNs provider token failed", underlying: error))
             }
-            let connection: APNSConnection
+            let http2 = Self.http2Request(for: request, token: token, body: body)
+            let response: HTTP2Response
             do {
-                connection = try await pool.lease(deadline: deadline)
+                // The client sends a stream the server refused unprocessed (GOAWAY, REFUSED_STREAM)
+                // again on another connection by itself.
+                response = try await group.client.execute(
+                    http2, to: server.origin, timeout: max(deadline - .now, .zero))
             } catch {
-                return .failed(error)
-            }
-            let headers = Self.headers(for: request, authority: pool.server.authority, token: token)
-            let response: APNSHTTPResponse
-            do {
-                response = try await connection.send(headers: headers, body: body, deadline: deadline)
-                pool.release(connection)
-            } catch {
-                pool.release(connection)
-                if case .lost = error { pool.retire(connection) }
-                if case .refused = error, !connection.channel.isActive { pool.retire(connection) }
-                if case .refused = error, movedConnections < 2 {
-                    movedConnections += 1
-                    continue
-                }
-                return .failed(Self.error(for: error, pool: pool))
+                return .failed(Self.error(for: error, server: server))
             }
             guard response.status != 200 else { return .answered(response) }
-            let reason = APNSResponseBody(response.body).reason
+            let reason = APNSResponseBody(Array(response.body.readableBytesView)).reason
             switch reason?.action(status: response.status) {
             case .renewToken where !renewed:
                 renewed = true
@@ -100,12 +90,12 @@ extension APNSTransport {
                 }
             case .reconnect where movedConnections < 2:
                 movedConnections += 1
-                pool.retire(connection)
+                group.client.retireConnection(of: response)
             case .reconnect, .backOffTokenUpdates:
-                pool.retire(connection)
+                group.client.retireConnection(of: response)
                 return .answered(response)
             case .retry where response.status == 503:
-                pool.retire(connection)
+                group.client.retireConnection(of: response)
                 return .answered(response)
             default:
                 return .answered(response)
@@ -113,34 +103,41 @@ extension APNSTransport {
         }
     }
 
-    private static func error(for failure: APNSStreamFailure, pool: APNSConnectionPool) -> APNSError {
-        switch failure {
+    /// What a failed exchange means for APNs: at the deadline `.timedOut`; otherwise the
+    /// connection failed (`.shutdown` once the transport shuts down), with how long the client
+    /// backs off from connecting when it does.
+    private static func error(for failure: HTTP2ClientError, server: Server) -> APNSError {
+        var error: APNSError
+        switch failure.code {
         case .timedOut:
-            return APNSError(.timedOut, "APNs did not answer before the request timeout (\(pool.server))")
+            error = APNSError(.timedOut, "APNs did not answer before the request timeout (\(server))")
+        case .shutdown:
+            error = APNSError(.shutdown, "the APNs transport is shutting down")
         case .refused:
-            return APNSError(.connectionFailed, "APNs refused the stream repeatedly (\(pool.server))")
-        case .lost(let underlying):
-            return APNSError(
-                .connectionFailed, "the connection to APNs (\(pool.server)) ended before the answer",
-                underlying: underlying)
+            error = APNSError(.connectionFailed, "APNs refused the stream repeatedly (\(server))", underlying: failure)
+        case .connectionFailed:
+            error = APNSError(.connectionFailed, "cannot connect to APNs at \(server)", underlying: failure)
+        default:
+            error = APNSError(
+                .connectionFailed, "the connection to APNs (\(server)) ended before the answer", underlying: failure)
         }
+        error.retryAfter = failure.retryAfter
+        return error
     }
 
-    /// The request headers, in the order and HPACK indexing Apple recommends (PROVIDERS.md §1.2):
-    /// `:path` and `authorization` are never added to APNs' small dynamic table; `apns-id`,
+    /// The request, in the order and HPACK indexing Apple recommends (PROVIDERS.md §1.2): `:path`
+    /// and `authorization` are never added to APNs' small dynamic table; `apns-id`,
     /// `apns-expiration` and `apns-collapse-id` only the first time on a connection (their names
-    /// are then reused), which ``APNSStreams`` sees to; everything else is indexed.
-    static func headers(for request: APNSRequest, authority: String, token: APNSTokenProvider.Token?) -> HPACKHeaders {
+    /// are then reused), which the HTTP/2 client sees to
+    /// (``HTTP2Client/Configuration/headersIndexedOnce``); everything else is indexed.
+    static func http2Request(
+        for request: APNSRequest, token: APNSTokenProvider.Token?, body: ByteBuffer
+    ) -> HTTP2Request {
         var headers = HPACKHeaders()
-        headers.reserveCapacity(11)
-        headers.add(name: ":method", value: "POST")
-        headers.add(name: ":scheme", value: "https")
-        headers.add(name: ":path", value: "/3/device/" + request.deviceToken, indexing: .nonIndexable)
-        headers.add(name: ":authority", value: authority)
+        headers.reserveCapacity(7)
         headers.add(name: "apns-push-type", value: request.payload.pushType.rawValue)
         headers.add(name: "apns-topic", value: request.topic)
         headers.add(name: "apns-priority", value: request.payload.priority.description)
-        // Indexed the first time on a connection, which APNSStreams takes care of.
         if let expiration = request.expiration {
             headers.add(name: "apns-expiration", value: expiration.description, indexing: .nonIndexable)
         }
@@ -151,6 +148,8 @@ extension APNSTransport {
         if let token {
             headers.add(name: "authorization", value: token.authorization, indexing: .nonIndexable)
         }
-        return headers
+        return HTTP2Request(
+            method: "POST", path: "/3/device/" + request.deviceToken, pathIndexing: .nonIndexable, headers: headers,
+            body: body)
     }
 }

@@ -109,11 +109,11 @@ public final class APNSTransport: Transport {
     /// Fails sends that wait for a connection, lets in-flight requests finish (up to `grace`), and
     /// closes every connection. Sends after this answer `.retry`.
     public func shutdown(grace: Duration = .seconds(5)) async {
-        let pools = groups.withLock { groups in
-            groups.values.flatMap { (try? $0.get())?.allPools ?? [] }
+        let clients = groups.withLock { groups in
+            groups.values.compactMap { try? $0.get().client }
         }
         await withTaskGroup(of: Void.self) { tasks in
-            for pool in pools { tasks.addTask { await pool.shutdown(grace: grace) } }
+            for client in clients { tasks.addTask { await client.shutdown(grace: grace) } }
         }
     }
 

@@ -10,8 +10,8 @@ public import Logging
 // - `APNSPushType`, `APNSPriority`, `APNSExpiration`, `APNSCollapseID`: header values.
 // - `APNSError`: every failure, with Apple's reasons as `APNSError.Reason`.
 //
-// Connections are HTTP/2 over TLS (swift-nio-http2 and swift-nio-ssl), pooled per credentials and
-// environment; provider tokens are ES256 JWTs signed with JWT Kit.
+// Requests go through HubHTTP2's `HTTP2Client` (HTTP/2 over TLS, one client per credentials with
+// connections to each environment's server); provider tokens are ES256 JWTs signed with JWT Kit.
 
 extension Transport where Self == APNSTransport {
     /// The APNs transport, for generic contexts: `let apns: some Transport = .apns(logger: logger)`.

@@ -1,9 +1,9 @@
-import AsyncHTTPClient
 import Foundation
 import HubCore
-import HubHTTPSupport
+import HubHTTP2
 public import Logging
 import NIOCore
+import NIOHPACK
 
 /// What a push service said to an accepted message.
 public struct WebPushResponse: Sendable, Hashable {
@@ -18,7 +18,9 @@ public struct WebPushResponse: Sendable, Hashable {
 /// Sends encrypted Web Push messages with VAPID to any number of subscriptions.
 ///
 /// Every endpoint is checked against ``WebPushConfiguration/endpointPolicy`` before anything is
-/// sent. Requests never follow redirects (a redirect would carry the VAPID token elsewhere).
+/// sent. Requests go over HTTP/2 (HubHTTP2's `HTTP2Client`: a few long-lived connections per push
+/// service, each message a stream), as every push service speaks it, and never follow redirects (a
+/// redirect would carry the VAPID token elsewhere).
 ///
 /// ```swift
 /// let client = try WebPushClient(configuration: configuration)
@@ -26,7 +28,7 @@ public struct WebPushResponse: Sendable, Hashable {
 /// ```
 public final class WebPushClient: Sendable {
     public let configuration: WebPushConfiguration
-    private let http: OwnedHTTPClient
+    private let http2: HTTP2Client
     private let signer: VAPIDSigner
     private let logger: Logger
 
@@ -36,7 +38,10 @@ public final class WebPushClient: Sendable {
     )
         throws
     {
-        self.http = try OwnedHTTPClient(trustRootsPEM: configuration.trustRootsPEM)
+        self.http2 = try HTTP2Client(
+            configuration: HTTP2Client.Configuration(
+                trustRootsPEM: configuration.trustRootsPEM, maximumResponseBodyBytes: 64 * 1024),
+            logger: logger)
         self.configuration = configuration
         self.signer = VAPIDSigner(
             lifetime: TimeInterval(configuration.tokenLifetime.components.seconds), now: configuration.now)
@@ -67,46 +72,46 @@ public final class WebPushClient: Sendable {
             throw WebPushError(
                 code: .vapidUnavailable, message: "the VAPID token could not be signed", underlying: error)
         }
-        var request = HTTPClientRequest(url: subscription.endpoint)
-        request.method = .POST
-        request.headers.add(name: "Authorization", value: authorization)
-        request.headers.add(name: "TTL", value: String(message.timeToLive))
-        if let urgency = message.urgency { request.headers.add(name: "Urgency", value: urgency.rawValue) }
-        if let topic = message.topic { request.headers.add(name: "Topic", value: topic.value) }
-        request.headers.add(name: "Content-Encoding", value: "aes128gcm")
-        request.headers.add(name: "Content-Type", value: "application/octet-stream")
-        request.headers.add(name: "Content-Length", value: String(body.count))
-        request.body = .bytes(ByteBuffer(bytes: body))
-        let status: Int
-        let header: [String: String]
-        let text: String
+        let response: HTTP2Response
         do {
-            let response = try await http.client.execute(request, timeout: TimeAmount(configuration.requestTimeout))
-            let collected = try await response.body.collect(upTo: 64 * 1024)
-            status = Int(response.status.code)
-            header = Dictionary(
-                ["location", "ttl", "retry-after"].compactMap { name in
-                    response.headers.first(name: name).map { (name, $0) }
-                },
-                uniquingKeysWith: { first, _ in first })
-            text = String(buffer: collected)
+            let (origin, path) = try HTTP2Origin.split(url: subscription.endpoint)
+            // The path names one subscription: kept out of the connection's HPACK table.
+            let request = HTTP2Request(
+                method: "POST", path: path, pathIndexing: .nonIndexable,
+                headers: Self.headers(for: message, authorization: authorization), body: ByteBuffer(bytes: body))
+            response = try await http2.execute(request, to: origin, timeout: configuration.requestTimeout)
         } catch {
             throw WebPushError(
                 code: .networkFailure, message: "the push service did not answer: \(error)", underlying: error)
         }
+        let status = response.status
+        let header = { (name: String) in response.headers.first(name: name) }
+        let text = String(buffer: response.body)
         if (200...299).contains(status) {
             return WebPushResponse(
-                status: status, location: header["location"], timeToLive: header["ttl"].flatMap { Int($0) })
+                status: status, location: header("location"), timeToLive: header("ttl").flatMap { Int($0) })
         }
         throw WebPushError(
             code: WebPushErrorCode(status: status), message: Self.advice(status), status: status,
             reason: String(text.prefix(512)),
-            retryAfter: RetryAfter.parse(header["retry-after"], now: configuration.now()))
+            retryAfter: RetryAfter.parse(header("retry-after"), now: configuration.now()))
     }
 
     /// Closes the HTTP connections. Sends after this fail with ``WebPushErrorCode/networkFailure``.
     public func shutdown() async throws {
-        try await http.shutdown()
+        await http2.shutdown()
+    }
+
+    /// The request headers (RFC 8030 §5, RFC 8291, RFC 8292); the client adds `content-length`.
+    static func headers(for message: WebPushMessage, authorization: String) -> HPACKHeaders {
+        var headers = HPACKHeaders()
+        headers.add(name: "authorization", value: authorization)
+        headers.add(name: "ttl", value: String(message.timeToLive))
+        if let urgency = message.urgency { headers.add(name: "urgency", value: urgency.rawValue) }
+        if let topic = message.topic { headers.add(name: "topic", value: topic.value) }
+        headers.add(name: "content-encoding", value: "aes128gcm")
+        headers.add(name: "content-type", value: "application/octet-stream")
+        return headers
     }
 
     /// What an operator should do about a status.

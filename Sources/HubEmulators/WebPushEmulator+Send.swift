@@ -39,7 +39,7 @@ extension WebPushEmulator {
         }
         let message = ReceivedMessage(
             subscriptionID: id, plaintext: plaintext, body: request.body, timeToLive: ttl, urgency: urgency,
-            topic: topic, subject: vapid.subject, vapidKey: vapid.key)
+            topic: topic, subject: vapid.subject, vapidKey: vapid.key, httpVersion: request.version)
         let number = state.withLock { state in
             state.received.append(message)
             state.messageCount += 1

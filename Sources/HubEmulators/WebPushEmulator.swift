@@ -2,8 +2,9 @@ import Crypto
 public import Foundation
 import Synchronization
 
-/// A local stand-in for a browser push service (RFC 8030) on 127.0.0.1, over TLS (HTTP/1.1), that
-/// checks what real push services check and decrypts what it accepts, as the browser would.
+/// A local stand-in for a browser push service (RFC 8030) on 127.0.0.1, over TLS (HTTP/2, and
+/// HTTP/1.1 for clients that do not offer `h2` by ALPN, such as pywebpush), that checks what real
+/// push services check and decrypts what it accepts, as the browser would.
 ///
 /// `POST /push/{id}` to a subscription made by ``makeSubscription(applicationServerKey:)``:
 /// - `Authorization: vapid t=<JWT>, k=<key>` (RFC 8292): an ES256 JWT with header `typ: JWT`,
@@ -61,6 +62,8 @@ public final class WebPushEmulator: Sendable {
         public var subject: String
         /// The VAPID public key (`k`), URL-safe base64.
         public var vapidKey: String
+        /// `HTTP/2.0` or `HTTP/1.1`: how the message came.
+        public var httpVersion: String
         /// The plaintext as UTF-8 text.
         public var text: String { String(decoding: plaintext, as: UTF8.self) }
     }
@@ -93,7 +96,7 @@ public final class WebPushEmulator: Sendable {
         let emulator = WebPushEmulator(authority: authority, now: now)
         let certificate = try authority.issue(dnsNames: ["localhost"])
         let server = try await EmulatorHTTPServer.start(
-            certificate: certificate, port: port, http2: false, maximumBodyBytes: 64 * 1024
+            certificate: certificate, port: port, http2: true, maximumBodyBytes: 64 * 1024
         ) { [weak emulator] request in
             .now(emulator?.route(request) ?? EmulatorResponse(status: 503))
         }

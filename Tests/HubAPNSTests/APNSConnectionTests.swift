@@ -1,8 +1,8 @@
 import Foundation
 import HubCore
 import HubEmulators
+import HubHTTP2
 import HubTesting
-import NIOPosix
 import Testing
 
 @testable import HubAPNS
@@ -17,8 +17,10 @@ struct APNSConnectionTests {
         }
     }
 
-    private func pool(_ harness: APNSHarness) throws -> APNSConnectionPool {
-        try harness.transport.group(for: harness.credentials).get().pool(for: .production)
+    /// The connections to the production server now, as the credentials' HTTP/2 client has them.
+    private func connections(_ harness: APNSHarness) -> [HTTP2ConnectionInfo] {
+        let client = try? harness.transport.group(for: harness.credentials).get().client
+        return client?.connections(to: harness.transport.configuration.production.origin) ?? []
     }
 
     @Test("a new connection starts at one stream and uses the raised limit after the first answer")
@@ -46,28 +48,12 @@ struct APNSConnectionTests {
         }
     }
 
-    @Test("a pool's connections run on different event loops, not all on one thread")
-    func spreadOverEventLoops() async throws {
-        try await APNSHarness.with(
-            emulator: { $0.maxConcurrentStreams = 1 }, transport: { $0.maxConnections = 2 }
-        ) { harness in
-            harness.emulator.setResponseDelay(.milliseconds(50))
-            let outcomes = await burst(harness, 1...20)
-            #expect(outcomes.allSatisfy { $0.isAccepted }, "\(outcomes.filter { !$0.isAccepted })")
-            let loops = try pool(harness).eventLoops
-            try #require(loops.count == 2)
-            let available = Array(MultiThreadedEventLoopGroup.singleton.makeIterator()).count
-            #expect(Set(loops).count == min(2, available))
-        }
-    }
-
     @Test("a limit lowered mid-connection is obeyed from the next stream on")
     func loweredMidConnection() async throws {
         try await APNSHarness.with(transport: { $0.maxConnections = 3 }) { harness in
             #expect(await harness.send(APNSHarness.token(0)) == .accepted)
             harness.emulator.setMaxConcurrentStreams(3)
-            let pool = try pool(harness)
-            #expect(await eventually(timeout: .seconds(5)) { pool.snapshot.first?.maxStreams == 3 })
+            #expect(await eventually(timeout: .seconds(5)) { connections(harness).first?.streamLimit == 3 })
             harness.emulator.setResponseDelay(.milliseconds(30))
             let outcomes = await burst(harness, 1...30)
             #expect(outcomes.allSatisfy { $0.isAccepted }, "\(outcomes.filter { !$0.isAccepted })")
@@ -135,10 +121,9 @@ struct APNSConnectionTests {
         }) { harness in
             #expect(await harness.send(APNSHarness.token(1)) == .accepted)
             #expect(await eventually(timeout: .seconds(10)) { harness.emulator.statistics.pingsReceived >= 2 })
-            let pool = try pool(harness)
-            #expect(pool.snapshot.count == 1, "answered PINGs keep the connection: \(harness.logs.all)")
+            #expect(connections(harness).count == 1, "answered PINGs keep the connection: \(harness.logs.all)")
             harness.emulator.stallConnections()
-            #expect(await eventually(timeout: .seconds(10)) { pool.snapshot.allSatisfy { $0.draining } })
+            #expect(await eventually(timeout: .seconds(10)) { connections(harness).allSatisfy(\.isRetired) })
             let next = await harness.send(APNSHarness.token(2))
             #expect(next == .accepted, "\(next) \(harness.logs.all)")
             #expect(harness.emulator.statistics.connectionsAccepted == 2)

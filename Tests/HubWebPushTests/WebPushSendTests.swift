@@ -7,7 +7,7 @@ import Testing
 
 @Suite("Web Push transport over the wire against the emulator", .serialized)
 struct WebPushSendTests {
-    @Test("a shoulder tap is accepted, decrypts to the tap JSON, with TTL, Urgency and the tap Topic")
+    @Test("a shoulder tap is accepted over HTTP/2, decrypts to the tap JSON, with TTL, Urgency and the tap Topic")
     func tap() async throws {
         try await WebPushFixture.with { fixture in
             let subscription = fixture.subscription()
@@ -21,6 +21,7 @@ struct WebPushSendTests {
             #expect(message.topic == "hubtap")
             #expect(message.subject == WebPushFixture.subject)
             #expect(message.vapidKey == fixture.vapid.key.publicKeyBase64URL)
+            #expect(message.httpVersion == "HTTP/2.0", "push services speak HTTP/2")
         }
     }
 

@@ -48,7 +48,7 @@ struct EmulateWebPush: AsyncParsableCommand {
 
         let banner =
             ("""
-            Web Push emulator on \(emulator.origin) (HTTP/1.1; VAPID aud must be \(emulator.origin))
+            Web Push emulator on \(emulator.origin) (HTTP/2 and HTTP/1.1; VAPID aud must be \(emulator.origin))
               VAPID key        \(keyPath) (public key / applicationServerKey \(WebPushEmulator.base64URLString(publicKey)))
               CA certificate   \(caPath)
               subscriptions bound to that key (register each as the token of a web endpoint, transport webpush):

@@ -18,6 +18,9 @@ final class HTTP2ConnectionPool: Sendable {
     private let connectTimeout: TimeAmount
     private let logger: Logger
     private let ledger: Mutex<HTTP2PoolLedger>
+    /// Where this pool's turn through the event loops starts (see ``eventLoop(forConnection:)``).
+    private let firstEventLoop: Int
+    private static let pools = Atomic<Int>(0)
 
     init(
         origin: HTTP2Origin, group: any EventLoopGroup, options: HTTP2Connection.Options, connectTimeout: TimeAmount,
@@ -29,6 +32,7 @@ final class HTTP2ConnectionPool: Sendable {
         self.connectTimeout = connectTimeout
         self.logger = logger
         ledger = Mutex(HTTP2PoolLedger(maximumConnections: maximumConnections, streamCap: streamCap))
+        firstEventLoop = Self.pools.add(1, ordering: .relaxed).oldValue
     }
 
     /// A connection with a stream slot reserved for the caller, who must ``release(_:)`` it.
@@ -79,19 +83,19 @@ final class HTTP2ConnectionPool: Sendable {
         update { $0.release(connection.id, into: &$1) }
     }
 
-    /// Takes no new streams on `connection`; it closes when its streams are done.
-    func retire(_ connection: HTTP2Connection) {
-        update { $0.retire(connection.id, into: &$1) }
+    /// Takes no new streams on connection `id`; it closes when its streams are done.
+    func retire(_ id: Int) {
+        update { $0.retire(id, into: &$1) }
     }
 
     private func handle(_ event: HTTP2ConnectionEvent, from id: Int) {
         switch event {
         case .streamLimit(let limit):
             update { $0.setLimit(limit, of: id, into: &$1) }
-        case .goAway(let code):
-            logger.debug(
-                "HTTP/2 GOAWAY; new requests go to another connection",
-                metadata: ["origin": "\(origin)", "code": "\(code)"])
+        case .goAway(let reason):
+            logger.info(
+                "HTTP/2 GOAWAY; in-flight requests finish, new ones go to another connection",
+                metadata: ["origin": "\(origin)", "reason": "\(reason)"])
             update { $0.retire(id, into: &$1) }
         case .closing(let reason):
             if let reason {
@@ -123,12 +127,16 @@ final class HTTP2ConnectionPool: Sendable {
 
     private func open(_ id: Int) {
         let deadline = NIODeadline.now() + connectTimeout
+        let eventLoop = eventLoop(forConnection: id)
         Task {
             do throws(HTTP2ClientError) {
                 let connection = try await HTTP2Connection.open(
-                    id: id, origin: origin, group: group, options: options, deadline: deadline
+                    id: id, origin: origin, eventLoop: eventLoop, options: options, deadline: deadline
                 ) { [weak self] id, event in
                     self?.handle(event, from: id)
+                }
+                if ledger.withLock({ $0.isFailing }) {
+                    logger.notice("connected again", metadata: ["origin": "\(origin)"])
                 }
                 update { $0.opened(connection, into: &$1) }
                 // After `opened`: a connection that closed meanwhile leaves again at once.
@@ -136,10 +144,33 @@ final class HTTP2ConnectionPool: Sendable {
                     self?.update { $0.closed(id, into: &$1) }
                 }
             } catch {
-                logger.debug("cannot connect", metadata: ["origin": "\(origin)", "error": "\(error)"])
+                // Warned once per outage; the back-off keeps later attempts quiet.
+                if ledger.withLock({ !$0.isFailing }) {
+                    logger.warning(
+                        "cannot connect; requests fail until a connection opens",
+                        metadata: ["origin": "\(origin)", "error": "\(error)"])
+                }
                 update { $0.failedToOpen(error, into: &$1) }
             }
         }
+    }
+
+    /// The event loop for connection `id`: of the group's loops, one that runs the fewest of this
+    /// pool's connections (ties go round in turn), so that the connections run on different
+    /// threads. The group's own round-robin is shared with every other bootstrap in the process; a
+    /// pool whose connections opened one at a time, each after a server or client elsewhere took
+    /// the next loop, found them all on one thread, which capped the client at one core.
+    private func eventLoop(forConnection id: Int) -> any EventLoop {
+        let loops = Array(group.makeIterator())
+        guard !loops.isEmpty else { return group.next() }
+        var load: [ObjectIdentifier: Int] = [:]
+        for member in ledger.withLock({ Array($0.members.values) }) {
+            load[ObjectIdentifier(member.connection.channel.eventLoop), default: 0] += 1
+        }
+        let start = firstEventLoop + id
+        let inTurn = (0..<loops.count).map { loops[(start + $0) % loops.count] }
+        return inTurn.min { load[ObjectIdentifier($0), default: 0] < load[ObjectIdentifier($1), default: 0] }
+            ?? inTurn[0]
     }
 
     /// Fails waiting requests, lets running ones finish for up to `grace`, then closes every connection.
@@ -157,9 +188,15 @@ final class HTTP2ConnectionPool: Sendable {
         for member in ledger.withLock({ Array($0.members.values) }) { member.connection.close() }
     }
 
-    /// Connections now, for tests and diagnostics: stream limit, active streams, retired.
-    var snapshot: [(id: Int, limit: Int, active: Int, retired: Bool)] {
-        ledger.withLock { $0.members.values.map { ($0.connection.id, $0.limit, $0.active, $0.retired) } }
+    /// Connections now, for tests and diagnostics.
+    var snapshot: [HTTP2ConnectionInfo] {
+        ledger.withLock {
+            $0.members.values.map {
+                HTTP2ConnectionInfo(
+                    id: $0.connection.id, streamLimit: $0.limit, activeStreams: $0.active, isRetired: $0.retired,
+                    eventLoop: ObjectIdentifier($0.connection.channel.eventLoop))
+            }
+        }
     }
 }
 

@@ -15,6 +15,13 @@ import Synchronization
 /// - After GOAWAY or a close, new requests go to a new connection. A stream the server refused
 ///   (`REFUSED_STREAM`, dropped by GOAWAY) was not processed and is retried on a fresh connection.
 /// - Idle connections are PINGed; one that does not answer is closed.
+/// - A new connection opens only once the others have answered once (APNs starts a connection at
+///   one stream), and on the event loop that runs the fewest of the origin's connections.
+/// - TLS with the system's or given trust roots, and a client certificate when configured
+///   (``Configuration/clientIdentity``). HPACK indexing follows the request's hints
+///   (``HTTP2Request/pathIndexing``, each header's `indexing`, ``Configuration/headersIndexedOnce``).
+/// - Every stream of a connection runs in one channel handler, without a channel per stream; the
+///   writes of one event-loop tick share one flush.
 /// - No redirects, cookies or HTTP/1.1: a server that does not offer `h2` by ALPN is an error.
 ///
 /// ```swift
@@ -26,10 +33,14 @@ import Synchronization
 /// await client.shutdown()
 /// ```
 public final class HTTP2Client: Sendable {
-    /// Limits and timeouts; the defaults suit Google's and Apple's push APIs.
+    /// Trust, limits and timeouts; the defaults suit Google's and Apple's push APIs.
     public struct Configuration: Sendable {
-        /// PEM certificates trusted in addition to the system's roots (a test CA).
+        /// The certificate authorities server certificates must chain to (the system's by default).
+        public var trustRoots: HTTP2TrustRoots
+        /// PEM certificates trusted in addition to ``trustRoots`` (a test CA).
         public var trustRootsPEM: [String]
+        /// The TLS client certificate to present, for servers that authenticate clients by certificate.
+        public var clientIdentity: HTTP2ClientIdentity?
         /// Connections to one origin at most.
         public var maximumConnectionsPerOrigin: Int
         /// Streams per connection at most, whatever the server allows.
@@ -44,14 +55,25 @@ public final class HTTP2Client: Sendable {
         public var maximumResponseBodyBytes: Int
         /// How often a refused stream is sent again (on a fresh connection) before giving up.
         public var refusedStreamRetries: Int
+        /// Header fields that requests send without indexing and that each connection indexes the
+        /// first time it sends them, so that later requests refer to the name in the table (Apple
+        /// asks this of `apns-id`, `apns-expiration` and `apns-collapse-id`).
+        public var headersIndexedOnce: [String]
+        /// Whether NIO checks every header block sent and received. A caller that checks the values
+        /// it sends (APNs' transport does) saves a tenth of a small request's cost by turning it off.
+        public var validatesHeaders: Bool
 
         public init(
-            trustRootsPEM: [String] = [], maximumConnectionsPerOrigin: Int = 4, maximumStreamsPerConnection: Int = 100,
-            connectTimeout: Duration = .seconds(10), pingInterval: Duration = .seconds(60),
-            pingTimeout: Duration = .seconds(10), maximumResponseBodyBytes: Int = 256 * 1024,
-            refusedStreamRetries: Int = 2
+            trustRoots: HTTP2TrustRoots = .system, trustRootsPEM: [String] = [],
+            clientIdentity: HTTP2ClientIdentity? = nil, maximumConnectionsPerOrigin: Int = 4,
+            maximumStreamsPerConnection: Int = 100, connectTimeout: Duration = .seconds(10),
+            pingInterval: Duration = .seconds(60), pingTimeout: Duration = .seconds(10),
+            maximumResponseBodyBytes: Int = 256 * 1024, refusedStreamRetries: Int = 2,
+            headersIndexedOnce: [String] = [], validatesHeaders: Bool = true
         ) {
+            self.trustRoots = trustRoots
             self.trustRootsPEM = trustRootsPEM
+            self.clientIdentity = clientIdentity
             self.maximumConnectionsPerOrigin = maximumConnectionsPerOrigin
             self.maximumStreamsPerConnection = maximumStreamsPerConnection
             self.connectTimeout = connectTimeout
@@ -59,6 +81,8 @@ public final class HTTP2Client: Sendable {
             self.pingTimeout = pingTimeout
             self.maximumResponseBodyBytes = maximumResponseBodyBytes
             self.refusedStreamRetries = refusedStreamRetries
+            self.headersIndexedOnce = headersIndexedOnce
+            self.validatesHeaders = validatesHeaders
         }
     }
 
@@ -68,29 +92,19 @@ public final class HTTP2Client: Sendable {
     private let logger: Logger
     private let pools = Mutex<(byOrigin: [HTTP2Origin: HTTP2ConnectionPool], isShutdown: Bool)>(([:], false))
 
-    /// - Parameter eventLoopGroup: where connections run; `nil` is NIO's shared singleton.
-    /// - Throws: ``HTTP2ClientError/Code/connectionFailed`` when a trust root is not a PEM certificate.
+    /// - Parameters:
+    ///   - configuration: trust, limits and timeouts.
+    ///   - eventLoopGroup: where connections run (spread over its loops); `nil` is NIO's shared
+    ///     singleton.
+    ///   - logger: where GOAWAYs, failed connects and recoveries are reported.
+    /// - Throws: ``HTTP2ClientError/Code/invalidConfiguration`` when the trust roots are not PEM
+    ///   certificates or the client identity does not fit.
     public init(
         configuration: Configuration = Configuration(),
         eventLoopGroup: (any EventLoopGroup)? = nil,
         logger: Logger = Logger(label: "hub.http2")
     ) throws(HTTP2ClientError) {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.minimumTLSVersion = .tlsv12
-        tls.applicationProtocols = ["h2"]
-        // A dead peer never sends close_notify; do not hold a closing connection for long.
-        tls.shutdownTimeout = .seconds(1)
-        do {
-            if !configuration.trustRootsPEM.isEmpty {
-                let roots = try configuration.trustRootsPEM.flatMap {
-                    try NIOSSLCertificate.fromPEMBytes(Array($0.utf8))
-                }
-                tls.additionalTrustRoots = [.certificates(roots)]
-            }
-            self.tls = try NIOSSLContext(configuration: tls)
-        } catch {
-            throw HTTP2ClientError(.connectionFailed, "the TLS trust roots cannot be used", underlying: error)
-        }
+        self.tls = try configuration.makeTLSContext()
         self.configuration = configuration
         self.group = eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton
         self.logger = logger
@@ -98,7 +112,10 @@ public final class HTTP2Client: Sendable {
 
     /// Sends `request` to `origin` and returns the complete response, whatever its status.
     ///
-    /// - Parameter timeout: the longest the whole call may take, waiting for a stream included.
+    /// - Parameters:
+    ///   - request: method, path, headers and body; the client adds the pseudo-headers.
+    ///   - origin: where it goes; each origin has connections of its own.
+    ///   - timeout: the longest the whole call may take, waiting for a stream included.
     /// - Throws: ``HTTP2ClientError``: `.timedOut`, `.connectionFailed`, `.connectionLost`,
     ///   `.refused` (after ``Configuration/refusedStreamRetries``), `.responseTooLarge`, `.shutdown`.
     public func execute(
@@ -110,24 +127,34 @@ public final class HTTP2Client: Sendable {
         var retries = 0
         while true {
             let connection = try await pool.lease(deadline: deadline)
-            do {
-                let response = try await connection.exchange(
-                    headers: headers, body: request.body, deadline: deadline,
-                    bodyLimit: configuration.maximumResponseBodyBytes)
-                pool.release(connection)
+            let result = await connection.exchange(headers: headers, body: request.body, deadline: deadline)
+            pool.release(connection)
+            switch result {
+            case .success(var response):
+                response.connection = HTTP2ConnectionKey(origin: origin, id: connection.id)
                 return response
-            } catch {
-                pool.release(connection)
-                guard case .refused(let reason) = error else { throw Self.error(for: error, origin: origin) }
+            case .failure(.refused(let reason)):
                 // Not processed: the server will not take more on that connection; use a fresh one.
-                pool.retire(connection)
+                pool.retire(connection.id)
                 guard retries < configuration.refusedStreamRetries, NIODeadline.now() < deadline else {
                     throw HTTP2ClientError(.refused, "\(origin) refused the request's stream", underlying: reason)
                 }
                 retries += 1
                 logger.debug("stream refused; sending again on another connection", metadata: ["origin": "\(origin)"])
+            case .failure(let end):
+                // A stream lost mid-exchange leaves its connection in doubt: no new streams on it.
+                if case .lost = end { pool.retire(connection.id) }
+                throw Self.error(for: end, origin: origin)
             }
         }
+    }
+
+    /// Sends no new requests on the connection that answered `response`; it closes once its
+    /// running requests are done. For answers that say the connection is spent (APNs'
+    /// `IdleTimeout`, a 503 that asks to reconnect).
+    public func retireConnection(of response: HTTP2Response) {
+        guard let key = response.connection else { return }
+        pools.withLock { $0.byOrigin[key.origin] }?.retire(key.id)
     }
 
     /// Fails waiting requests, lets running ones finish for up to `grace`, then closes every
@@ -146,18 +173,19 @@ public final class HTTP2Client: Sendable {
 
     /// Open connections to `origin`, for tests and diagnostics.
     public func connectionCount(to origin: HTTP2Origin) -> Int {
-        pools.withLock { $0.byOrigin[origin] }?.snapshot.count ?? 0
+        connections(to: origin).count
+    }
+
+    /// The connections to `origin` now, for tests and diagnostics.
+    public func connections(to origin: HTTP2Origin) -> [HTTP2ConnectionInfo] {
+        pools.withLock { $0.byOrigin[origin] }?.snapshot ?? []
     }
 
     private func pool(for origin: HTTP2Origin) throws(HTTP2ClientError) -> HTTP2ConnectionPool {
         let found: HTTP2ConnectionPool? = pools.withLock { pools in
             if pools.isShutdown { return nil }
             if let pool = pools.byOrigin[origin] { return pool }
-            let options = HTTP2Connection.Options(
-                tls: origin.isSecure ? tls : nil,
-                pingInterval: .nanoseconds(Self.nanoseconds(configuration.pingInterval)),
-                pingTimeout: .nanoseconds(Self.nanoseconds(configuration.pingTimeout)),
-                streamLimit: configuration.maximumStreamsPerConnection)
+            let options = HTTP2Connection.Options(configuration: configuration, tls: origin.isSecure ? tls : nil)
             let pool = HTTP2ConnectionPool(
                 origin: origin, group: group, options: options,
                 connectTimeout: .nanoseconds(Self.nanoseconds(configuration.connectTimeout)),
@@ -177,7 +205,7 @@ public final class HTTP2Client: Sendable {
         headers.add(name: ":method", value: request.method)
         headers.add(name: ":scheme", value: origin.scheme)
         headers.add(name: ":authority", value: origin.authority)
-        headers.add(name: ":path", value: request.path)
+        headers.add(name: ":path", value: request.path, indexing: request.pathIndexing)
         headers.add(contentsOf: request.headers)
         if request.body.readableBytes > 0 || request.method == "POST" || request.method == "PUT" {
             headers.add(name: "content-length", value: String(request.body.readableBytes))
@@ -204,4 +232,17 @@ public final class HTTP2Client: Sendable {
         let (seconds, attoseconds) = duration.components
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
+}
+
+/// One connection of a client, as ``HTTP2Client/connections(to:)`` reports it.
+public struct HTTP2ConnectionInfo: Sendable, Hashable {
+    public var id: Int
+    /// Streams allowed at once: the server's `SETTINGS_MAX_CONCURRENT_STREAMS`, capped by the configuration.
+    public var streamLimit: Int
+    /// Streams running now.
+    public var activeStreams: Int
+    /// Whether it takes no new streams (GOAWAY, a refused or lost stream, closing, retired).
+    public var isRetired: Bool
+    /// The event loop it runs on.
+    public var eventLoop: ObjectIdentifier
 }

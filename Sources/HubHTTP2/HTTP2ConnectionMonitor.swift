@@ -67,7 +67,7 @@ final class HTTP2WireHandler: ChannelDuplexHandler {
     }
 }
 
-/// After `NIOHTTP2Handler`, sees the connection's own frames (stream 0).
+/// After ``HTTP2Streams``, sees the connection's own frames (stream 0).
 ///
 /// - The first SETTINGS completes `settings` with `MAX_CONCURRENT_STREAMS` (`Int.max` when absent);
 ///   later changes are reported. A connection that closes first fails it.
@@ -111,9 +111,9 @@ final class HTTP2ConnectionMonitor: ChannelInboundHandler {
             } else if let limit {
                 report(.streamLimit(limit))
             }
-        case .goAway(let lastStreamID, let code, _):
-            shared.goAwayLastStreamID = min(lastStreamID, shared.goAwayLastStreamID ?? .maxID)
-            report(.goAway(code))
+        case .goAway(_, let code, let debugData):
+            // HTTP2Streams recorded the last stream ID on its way here.
+            report(.goAway(Self.describe(code, debugData)))
         case .ping(_, ack: true):
             unansweredPing?.cancel()
             unansweredPing = nil
@@ -160,6 +160,12 @@ final class HTTP2ConnectionMonitor: ChannelInboundHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         closing()
+    }
+
+    /// A GOAWAY's code and its debug data (such as APNs' `{"reason":"Shutdown"}`) for logs.
+    static func describe(_ code: HTTP2ErrorCode, _ debugData: ByteBuffer?) -> String {
+        guard let debugData, debugData.readableBytes > 0 else { return "\(code)" }
+        return "\(code) \(String(decoding: debugData.readableBytesView.prefix(256), as: UTF8.self))"
     }
 
     /// Stops the timers, fails a pending `settings`, and tells the pool once.

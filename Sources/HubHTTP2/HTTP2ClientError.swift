@@ -24,6 +24,9 @@ public struct HTTP2ClientError: Error, Sendable, CustomStringConvertible {
         public static let responseTooLarge = Code(rawValue: "responseTooLarge")
         /// The client is shut down.
         public static let shutdown = Code(rawValue: "shutdown")
+        /// The configuration cannot be used: trust roots that are not PEM certificates, a client
+        /// identity that does not open.
+        public static let invalidConfiguration = Code(rawValue: "invalidConfiguration")
 
         public var description: String { rawValue }
     }
@@ -34,11 +37,17 @@ public struct HTTP2ClientError: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// The lower-level error (NIO, TLS), if any.
     public var underlying: (any Error & Sendable)?
+    /// For ``Code/connectionFailed`` while the client backs off from failed connects: how long until
+    /// it tries to connect again.
+    public var retryAfter: Duration?
 
-    public init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil) {
+    public init(
+        _ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil, retryAfter: Duration? = nil
+    ) {
         self.code = code
         self.message = message
         self.underlying = underlying
+        self.retryAfter = retryAfter
     }
 
     public var description: String {

@@ -13,6 +13,9 @@ struct HTTP2PoolLedger {
         var active = 0
         /// No new streams (GOAWAY, a refused stream, closing); closed when `active` reaches 0.
         var retired = false
+        /// Whether a request has finished on it: servers such as APNs start a connection at one
+        /// stream and raise the limit after the first answer.
+        var warm = false
     }
 
     /// Someone waiting for a stream; resumed exactly once, by ``Step/hand(_:_:)`` or its expiry.
@@ -66,13 +69,19 @@ struct HTTP2PoolLedger {
         return members[chosen]!.connection
     }
 
-    /// Why a caller should not wait: shut down, or the last opens failed and nothing can serve it.
+    /// Why a caller should not wait: shut down, or the last opens failed and nothing can serve it
+    /// (with how long until the next try as `retryAfter`).
     func refusal(at now: NIODeadline) -> HTTP2ClientError? {
         if isShutdown { return HTTP2ClientError(.shutdown, "the HTTP/2 client is shut down") }
         guard let backoffUntil, now < backoffUntil, opening == 0, !members.values.contains(where: { !$0.retired })
         else { return nil }
-        return lastOpenError ?? HTTP2ClientError(.connectionFailed, "the server is unreachable")
+        var error = lastOpenError ?? HTTP2ClientError(.connectionFailed, "the server is unreachable")
+        error.retryAfter = .nanoseconds((backoffUntil - now).nanoseconds)
+        return error
     }
+
+    /// Whether the last open failed (a later success is a recovery worth logging).
+    var isFailing: Bool { failedOpens > 0 }
 
     mutating func enqueue(_ waiter: Waiter, into actions: inout Actions) {
         waiters.append(waiter)
@@ -90,11 +99,14 @@ struct HTTP2PoolLedger {
         return waiters.remove(at: index)
     }
 
-    /// Opens one connection at a time, only for waiters, within the limit.
+    /// Opens one connection at a time, only for waiters, within the limit, and only once every
+    /// open connection has answered once (so a connection that starts at one stream does not
+    /// set off a connection per waiter before its limit is raised).
     private mutating func openIfNeeded(into actions: inout Actions) {
-        let usable = members.values.count { !$0.retired }
+        let usable = members.values.filter { !$0.retired }
         let pending = actions.contains { if case .open = $0 { true } else { false } }
-        guard !pending, !waiters.isEmpty, !isShutdown, opening == 0, usable < maximumConnections,
+        guard !pending, !waiters.isEmpty, !isShutdown, opening == 0, usable.count < maximumConnections,
+            usable.allSatisfy(\.warm),
             backoffUntil.map({ NIODeadline.now() >= $0 }) ?? true
         else { return }
         opening += 1
@@ -138,6 +150,7 @@ struct HTTP2PoolLedger {
     mutating func release(_ id: Int, into actions: inout Actions) {
         guard var member = members[id] else { return }
         member.active = max(0, member.active - 1)
+        member.warm = true
         members[id] = member
         if member.retired && member.active == 0 { actions.append(.close(member.connection)) }
         dispatch(into: &actions)

@@ -52,17 +52,29 @@ public struct HTTP2Origin: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// One request: method, path, headers and a body sent in one piece.
+///
+/// HPACK indexing hints travel with the headers: a field added with `indexing: .nonIndexable` or
+/// `.neverIndexed` stays out of the connection's dynamic table (a bearer token, a device token in
+/// ``pathIndexing``), and names in ``HTTP2Client/Configuration/headersIndexedOnce`` are indexed the
+/// first time a connection sends them only.
 public struct HTTP2Request: Sendable {
     public var method: String
     /// The request target, such as `/v1/projects/p/messages:send`.
     public var path: String
+    /// How `:path` is written: `.nonIndexable` for a path that names one device, which would only
+    /// evict useful entries from the table.
+    public var pathIndexing: HPACKIndexing
     /// Regular (lower-case) headers; the client adds the pseudo-headers and `content-length`.
     public var headers: HPACKHeaders
     public var body: ByteBuffer
 
-    public init(method: String = "POST", path: String, headers: HPACKHeaders = [:], body: ByteBuffer = ByteBuffer()) {
+    public init(
+        method: String = "POST", path: String, pathIndexing: HPACKIndexing = .indexable, headers: HPACKHeaders = [:],
+        body: ByteBuffer = ByteBuffer()
+    ) {
         self.method = method
         self.path = path
+        self.pathIndexing = pathIndexing
         self.headers = headers
         self.body = body
     }
@@ -76,10 +88,18 @@ public struct HTTP2Response: Sendable {
     public var headers: HPACKHeaders
     /// The body, whole (bounded by ``HTTP2Client/Configuration/maximumResponseBodyBytes``).
     public var body: ByteBuffer
+    /// The connection that answered, for ``HTTP2Client/retireConnection(of:)``.
+    var connection: HTTP2ConnectionKey?
 
     public init(status: Int, headers: HPACKHeaders, body: ByteBuffer) {
         self.status = status
         self.headers = headers
         self.body = body
     }
+}
+
+/// Names one connection of a client: its origin and its ID within the origin's pool.
+struct HTTP2ConnectionKey: Hashable, Sendable {
+    var origin: HTTP2Origin
+    var id: Int
 }

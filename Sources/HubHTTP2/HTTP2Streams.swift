@@ -2,85 +2,51 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 
-/// What APNs answered to one request, read off its stream.
-struct APNSHTTPResponse: Sendable {
-    var status: Int
-    var apnsID: String?
-    /// `apns-unique-id`, sent by the development environment only.
-    var uniqueID: String?
-    var retryAfter: String?
-    var body: [UInt8]
-}
-
-/// Why a stream ended without an answer.
-enum APNSStreamFailure: Error, Sendable, CustomStringConvertible {
-    /// The server refused the stream (`REFUSED_STREAM`, or above a GOAWAY's last stream ID): it was
-    /// not processed, so sending it again elsewhere cannot duplicate it.
-    case refused
-    /// The deadline passed before the answer was complete; the stream was reset.
+/// How one stream ended without a response, before it is mapped to an ``HTTP2ClientError``.
+enum HTTP2StreamEnd: Error, Sendable {
+    /// Not processed by the server (`REFUSED_STREAM`, dropped by GOAWAY, or never opened).
+    case refused(any Error & Sendable)
     case timedOut
-    /// The stream or its connection ended first; APNs may or may not have processed it.
-    case lost(any Error)
-
-    var description: String {
-        switch self {
-        case .refused: "the stream was refused by APNs before being processed"
-        case .timedOut: "no answer before the request timeout"
-        case .lost(let error): "the stream ended without an answer (\(error))"
-        }
-    }
-
-    init(_ error: any Error) {
-        if let failure = error as? APNSStreamFailure {
-            self = failure
-        } else if let closed = error as? NIOHTTP2Errors.StreamClosed, closed.errorCode == .refusedStream {
-            self = .refused
-        } else if error is NIOHTTP2Errors.CreatedStreamAfterGoaway {
-            self = .refused
-        } else {
-            self = .lost(error)
-        }
-    }
+    case tooLarge(Int)
+    case lost(any Error & Sendable)
 }
 
-/// One request handed to a connection's event loop. ``APNSStreams`` resumes its continuation
-/// exactly once: with the answer, or with an ``APNSStreamFailure``.
-struct APNSStreamRequest: Sendable {
+/// One request handed to a connection's event loop; ``HTTP2Streams`` resumes it exactly once.
+struct HTTP2StreamRequest: Sendable {
     var headers: HPACKHeaders
     var body: ByteBuffer
     var deadline: NIODeadline
-    var continuation: UnsafeContinuation<APNSHTTPResponse, any Error>
+    var resume: UnsafeContinuation<Result<HTTP2Response, HTTP2StreamEnd>, Never>
 }
 
 /// Runs the requests of one connection as HTTP/2 streams. It sits right after `NIOHTTP2Handler`,
 /// which has no stream multiplexer: a channel and pipeline per stream cost more than the request.
 ///
-/// - ``start(_:)`` takes the next odd stream ID and writes one HEADERS and one DATA frame with
-///   END_STREAM; the writes of one event-loop tick share one flush.
-/// - The answer is complete at END_STREAM; informational (1xx) HEADERS are skipped. A body larger
-///   than ``maxResponseBody`` resets the stream (APNs' bodies are a few dozen bytes).
+/// - ``start(_:)`` takes the next odd stream ID and writes HEADERS and DATA with END_STREAM; the
+///   writes of one event-loop tick share one flush.
+/// - The answer is complete at END_STREAM; informational (1xx) HEADERS are skipped. A body above
+///   the limit resets the stream. Streams need no WINDOW_UPDATE: our SETTINGS open each stream's
+///   window past the body limit.
 /// - A stream NIO closed first fails: `.refused` when the server refused it (`REFUSED_STREAM`, or
 ///   above the last stream ID of a GOAWAY) or it was never opened, else `.lost`.
 /// - One timer per connection, armed at the earliest deadline and re-armed no more often than every
 ///   ``timerGranularity``, fails what is overdue with `.timedOut` and resets those streams.
 /// - It returns the connection's flow-control credit for DATA it reads, in batches; without a
 ///   multiplexer nobody else does.
-/// - Frames of stream 0 go on to ``APNSConnectionHandler``, and so do connection errors; a stream
+/// - Frames of stream 0 go on to ``HTTP2ConnectionMonitor``, and so do connection errors; a stream
 ///   error (NIO resets the stream and reports the error) fails that stream only.
-final class APNSStreams: ChannelInboundHandler {
+final class HTTP2Streams: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias InboundOut = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
     private struct InFlight {
-        let continuation: UnsafeContinuation<APNSHTTPResponse, any Error>
+        let resume: UnsafeContinuation<Result<HTTP2Response, HTTP2StreamEnd>, Never>
         let deadline: NIODeadline
         var head: HPACKHeaders?
-        var body: [UInt8] = []
+        var body: ByteBuffer?
     }
 
-    /// The largest answer body read; APNs sends at most a small JSON object.
-    static let maxResponseBody = 16_384
     /// Connection credit is returned once this much is used, as NIO's multiplexer does.
     static let windowUpdateThreshold = 32_768
     /// How late a timed-out request may fail at most, in exchange for one timer per connection.
@@ -88,9 +54,9 @@ final class APNSStreams: ChannelInboundHandler {
     /// The largest client stream ID (2³¹ − 1).
     static let lastStreamID = Int(Int32.max)
 
-    private let id: Int
-    private let goAway: APNSGoAwayRecord
-    private let delegate: any APNSConnectionDelegate
+    private let shared: HTTP2ConnectionShared
+    private let bodyLimit: Int
+    private let report: (HTTP2ConnectionEvent) -> Void
     private var context: ChannelHandlerContext?
     private var streams: [HTTP2StreamID: InFlight] = [:]
     private var nextStreamID = 1
@@ -102,19 +68,19 @@ final class APNSStreams: ChannelInboundHandler {
     /// An error reported by NIO, until it is known whether a stream reset follows (a stream error)
     /// or not (a connection error, passed on).
     private var pendingError: (any Error)?
-    /// Fields the transport sends as literals without indexing that Apple asks to be indexed the
-    /// first time on a connection, so that later requests refer to their names (PROVIDERS.md §1.2);
-    /// a name leaves the list once sent.
-    private var firstTimeIndexed = ["apns-id", "apns-expiration", "apns-collapse-id"]
+    /// Fields the requests send without indexing that are indexed the first time on this
+    /// connection, so that later requests refer to their names; a name leaves the list once sent.
+    private var firstTimeIndexed: [String]
 
-    init(id: Int, goAway: APNSGoAwayRecord, delegate: any APNSConnectionDelegate) {
-        self.id = id
-        self.goAway = goAway
-        self.delegate = delegate
+    init(
+        shared: HTTP2ConnectionShared, bodyLimit: Int, indexedOnce: [String],
+        report: @escaping (HTTP2ConnectionEvent) -> Void
+    ) {
+        self.shared = shared
+        self.bodyLimit = bodyLimit
+        self.firstTimeIndexed = indexedOnce
+        self.report = report
     }
-
-    /// How many requests are waiting for their answers.
-    var inFlight: Int { streams.count }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
@@ -126,36 +92,42 @@ final class APNSStreams: ChannelInboundHandler {
     }
 
     /// Opens a stream for `request`. Runs on the connection's event loop.
-    func start(_ request: APNSStreamRequest) {
-        guard let context, !closed, !goAway.isReceived else {
-            request.continuation.resume(throwing: APNSStreamFailure.refused)
+    func start(_ request: HTTP2StreamRequest) {
+        guard let context, !closed, shared.goAwayLastStreamID == nil else {
+            request.resume.resume(returning: .failure(.refused(ChannelError.ioOnClosedChannel)))
             return
         }
         guard nextStreamID <= Self.lastStreamID else {
-            // Stream IDs are used up: the pool must drain this connection like after a GOAWAY.
-            request.continuation.resume(throwing: APNSStreamFailure.refused)
+            // Stream IDs are used up: the pool must retire this connection as after a GOAWAY.
+            request.resume.resume(returning: .failure(.refused(ChannelError.ioOnClosedChannel)))
             if nextStreamID == Self.lastStreamID + 2 {
                 nextStreamID += 2
-                delegate.connection(id, didReceiveGoAway: "stream IDs used up")
+                report(.goAway("stream IDs used up"))
             }
             return
         }
         let streamID = HTTP2StreamID(nextStreamID)
         nextStreamID += 2
-        streams[streamID] = InFlight(continuation: request.continuation, deadline: request.deadline)
+        streams[streamID] = InFlight(resume: request.resume, deadline: request.deadline)
         // HEADERS that fail never opened the stream (the connection closed, or a GOAWAY came first).
         let opened = context.eventLoop.makePromise(of: Void.self)
-        opened.futureResult.assumeIsolated().whenFailure { [weak self] _ in
-            self?.finish(streamID, .failure(.refused))
+        opened.futureResult.assumeIsolated().whenFailure { [weak self] error in
+            self?.finish(streamID, .failure(.refused(error)))
         }
+        let empty = request.body.readableBytes == 0
+        let headers = indexingFirstUses(request.headers)
         context.write(
             wrapOutboundOut(
-                HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: indexingFirstUses(request.headers))))),
+                HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers, endStream: empty)))),
             promise: opened)
-        context.write(
-            wrapOutboundOut(
-                HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
-            promise: nil)
+        if !empty {
+            context.write(
+                wrapOutboundOut(
+                    HTTP2Frame(
+                        streamID: streamID, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))
+                ),
+                promise: nil)
+        }
         scheduleFlush(context: context)
         arm(at: request.deadline, context: context)
     }
@@ -164,23 +136,29 @@ final class APNSStreams: ChannelInboundHandler {
         let frame = unwrapInboundIn(data)
         let streamID = frame.streamID
         guard streamID != .rootStream else {
-            if case .goAway(let lastStreamID, _, _) = frame.payload { goAway.received(lastStreamID: lastStreamID) }
+            if case .goAway(let lastStreamID, _, _) = frame.payload {
+                shared.goAwayLastStreamID = min(lastStreamID, shared.goAwayLastStreamID ?? .maxID)
+            }
             context.fireChannelRead(data)
             return
         }
         switch frame.payload {
         case .headers(let payload):
-            if streams[streamID]?.head == nil, !Self.isInformational(payload.headers) {
+            // 1xx answers are interim; the final head follows. Later HEADERS are trailers.
+            if streams[streamID]?.head == nil, payload.headers.first(name: ":status")?.utf8.first != UInt8(ascii: "1") {
                 streams[streamID]?.head = payload.headers
             }
             if payload.endStream { complete(streamID) }
         case .data(let payload):
-            if case .byteBuffer(let buffer) = payload.data, buffer.readableBytes > 0, let stream = streams[streamID] {
-                if stream.body.count + buffer.readableBytes <= Self.maxResponseBody {
-                    streams[streamID]?.body.append(contentsOf: buffer.readableBytesView)
+            if case .byteBuffer(var buffer) = payload.data, buffer.readableBytes > 0, let stream = streams[streamID] {
+                if (stream.body?.readableBytes ?? 0) + buffer.readableBytes <= bodyLimit {
+                    if stream.body == nil {
+                        streams[streamID]?.body = buffer
+                    } else {
+                        streams[streamID]?.body?.writeBuffer(&buffer)
+                    }
                 } else {
-                    finish(
-                        streamID, .failure(.lost(APNSError(.connectionFailed, "APNs answered with an oversized body"))))
+                    finish(streamID, .failure(.tooLarge(bodyLimit)))
                     reset(streamID, context: context)
                 }
             }
@@ -193,27 +171,22 @@ final class APNSStreams: ChannelInboundHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        // Stream events end here: the connection handler after this one works on stream 0 only.
+        // Stream events end here: the monitor after this one works on stream 0 only.
         if event is NIOHTTP2StreamCreatedEvent { return }
         guard let closedStream = event as? StreamClosedEvent else {
             context.fireUserInboundEventTriggered(event)
             return
         }
-        if streams[closedStream.streamID] != nil {
-            let streamID = closedStream.streamID
-            if closedStream.reason == .refusedStream || goAway.refused(streamID) {
-                finish(streamID, .failure(.refused))
-            } else if let error = pendingError, closedStream.reason != nil {
-                pendingError = nil
-                finish(streamID, .failure(.lost(error)))
-            } else {
-                finish(
-                    streamID,
-                    .failure(
-                        .lost(
-                            NIOHTTP2Errors.streamClosed(streamID: streamID, errorCode: closedStream.reason ?? .cancel))
-                    ))
-            }
+        let streamID = closedStream.streamID
+        guard streams[streamID] != nil else { return }
+        let error = NIOHTTP2Errors.streamClosed(streamID: streamID, errorCode: closedStream.reason ?? .cancel)
+        if closedStream.reason == .refusedStream || shared.wasRefusedByGoAway(streamID) {
+            finish(streamID, .failure(.refused(error)))
+        } else if let pending = pendingError, closedStream.reason != nil {
+            pendingError = nil
+            finish(streamID, .failure(.lost(HTTP2ClientError(.connectionLost, "the stream failed: \(pending)"))))
+        } else {
+            finish(streamID, .failure(.lost(error)))
         }
     }
 
@@ -230,7 +203,7 @@ final class APNSStreams: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        closeAll(.lost(ChannelError.ioOnClosedChannel))
+        closeAll(.lost(shared.failure.map { $0 as any Error & Sendable } ?? ChannelError.ioOnClosedChannel))
         context.fireChannelInactive()
     }
 
@@ -255,37 +228,21 @@ final class APNSStreams: ChannelInboundHandler {
         return result
     }
 
-    private static func isInformational(_ headers: HPACKHeaders) -> Bool {
-        headers.first(name: ":status")?.utf8.first == UInt8(ascii: "1")
-    }
-
     private func complete(_ streamID: HTTP2StreamID) {
         guard let stream = streams[streamID] else { return }
-        var status: Int?
-        var response = APNSHTTPResponse(status: 0, body: stream.body)
-        for (name, value, _) in stream.head ?? HPACKHeaders() {
-            switch name {
-            case ":status": status = Int(value)
-            case "apns-id": response.apnsID = value
-            case "apns-unique-id": response.uniqueID = value
-            case "retry-after": response.retryAfter = value
-            default: break
-            }
-        }
-        guard let status else {
+        guard let head = stream.head, let status = head.first(name: ":status").flatMap({ Int($0) }) else {
             finish(streamID, .failure(.lost(NIOHTTP2Errors.missingPseudoHeader(":status"))))
             return
         }
-        response.status = status
-        finish(streamID, .success(response))
+        finish(streamID, .success(HTTP2Response(status: status, headers: head, body: stream.body ?? ByteBuffer())))
     }
 
-    private func finish(_ streamID: HTTP2StreamID, _ result: Result<APNSHTTPResponse, APNSStreamFailure>) {
+    private func finish(_ streamID: HTTP2StreamID, _ result: Result<HTTP2Response, HTTP2StreamEnd>) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
-        stream.continuation.resume(with: result.mapError { $0 as any Error })
+        stream.resume.resume(returning: result)
     }
 
-    private func closeAll(_ failure: APNSStreamFailure) {
+    private func closeAll(_ failure: HTTP2StreamEnd) {
         closed = true
         timer?.cancel()
         timer = nil
@@ -293,7 +250,8 @@ final class APNSStreams: ChannelInboundHandler {
         let pending = streams
         streams = [:]
         for (streamID, stream) in pending {
-            stream.continuation.resume(throwing: goAway.refused(streamID) ? APNSStreamFailure.refused : failure)
+            let refused = shared.wasRefusedByGoAway(streamID)
+            stream.resume.resume(returning: .failure(refused ? .refused(ChannelError.ioOnClosedChannel) : failure))
         }
     }
 
@@ -302,8 +260,7 @@ final class APNSStreams: ChannelInboundHandler {
         scheduleFlush(context: context)
     }
 
-    /// Returns connection-level flow-control credit for `length` DATA bytes, in batches. Streams
-    /// need none: an answer never comes near the initial stream window.
+    /// Returns connection-level flow-control credit for `length` DATA bytes, in batches.
     private func credit(_ length: Int, context: ChannelHandlerContext) {
         guard length > 0 else { return }
         unacknowledged += length
