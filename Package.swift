@@ -369,7 +369,7 @@ let package = Package(
         .testTarget(
             name: "HubHTTP2Tests",
             dependencies: [
-                "HubHTTP2", "HubEmulators",
+                "HubHTTP2", "HubEmulators", "HubTesting",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),

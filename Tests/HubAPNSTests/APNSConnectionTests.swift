@@ -53,7 +53,7 @@ struct APNSConnectionTests {
         try await APNSHarness.with(transport: { $0.maxConnections = 3 }) { harness in
             #expect(await harness.send(APNSHarness.token(0)) == .accepted)
             harness.emulator.setMaxConcurrentStreams(3)
-            #expect(await eventually(timeout: .seconds(5)) { connections(harness).first?.streamLimit == 3 })
+            #expect(await eventually { connections(harness).first?.streamLimit == 3 })
             harness.emulator.setResponseDelay(.milliseconds(30))
             let outcomes = await burst(harness, 1...30)
             #expect(outcomes.allSatisfy { $0.isAccepted }, "\(outcomes.filter { !$0.isAccepted })")
@@ -69,7 +69,7 @@ struct APNSConnectionTests {
             harness.emulator.setResponseDelay(.milliseconds(300))
             async let outcomes = burst(harness, 1...10)
             // GOAWAY once the server has read all ten: they are below its last stream ID.
-            #expect(await eventually(timeout: .seconds(10)) { harness.emulator.statistics.requests == 11 })
+            #expect(await eventually { harness.emulator.statistics.requests == 11 })
             harness.emulator.sendGoAway(reason: "Shutdown")
             harness.emulator.setResponseDelay(nil)
             let results = await outcomes
@@ -87,7 +87,7 @@ struct APNSConnectionTests {
             for index in 1...5 { harness.emulator.hold(token: APNSHarness.token(index)) }
             async let outcomes = burst(harness, 1...5)
             // Reset once the server has read all five, which it never answers.
-            #expect(await eventually(timeout: .seconds(10)) { harness.emulator.statistics.requests == 6 })
+            #expect(await eventually { harness.emulator.statistics.requests == 6 })
             harness.emulator.resetConnections()
             let results = await outcomes
             #expect(results.count == 5 && results.allSatisfy { $0.isRetry }, "\(results)")
@@ -120,10 +120,10 @@ struct APNSConnectionTests {
             $0.pingTimeout = .seconds(1)
         }) { harness in
             #expect(await harness.send(APNSHarness.token(1)) == .accepted)
-            #expect(await eventually(timeout: .seconds(10)) { harness.emulator.statistics.pingsReceived >= 2 })
+            #expect(await eventually { harness.emulator.statistics.pingsReceived >= 2 })
             #expect(connections(harness).count == 1, "answered PINGs keep the connection: \(harness.logs.all)")
             harness.emulator.stallConnections()
-            #expect(await eventually(timeout: .seconds(10)) { connections(harness).allSatisfy(\.isRetired) })
+            #expect(await eventually { connections(harness).allSatisfy(\.isRetired) })
             let next = await harness.send(APNSHarness.token(2))
             #expect(next == .accepted, "\(next) \(harness.logs.all)")
             #expect(harness.emulator.statistics.connectionsAccepted == 2)

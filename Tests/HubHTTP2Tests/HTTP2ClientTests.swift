@@ -1,6 +1,7 @@
 import Foundation
 import HubEmulators
 import HubHTTP2
+import HubTesting
 import NIOCore
 import NIOPosix
 import Testing
@@ -87,7 +88,8 @@ struct HTTP2ClientTests {
             server.setScript { connection, _ in connection == 1 ? .answerAndClose : .answer() }
             let status = try await post(client, origin).status
             #expect(status == 200)
-            try await Task.sleep(for: .milliseconds(200))
+            // The client saw the close: the connection is gone or takes no new stream.
+            #expect(await eventually { client.connections(to: origin).allSatisfy(\.isRetired) })
             let second = try await post(client, origin).status
             #expect(second == 200)
             #expect(server.snapshot.connections == 2)
@@ -259,14 +261,4 @@ struct HTTP2ClientTests {
         #expect(local.origin.port == 8443 && local.origin.authority == "127.0.0.1:8443" && local.path == "/")
         #expect(throws: HTTP2ClientError.self) { try HTTP2Origin.split(url: "ftp://example.com/") }
     }
-}
-
-/// Polls `condition` until it holds or `timeout` passes.
-func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
-    let end = ContinuousClock.now + timeout
-    while ContinuousClock.now < end {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
 }
