@@ -11,7 +11,7 @@ struct LaneConcurrencyTests {
     private static func lanes(
         _ configure: (inout DispatcherConfiguration) -> Void = { _ in }
     ) throws -> [String: Int] {
-        var configuration = HubConfiguration(apps: [TestHub.app], instanceID: "lanes")
+        var configuration = HubConfiguration(apps: [TestHub.app], instanceID: "lanes", storeTimeout: .seconds(30))
         configure(&configuration.dispatcher)
         let deep = RecordingTransport(id: .apns, platforms: [.ios], preferredConcurrency: 512)
         let plain = RecordingTransport(id: TransportID("fcm"), platforms: [.android])

@@ -45,7 +45,7 @@ struct LaneWakeTests {
         let store = try SQLiteStore.inMemory()
         let interceptor = AfterEmptyClaim()
         let apns = TestHub.apnsLike()
-        var configuration = HubConfiguration(apps: [TestHub.app], instanceID: "lane-wake")
+        var configuration = HubConfiguration(apps: [TestHub.app], instanceID: "lane-wake", storeTimeout: .seconds(30))
         configuration.dispatcher = TestHub.fastDispatcher
         // The clock never moves: only a poke can wake an idle lane.
         let hub = try Hub(
@@ -107,7 +107,7 @@ struct HandOffClaimTests {
     func handOffsDoNotPostponeClaims() async throws {
         let interceptor = AfterEmptyClaim()
         let apns = TestHub.apnsLike()
-        var configuration = HubConfiguration(apps: [TestHub.app], instanceID: "hand-offs")
+        var configuration = HubConfiguration(apps: [TestHub.app], instanceID: "hand-offs", storeTimeout: .seconds(30))
         configuration.dispatcher = TestHub.fastDispatcher
         configuration.dispatcher.idleInterval = .milliseconds(300)
         // APNs only: its lane and the stray lane (which looks every 3 s) are the only claimers.

@@ -27,7 +27,7 @@ struct OutcomeRecorderTests {
         let store = try SQLiteStore.inMemory()
         let gate = OutcomeGate()
         let apns = TestHub.apnsLike()
-        var configuration = HubConfiguration(apps: [TestHub.app], instanceID: "recorder")
+        var configuration = HubConfiguration(apps: [TestHub.app], instanceID: "recorder", storeTimeout: .seconds(30))
         configuration.dispatcher = TestHub.fastDispatcher
         configuration.dispatcher.batchSize = 64  // a claim's size: 4 × 64 was the old cap of a write
         let hub = try Hub(

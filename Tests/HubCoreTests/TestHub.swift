@@ -34,7 +34,7 @@ struct TestHub {
         dispatcher: DispatcherConfiguration = TestHub.fastDispatcher,
         storePath: String? = nil,
         plug: StorePlug? = nil,
-        storeTimeout: Duration = .seconds(5),
+        storeTimeout: Duration = .seconds(30),
         instanceID: String = "hub-test",
         logger: Logger = Logger(label: "hub")
     ) throws {
