@@ -21,7 +21,7 @@ public func withDeadline<T: Sendable>(
     try await withDeadline(timeout, operation, watchdog: .shared, body)
 }
 
-/// ``withDeadline(_:_:_:)`` on `watchdog`'s clock.
+/// ``withDeadline(_:_:_:)`` on `watchdog`'s clock (tests keep deadlines on a manual one).
 func withDeadline<T: Sendable>(
     _ timeout: Duration, _ operation: String, watchdog: DeadlineWatchdog,
     _ body: @escaping @Sendable () async throws -> T
@@ -180,21 +180,14 @@ extension Result where Failure == any Error {
 public struct StoreDeadline: StoreInterceptor {
     /// The longest a call may take.
     public let timeout: Duration
-    private let watchdog: DeadlineWatchdog
 
-    /// - Parameters:
-    ///   - timeout: the longest a call may take.
-    ///   - clock: the clock the deadlines are kept on (the hub's).
-    public init(timeout: Duration, clock: any HubClock = SystemClock()) {
-        self.timeout = timeout
-        self.watchdog = clock is SystemClock ? .shared : DeadlineWatchdog(clock: clock)
-    }
+    public init(timeout: Duration) { self.timeout = timeout }
 
     public func intercept<T: Sendable>(
         _ name: String, _ call: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         do {
-            return try await withDeadline(timeout, "store.\(name)", watchdog: watchdog, call)
+            return try await withDeadline(timeout, "store.\(name)", call)
         } catch is DeadlineExceeded {
             throw HubError(.unavailable, "The store did not answer \(name) within \(timeout); retry later.")
         }

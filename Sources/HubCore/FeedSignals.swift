@@ -111,11 +111,9 @@ public final class FeedSignals: Sendable {
     /// Wake-ups older than this many ticks are forgotten (long-polls last at most a minute).
     private let memory: UInt64 = 100_000
 
-    /// The clock of the waits' deadlines.
+    /// The clock of the waits' deadlines (a test's manual clock ends them when advanced past them).
     public let clock: any HubClock
 
-    /// - Parameter clock: the clock of the waits' deadlines (a test's manual clock ends them when
-    ///   it is advanced past them).
     public init(clock: any HubClock = SystemClock()) {
         self.clock = clock
     }

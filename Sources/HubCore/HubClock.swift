@@ -16,7 +16,7 @@ public import Foundation
 ///
 /// The hub's store-call deadlines (``HubConfiguration/storeTimeout``) stay on the system clock: they
 /// guard against a store that hangs in real time, and a test that moves its clock by minutes must
-/// not fail the store calls in flight. (``StoreDeadline`` takes a clock for those who want one.)
+/// not fail the store calls in flight.
 public protocol HubClock: Clock, Sendable where Instant == ContinuousClock.Instant {
     /// The wall-clock time: the timestamps the hub stores and puts on the wire.
     var date: Date { get }
@@ -35,9 +35,4 @@ public struct SystemClock: HubClock {
     public func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {
         try await ContinuousClock().sleep(until: deadline, tolerance: tolerance)
     }
-}
-
-extension HubClock where Self == SystemClock {
-    /// The real clock.
-    public static var system: SystemClock { SystemClock() }
 }

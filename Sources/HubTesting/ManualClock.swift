@@ -7,15 +7,16 @@ import Synchronization
 ///
 /// Sleepers whose deadline the clock passes resume in deadline order; a sleeper that is cancelled
 /// throws `CancellationError` at once. Because the code under test runs on other tasks, a test
-/// usually waits until that code is asleep before moving the clock — ``sleepers(atLeast:timeout:)`` —
-/// so an advance cannot slip in before the sleep it is meant to end. A hub on a manual clock should
-/// have `DispatcherConfiguration.outcomeDelay` zero, or its outcomes wait for the clock to move:
+/// usually waits until that code is asleep before moving the clock (``sleeperCount``, or what the
+/// code exposes of its waits) so an advance cannot slip in before the sleep it is meant to end. A
+/// hub on a manual clock should have `DispatcherConfiguration.outcomeDelay` zero, or its outcomes
+/// wait for the clock to move:
 ///
 /// ```swift
 /// let clock = ManualClock()
 /// let hub = try Hub(configuration: configuration, store: store, transports: [flaky], clock: clock)
 /// // … publish; the first attempt fails with a retry in 30 s …
-/// #expect(await clock.sleepers(atLeast: 1))
+/// #expect(await eventually { clock.sleeperCount >= 1 })
 /// clock.advance(by: .seconds(30))
 /// #expect(await eventually { flaky.deliveries.count == 2 })
 /// ```
@@ -93,28 +94,6 @@ public final class ManualClock: HubClock {
         for sleeper in due { sleeper.continuation.resume() }
     }
 
-    /// Moves the clock forward to `instant` (no move when it is not later than ``now``).
-    public func advance(to instant: ContinuousClock.Instant) {
-        let now = self.now
-        if instant > now { advance(by: instant - now) }
-    }
-
-    /// Moves the clock to the earliest sleeper's deadline, waking it (and any due with it).
-    /// - Returns: `false` when nobody sleeps.
-    @discardableResult
-    public func advanceToNextDeadline() -> Bool {
-        guard let next = state.withLock({ $0.sleepers.values.map(\.deadline).min() }) else { return false }
-        advance(to: next)
-        return true
-    }
-
     /// How many sleeps are waiting for the clock to move.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
-
-    /// Waits (in real time, at most `timeout`) until at least `count` sleeps wait for the clock:
-    /// the code under test reached its sleep, so an advance now ends it.
-    /// - Returns: whether they did.
-    public func sleepers(atLeast count: Int = 1, timeout: Duration = .seconds(10)) async -> Bool {
-        await eventually(timeout: timeout) { self.sleeperCount >= count }
-    }
 }
