@@ -303,14 +303,9 @@ final class RunningEmulator: @unchecked Sendable {
         return value.isEmpty ? nil : String(value)
     }
 
-    /// Waits until the output contains `text` (the commands poll what they print), at most 10 s.
+    /// Waits until the output contains `text` (the commands poll what they print).
     func waitFor(_ text: String) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            if output.contains(text) { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return output.contains(text)
+        await eventually { output.contains(text) }
     }
 
     func signal(_ number: Int32) { kill(process.processIdentifier, number) }

@@ -1,4 +1,5 @@
 import Foundation
+import HubTesting
 import Testing
 
 @Suite("/metrics over HTTP")
@@ -61,11 +62,7 @@ struct MetricsEndpointTests {
         let hub = try RunningHub(directory: workspace)
         // The two listeners start side by side: the metrics line may follow "hub listening".
         let announced = "metrics listening on http://127.0.0.1:\(metricsPort)/metrics"
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !hub.log.contains(announced), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(hub.log.contains(announced), "\(hub.log)")
+        #expect(await eventually { hub.log.contains(announced) }, "\(hub.log)")
         let api = HubHTTP(base: hub.baseURL)
         #expect(try await api.publish(user: "alice", id: "n1") == 201)
         #expect(try await api.request(.GET, "/metrics", bearer: "").status == 404)
