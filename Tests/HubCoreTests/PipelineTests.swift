@@ -89,18 +89,24 @@ struct PipelineTests {
     @Test("leases are renewed while a send is in flight: a send slower than the lease is not taken over")
     func leaseRenewal() async throws {
         let path = try temporaryStorePath()
+        let clock = ManualClock()
         var dispatcher = TestHub.fastDispatcher
-        dispatcher.lease = .milliseconds(600)
-        func slow(_ id: TransportID) -> RecordingTransport {
-            RecordingTransport(id: id) { _ in
-                try? await Task.sleep(for: .seconds(2))
+        dispatcher.lease = .seconds(6)
+        // Each instance's sends wait at its own gate: a send that outlasts five leases.
+        let gates = (first: Gate(), second: Gate())
+        func held(at gate: Gate) -> RecordingTransport {
+            TestHub.apnsLike { _ in
+                await gate.pass()
                 return .accepted
             }
         }
+        let plugs = (first: StorePlug(), second: StorePlug())
         let first = try TestHub(
-            apns: slow(.apns), dispatcher: dispatcher, storePath: path, instanceID: "first")
+            apns: held(at: gates.first), clock: clock, dispatcher: dispatcher, storePath: path, plug: plugs.first,
+            instanceID: "first")
         let second = try TestHub(
-            apns: slow(.apns), dispatcher: dispatcher, storePath: path, instanceID: "second")
+            apns: held(at: gates.second), clock: clock, dispatcher: dispatcher, storePath: path,
+            plug: plugs.second, instanceID: "second")
         try await first.running {
             try await second.running {
                 for user in 0..<5 {
@@ -108,15 +114,30 @@ struct PipelineTests {
                         "phone", user: "u\(user)", platform: .ios, transport: .apns, token: "a\(user)")
                     try await first.publish("n", user: "u\(user)")
                 }
-                // Sends per delivery ID, by either instance.
-                @Sendable func sends() -> [Int64: Int] {
-                    (first.apns.deliveries + second.apns.deliveries).reduce(into: [:]) {
-                        $0[$1.delivery.id, default: 0] += 1
-                    }
+                @Sendable func idle() -> Bool { first.hub.dispatcher.isIdle && second.hub.dispatcher.isIdle }
+                #expect(await eventually { gates.first.waiting + gates.second.waiting == 5 && idle() })
+                // Five leases, a third of a lease at a time. At each step every instance with sends
+                // in flight renews its leases; the other one's lanes wake, claim and find nothing.
+                // The next step waits until every lane and lease keeper is asleep again, so each
+                // step wakes each keeper.
+                for _ in 0..<15 {
+                    let renewals = (first: plugs.first.calls("renewLeases"), second: plugs.second.calls("renewLeases"))
+                    clock.advance(by: dispatcher.lease / 3)
+                    #expect(
+                        await eventually {
+                            (gates.first.waiting == 0 || plugs.first.calls("renewLeases") > renewals.first)
+                                && (gates.second.waiting == 0 || plugs.second.calls("renewLeases") > renewals.second)
+                                && idle()
+                        }, "every holder renewed")
                 }
-                #expect(await eventually { sends().count == 5 })
-                try await Task.sleep(for: .seconds(3))  // five leases' worth past the first sends
-                #expect(sends().values.allSatisfy { $0 == 1 }, "sent once each: \(sends())")
+                #expect(gates.first.waiting + gates.second.waiting == 5, "no send was taken over meanwhile")
+                gates.first.open()
+                gates.second.open()
+                #expect(await first.hub.settled())
+                let sends = (first.apns.deliveries + second.apns.deliveries).reduce(into: [Int64: Int]()) {
+                    $0[$1.delivery.id, default: 0] += 1
+                }
+                #expect(sends.count == 5 && sends.values.allSatisfy { $0 == 1 }, "sent once each: \(sends)")
                 #expect(try await first.store.deliveryStatistics().finished["apns"]?["delivered"] == 5)
             }
         }
