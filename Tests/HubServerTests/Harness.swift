@@ -11,6 +11,7 @@ import JWTKit
 import Logging
 import NIOCore
 import Prometheus
+import Testing
 
 /// A hub with two apps behind the HTTP API, as the tests drive it.
 ///
@@ -181,6 +182,15 @@ extension TestClientProtocol {
         if let bearer { headers[.authorization] = "Bearer \(bearer)" }
         if json != nil && headers[.contentType] == nil { headers[.contentType] = "application/json" }
         return try await execute(uri: uri, method: method, headers: headers, body: json.map { ByteBuffer(string: $0) })
+    }
+
+    /// Registers the Android endpoint `id` of the user whose token is `bearer`, on the `recording`
+    /// transport with push token `token` (which picks what the transport answers: `dead`, `flaky`, …).
+    func registerRecording(_ id: String, token: String, bearer: String) async throws {
+        let response = try await send(
+            .put, "/v1/apps/\(Harness.notes)/me/endpoints/\(id)", bearer: bearer,
+            json: #"{"platform":"android","appId":"com.contoso.notes","transport":"recording","token":"\#(token)"}"#)
+        #expect(response.status == .created, "\(response.text)")
     }
 
     /// Publishes `body` for `user` of `app` with the app's publisher key.
