@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import Foundation
+import HubEmulators
 import HubTesting
-import JWTKit
 import NIOCore
 import NIOHTTP1
 import Testing
@@ -54,14 +54,6 @@ func writeServeFiles(in directory: URL, yaml: String) throws {
     try yaml.write(to: directory.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
 }
 
-struct UserClaims: JWTPayload {
-    var sub: SubjectClaim
-    var iss: IssuerClaim
-    var aud: AudienceClaim
-    var exp: ExpirationClaim
-    func verify(using algorithm: some JWTAlgorithm) async throws {}
-}
-
 /// An HTTP client for the hub under test.
 struct HubHTTP {
     let base: String
@@ -69,13 +61,8 @@ struct HubHTTP {
     let adminToken = "test-admin-token-0123456789"
 
     func userToken(_ user: String) async throws -> String {
-        let keys = JWTKeyCollection()
-        await keys.add(hmac: HMACKey(from: "test-user-token-secret-0123456789"), digestAlgorithm: .sha256)
-        return try await keys.sign(
-            UserClaims(
-                sub: SubjectClaim(value: user), iss: IssuerClaim(value: "https://login.contoso.com"),
-                aud: AudienceClaim(value: "contoso-notes"), exp: ExpirationClaim(value: Date().addingTimeInterval(600)))
-        )
+        try await TestUserClaims(user: user, issuer: "https://login.contoso.com", audience: "contoso-notes")
+            .signed(secret: "test-user-token-secret-0123456789")
     }
 
     @discardableResult

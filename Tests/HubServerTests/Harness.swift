@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HubCore
+import HubEmulators
 import HubPolling
 import HubSQLite
 import HubServer
@@ -154,20 +155,11 @@ struct Harness: Sendable {
         expiresIn: TimeInterval = 600
     ) async throws -> String {
         let notes = app == Self.notes
-        let claims = TestClaims(
-            iss: IssuerClaim(value: issuer ?? (notes ? Self.notesIssuer : Self.tasksIssuer)),
-            aud: AudienceClaim(value: [audience ?? (notes ? Self.notesAudience : Self.tasksAudience)]),
-            sub: SubjectClaim(value: user), exp: ExpirationClaim(value: Date().addingTimeInterval(expiresIn)))
+        let claims = TestUserClaims(
+            user: user, issuer: issuer ?? (notes ? Self.notesIssuer : Self.tasksIssuer),
+            audience: audience ?? (notes ? Self.notesAudience : Self.tasksAudience), expiresIn: expiresIn)
         return try await signingKeys.sign(claims, kid: JWKIdentifier(string: notes ? "notes-1" : "tasks"))
     }
-}
-
-struct TestClaims: JWTPayload {
-    var iss: IssuerClaim
-    var aud: AudienceClaim
-    var sub: SubjectClaim
-    var exp: ExpirationClaim
-    func verify(using algorithm: some JWTAlgorithm) async throws {}
 }
 
 // MARK: Requests

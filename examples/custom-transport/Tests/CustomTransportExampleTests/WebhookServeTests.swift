@@ -2,8 +2,8 @@ import AsyncHTTPClient
 import CustomTransportExample
 import Foundation
 import HubCore
+import HubEmulators
 import HubTesting
-import JWTKit
 import NIOCore
 import NIOHTTP1
 import Testing
@@ -134,21 +134,8 @@ struct WebhookServeTests {
     }
 
     static func userToken(_ user: String) async throws -> String {
-        let keys = JWTKeyCollection()
-        await keys.add(hmac: HMACKey(from: userSecret), digestAlgorithm: .sha256)
-        return try await keys.sign(
-            UserClaims(
-                sub: SubjectClaim(value: user), iss: IssuerClaim(value: "https://login.contoso.com"),
-                aud: AudienceClaim(value: "contoso-notes"), exp: ExpirationClaim(value: Date().addingTimeInterval(600)))
-        )
-    }
-
-    struct UserClaims: JWTPayload {
-        var sub: SubjectClaim
-        var iss: IssuerClaim
-        var aud: AudienceClaim
-        var exp: ExpirationClaim
-        func verify(using algorithm: some JWTAlgorithm) async throws {}
+        try await TestUserClaims(user: user, issuer: "https://login.contoso.com", audience: "contoso-notes")
+            .signed(secret: userSecret)
     }
 }
 
