@@ -313,6 +313,7 @@ let package = Package(
             name: "HubServerTests",
             dependencies: [
                 "HubServer", "HubSQLite", "HubPolling", "HubTesting", "HubConfig",
+                "HubEmulators",  // TestUserClaims
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Yams", package: "Yams"),
             ],
@@ -349,11 +350,10 @@ let package = Package(
         .testTarget(
             name: "CustomTransportExampleTests",
             dependencies: [
-                "CustomTransportExample", "HubTesting", "webhook-hub",
+                "CustomTransportExample", "HubTesting", "HubEmulators", "webhook-hub",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "JWTKit", package: "jwt-kit"),
             ],
             path: "examples/custom-transport/Tests/CustomTransportExampleTests",
             swiftSettings: strictness
@@ -416,7 +416,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HubClientTests",
-            dependencies: ["HubClient", "HubServer", "HubSQLite", "HubPolling", "HubTesting"],
+            dependencies: ["HubClient", "HubServer", "HubSQLite", "HubPolling", "HubTesting", "HubEmulators"],
             swiftSettings: strictness
         ),
         .testTarget(

@@ -90,12 +90,12 @@ public final class FCMEmulator: Sendable {
 
     let state = Mutex(State())
     let now: @Sendable () -> Date
+    private let listener: EmulatorListener
     /// The CA whose certificate clients must trust.
-    public let authority: TestCertificateAuthority
-    private let server = Mutex<EmulatorHTTPServer?>(nil)
+    public var authority: TestCertificateAuthority { listener.authority }
 
-    private init(authority: TestCertificateAuthority, now: @escaping @Sendable () -> Date) {
-        self.authority = authority
+    private init(listener: EmulatorListener, now: @escaping @Sendable () -> Date) {
+        self.listener = listener
         self.now = now
     }
 
@@ -111,26 +111,21 @@ public final class FCMEmulator: Sendable {
         authority: TestCertificateAuthority? = nil, port: Int = 0, http2: Bool = true, ownThread: Bool = false,
         now: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> FCMEmulator {
-        let authority = try authority ?? TestCertificateAuthority(commonName: "FCM emulator CA")
-        let emulator = FCMEmulator(authority: authority, now: now)
-        let certificate = try authority.issue(dnsNames: ["localhost"])
-        let server = try await EmulatorHTTPServer.start(
-            certificate: certificate, port: port, http2: http2, ownThread: ownThread
-        ) {
-            [weak emulator] request in
+        let emulator = try FCMEmulator(
+            listener: EmulatorListener(authority: authority, commonName: "FCM emulator CA"), now: now)
+        try await emulator.listener.start(port: port, http2: http2, ownThread: ownThread) { [weak emulator] request in
             emulator?.route(request) ?? .now(EmulatorResponse(status: 503))
         }
-        emulator.server.withLock { $0 = server }
         return emulator
     }
 
     /// Stops listening and closes open connections.
     public func shutdown() async throws {
-        try await server.withLock { $0 }?.shutdown()
+        try await listener.shutdown()
     }
 
     /// The port the emulator listens on.
-    public var port: Int { server.withLock { $0?.port ?? 0 } }
+    public var port: Int { listener.port }
     /// `https://127.0.0.1:<port>`: the send base URL to configure in the hub.
     public var baseURL: String { "https://127.0.0.1:\(port)" }
     /// The token endpoint, to use as the service account's `token_uri`.

@@ -135,40 +135,8 @@ final class EmulatorHTTPServer: Sendable {
 
     /// Stops listening and closes every open connection; a second call does nothing.
     func shutdown() async throws {
-        for connection in connections.close() { try? await connection.close() }
-        do {
-            try await channel.close()
-        } catch ChannelError.alreadyClosed {
-            return
-        }
+        guard try await connections.shutdown(listener: channel) else { return }
         try await group?.shutdownGracefully()
-    }
-}
-
-/// Remembers accepted connections until they close, so shutdown can close them.
-private final class ConnectionTracker: Sendable {
-    private let state = Mutex<(open: [ObjectIdentifier: any Channel], closed: Bool)>(([:], false))
-
-    func track(_ channel: any Channel) -> Bool {
-        let id = ObjectIdentifier(channel)
-        let accepted = state.withLock { state -> Bool in
-            guard !state.closed else { return false }
-            state.open[id] = channel
-            return true
-        }
-        if accepted {
-            channel.closeFuture.whenComplete { _ in self.state.withLock { _ = $0.open.removeValue(forKey: id) } }
-        }
-        return accepted
-    }
-
-    /// Refuses new connections and hands back the open ones.
-    func close() -> [any Channel] {
-        state.withLock { state in
-            state.closed = true
-            defer { state.open = [:] }
-            return Array(state.open.values)
-        }
     }
 }
 

@@ -2,8 +2,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 public import NIOSSL
-
-import class Foundation.NSLock
+import Synchronization
 
 /// A tiny HTTPS/1.1 server on 127.0.0.1 that answers every request from a table of canned responses.
 ///
@@ -48,11 +47,13 @@ public final class LocalHTTPSServer: Sendable {
 
     private let channel: any Channel
     private let state: ServerState
+    private let connections: ConnectionTracker
 
-    private init(channel: any Channel, port: Int, state: ServerState) {
+    private init(channel: any Channel, port: Int, state: ServerState, connections: ConnectionTracker) {
         self.channel = channel
         self.port = port
         self.state = state
+        self.connections = connections
     }
 
     /// Starts a server on 127.0.0.1 with a port chosen by the system.
@@ -65,10 +66,11 @@ public final class LocalHTTPSServer: Sendable {
     public static func start(tls: TLSConfiguration) async throws -> LocalHTTPSServer {
         let sslContext = try NIOSSLContext(configuration: tls)
         let state = ServerState()
+        let connections = ConnectionTracker()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                guard state.track(channel) else {
+                guard connections.track(channel) else {
                     return channel.close()
                 }
                 return channel.eventLoop.makeCompletedFuture {
@@ -84,7 +86,7 @@ public final class LocalHTTPSServer: Sendable {
             try? await channel.close()
             throw TestCertificateError("the server socket has no local port")
         }
-        return LocalHTTPSServer(channel: channel, port: port, state: state)
+        return LocalHTTPSServer(channel: channel, port: port, state: state, connections: connections)
     }
 
     /// Serves `response` for requests to `path` (for example `/.well-known/notification-hub.json`),
@@ -107,60 +109,21 @@ public final class LocalHTTPSServer: Sendable {
 
     /// Stops listening and closes every open connection. Calling it again does nothing.
     public func shutdown() async throws {
-        let connections = state.beginShutdown()
-        for connection in connections {
-            try? await connection.close()
-        }
-        do {
-            try await channel.close()
-        } catch ChannelError.alreadyClosed {
-            // A second shutdown: nothing left to do.
-        }
+        _ = try await connections.shutdown(listener: channel)
     }
 }
 
-/// Mutable state shared between the server object and its connection handlers, guarded by a lock.
-private final class ServerState: @unchecked Sendable {
+/// The route table and request log, shared between the server object and its connection handlers.
+private final class ServerState: Sendable {
     struct Contents {
         var routes: [String: LocalHTTPSServer.Response] = [:]
         var requestedPaths: [String] = []
-        var connections: [ObjectIdentifier: any Channel] = [:]
-        var isShutDown = false
     }
 
-    // `NSLock` rather than `Synchronization.Mutex` because the package still supports macOS 14.
-    private let lock = NSLock()
-    private var contents = Contents()
+    private let contents = Mutex(Contents())
 
-    func withLock<Result>(_ body: (inout Contents) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&contents)
-    }
-
-    /// Remembers an accepted connection until it closes. Returns `false` once shutdown has begun.
-    func track(_ channel: any Channel) -> Bool {
-        let id = ObjectIdentifier(channel)
-        let accepted = withLock { contents in
-            guard !contents.isShutDown else { return false }
-            contents.connections[id] = channel
-            return true
-        }
-        if accepted {
-            channel.closeFuture.whenComplete { _ in
-                self.withLock { _ = $0.connections.removeValue(forKey: id) }
-            }
-        }
-        return accepted
-    }
-
-    /// Marks the server as shutting down and hands back the connections that are still open.
-    func beginShutdown() -> [any Channel] {
-        withLock { contents in
-            contents.isShutDown = true
-            defer { contents.connections = [:] }
-            return Array(contents.connections.values)
-        }
+    func withLock<Result: Sendable>(_ body: (inout Contents) -> Result) -> Result {
+        contents.withLock { body(&$0) }
     }
 }
 

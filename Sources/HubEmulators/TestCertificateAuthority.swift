@@ -39,25 +39,13 @@ public struct TestCertificateAuthority: Sendable {
             CommonName(commonName)
         }
         let keyIdentifier = Self.keyIdentifier(for: key.publicKey)
-        let now = Date()
         let extensions = try Certificate.Extensions {
             Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
             Critical(KeyUsage(keyCertSign: true, cRLSign: true))
             SubjectKeyIdentifier(keyIdentifier: keyIdentifier[...])
         }
-        let certificate = try Certificate(
-            version: .v3,
-            serialNumber: Certificate.SerialNumber(),
-            publicKey: Certificate.PublicKey(key.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600),
-            notValidAfter: now.addingTimeInterval(86_400),
-            issuer: name,
-            subject: name,
-            signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: extensions,
-            issuerPrivateKey: Certificate.PrivateKey(key)
-        )
-        self.certificatePEM = try certificate.serializeAsPEM().pemString
+        self.certificatePEM = try Self.certificatePEM(
+            of: key.publicKey, subject: name, extensions: extensions, issuer: name, issuerKey: key)
         self.name = name
         self.privateKey = key
         self.keyIdentifier = keyIdentifier
@@ -97,7 +85,6 @@ public struct TestCertificateAuthority: Sendable {
             OrganizationName("NotificationHub tests")
             CommonName(commonName)
         }
-        let now = Date()
         let authorityKeyIdentifier = keyIdentifier
         let extensions = try Certificate.Extensions {
             Critical(BasicConstraints.notCertificateAuthority)
@@ -107,22 +94,33 @@ public struct TestCertificateAuthority: Sendable {
             SubjectKeyIdentifier(keyIdentifier: Self.keyIdentifier(for: key.publicKey)[...])
             AuthorityKeyIdentifier(keyIdentifier: authorityKeyIdentifier[...])
         }
+        return TestCertificate(
+            certificatePEM: try Self.certificatePEM(
+                of: key.publicKey, subject: subject, extensions: extensions, issuer: name, issuerKey: privateKey),
+            privateKeyPEM: key.pemRepresentation
+        )
+    }
+
+    /// A v3 certificate of `key` signed by `issuerKey` (ECDSA with SHA-256), valid from one hour ago
+    /// until one day from now, in PEM form.
+    private static func certificatePEM(
+        of key: P256.Signing.PublicKey, subject: DistinguishedName, extensions: Certificate.Extensions,
+        issuer: DistinguishedName, issuerKey: P256.Signing.PrivateKey
+    ) throws -> String {
+        let now = Date()
         let certificate = try Certificate(
             version: .v3,
             serialNumber: Certificate.SerialNumber(),
-            publicKey: Certificate.PublicKey(key.publicKey),
+            publicKey: Certificate.PublicKey(key),
             notValidBefore: now.addingTimeInterval(-3600),
             notValidAfter: now.addingTimeInterval(86_400),
-            issuer: name,
+            issuer: issuer,
             subject: subject,
             signatureAlgorithm: .ecdsaWithSHA256,
             extensions: extensions,
-            issuerPrivateKey: Certificate.PrivateKey(privateKey)
+            issuerPrivateKey: Certificate.PrivateKey(issuerKey)
         )
-        return TestCertificate(
-            certificatePEM: try certificate.serializeAsPEM().pemString,
-            privateKeyPEM: key.pemRepresentation
-        )
+        return try certificate.serializeAsPEM().pemString
     }
 
     /// The conventional key identifier: SHA-1 over the public key bytes.

@@ -79,12 +79,12 @@ public final class WebPushEmulator: Sendable {
 
     let state = Mutex(State())
     let now: @Sendable () -> Date
+    private let listener: EmulatorListener
     /// The CA whose certificate clients must trust.
-    public let authority: TestCertificateAuthority
-    private let server = Mutex<EmulatorHTTPServer?>(nil)
+    public var authority: TestCertificateAuthority { listener.authority }
 
-    private init(authority: TestCertificateAuthority, now: @escaping @Sendable () -> Date) {
-        self.authority = authority
+    private init(listener: EmulatorListener, now: @escaping @Sendable () -> Date) {
+        self.listener = listener
         self.now = now
     }
 
@@ -92,24 +92,21 @@ public final class WebPushEmulator: Sendable {
     public static func start(
         authority: TestCertificateAuthority? = nil, port: Int = 0, now: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> WebPushEmulator {
-        let authority = try authority ?? TestCertificateAuthority(commonName: "Web Push emulator CA")
-        let emulator = WebPushEmulator(authority: authority, now: now)
-        let certificate = try authority.issue(dnsNames: ["localhost"])
-        let server = try await EmulatorHTTPServer.start(
-            certificate: certificate, port: port, http2: true, maximumBodyBytes: 64 * 1024
-        ) { [weak emulator] request in
+        let emulator = try WebPushEmulator(
+            listener: EmulatorListener(authority: authority, commonName: "Web Push emulator CA"), now: now)
+        try await emulator.listener.start(port: port, http2: true, maximumBodyBytes: 64 * 1024) {
+            [weak emulator] request in
             .now(emulator?.route(request) ?? EmulatorResponse(status: 503))
         }
-        emulator.server.withLock { $0 = server }
         return emulator
     }
 
     /// Stops listening and closes open connections.
     public func shutdown() async throws {
-        try await server.withLock { $0 }?.shutdown()
+        try await listener.shutdown()
     }
 
-    public var port: Int { server.withLock { $0?.port ?? 0 } }
+    public var port: Int { listener.port }
     /// `127.0.0.1:<port>`: the entry to allow in the hub's endpoint policy.
     public var host: String { "127.0.0.1:\(port)" }
     /// The push service's origin: the `aud` VAPID tokens must carry.

@@ -21,26 +21,13 @@ public enum PythonScript {
     ) async throws -> String {
         let result = try await Task.detached { try runSync(["-c", script] + arguments, environment: environment) }.value
         guard result.status == 0 else {
-            throw Failure(description: "python3 exited \(result.status): \(result.error)")
+            throw Failure(description: "python3 exited \(result.status): \(result.stderr)")
         }
-        return result.output
+        return result.stdout
     }
 
-    private static func runSync(
-        _ arguments: [String], environment: [String: String]
-    ) throws -> (status: Int32, output: String, error: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3"] + arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        let output = Pipe()
-        let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+    private static func runSync(_ arguments: [String], environment: [String: String]) throws -> ChildProcess.Output {
+        try ChildProcess.run(
+            URL(fileURLWithPath: "/usr/bin/env"), ["python3"] + arguments, environment: environment)
     }
 }

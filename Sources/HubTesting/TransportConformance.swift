@@ -36,6 +36,26 @@ public struct TransportConformanceHarness: Sendable {
         self.sendTimeLimit = sendTimeLimit
         self.concurrentSends = concurrentSends
     }
+
+    /// A harness whose endpoints differ only by token: endpoints of `app` on `platform`
+    /// (``TransportConformance/endpoint(id:platform:platformAppId:transport:token:attributes:appId:)``)
+    /// with a token from `workingToken` (one the provider accepts) or `deadToken` (one it reports gone).
+    public init(
+        app: CrossDeviceApp, platform: Platform, platformAppId: String, transport: TransportID,
+        attributes: [String: String] = [:], workingToken: @escaping @Sendable () async throws -> String,
+        deadToken: @escaping @Sendable () async throws -> String, sendTimeLimit: Duration = .seconds(15),
+        concurrentSends: Int = 100
+    ) {
+        let endpoint = { @Sendable (token: String) in
+            TransportConformance.endpoint(
+                platform: platform, platformAppId: platformAppId, transport: transport, token: token,
+                attributes: attributes, appId: app.id)
+        }
+        self.init(
+            app: app, workingEndpoint: { try await endpoint(workingToken()) },
+            deadEndpoint: { try await endpoint(deadToken()) }, sendTimeLimit: sendTimeLimit,
+            concurrentSends: concurrentSends)
+    }
 }
 
 /// The behaviour every ``HubCore/Transport`` must share — ours (APNs, FCM, WNS, polling) and any a

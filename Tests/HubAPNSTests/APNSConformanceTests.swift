@@ -15,20 +15,13 @@ struct APNSConformanceTests {
             app.credentials.apns = harness.credentials
             let emulator = harness.emulator
             let conformance = TransportConformanceHarness(
-                app: app,
-                workingEndpoint: {
-                    TransportConformance.endpoint(
-                        platformAppId: APNSHarness.bundleID, transport: .apns,
-                        token: APNSHarness.token(Int.random(in: 0..<1_000_000)),
-                        attributes: ["environment": "production"],
-                        appId: APNSHarness.app.id)
-                },
-                deadEndpoint: {
+                app: app, platform: .ios, platformAppId: APNSHarness.bundleID, transport: .apns,
+                attributes: ["environment": "production"],
+                workingToken: { APNSHarness.token(Int.random(in: 0..<1_000_000)) },
+                deadToken: {
                     let token = APNSHarness.token(Int.random(in: 1_000_000..<2_000_000))
                     emulator.markUnregistered(token: token, at: Date(timeIntervalSinceNow: -60))
-                    return TransportConformance.endpoint(
-                        platformAppId: APNSHarness.bundleID, transport: .apns, token: token,
-                        attributes: ["environment": "production"], appId: APNSHarness.app.id)
+                    return token
                 },
                 sendTimeLimit: .seconds(20))
             try await check.run(harness.transport, conformance)

@@ -149,26 +149,23 @@ struct ConsoleBrowserTests {
 
     /// hub.yaml with one app on iOS (the emulator's development bundle ID), Android and Windows.
     static func writeConfig(in directory: URL, credentials: String) throws {
-        try "test-admin-token-0123456789".write(
-            to: directory.appendingPathComponent("admin.token"), atomically: true, encoding: .utf8)
-        try "test-user-token-secret-0123456789".write(
-            to: directory.appendingPathComponent("user.secret"), atomically: true, encoding: .utf8)
-        let yaml = """
-            server: { listen: "127.0.0.1:0", adminToken: file:admin.token, instanceId: console-test }
-            store: { sqlite: { path: data/hub.sqlite } }
-            apps:
-              - id: notes.contoso.com
-                name: Contoso Notes
-                platforms:
-                  ios: { appIds: [com.example.app] }
-                  android: { appIds: [com.contoso.notes] }
-                  windows: { appIds: [Contoso.Notes_8wekyb3d8bbwe] }
-                identity:
-                  - { issuer: "https://login.contoso.com", audiences: [contoso-notes], secret: file:user.secret }
-                publishers: [ { name: backend, key: file:publisher.key } ]
-                domain: { verification: hub-verify=0123456789abcdef0123456789abcdef }
-                \(credentials)
-            """
-        try yaml.write(to: directory.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
+        try writeServeFiles(
+            in: directory,
+            yaml: """
+                server: { listen: "127.0.0.1:0", adminToken: file:admin.token, instanceId: console-test }
+                store: { sqlite: { path: data/hub.sqlite } }
+                apps:
+                  - id: notes.contoso.com
+                    name: Contoso Notes
+                    platforms:
+                      ios: { appIds: [com.example.app] }
+                      android: { appIds: [com.contoso.notes] }
+                      windows: { appIds: [Contoso.Notes_8wekyb3d8bbwe] }
+                    identity:
+                      - { issuer: "https://login.contoso.com", audiences: [contoso-notes], secret: file:user.secret }
+                    publishers: [ { name: backend, key: file:publisher.key } ]
+                    domain: { verification: hub-verify=0123456789abcdef0123456789abcdef }
+                    \(credentials)
+                """)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HubTesting
 import Testing
 import Yams
 
@@ -143,16 +144,9 @@ struct DeploymentTests {
         let copy = folder.appendingPathComponent("notification-hub.service")
         try unit.replacingOccurrences(of: "/usr/local/bin/hub", with: HubProcess.executable.path)
             .write(to: copy, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")
-        process.arguments = ["verify", copy.path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0 && output.isEmpty, "systemd-analyze verify: \(output)")
+        let verify = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/systemd-analyze"), ["verify", copy.path])
+        let output = verify.stdout + verify.stderr
+        #expect(verify.status == 0 && output.isEmpty, "systemd-analyze verify: \(output)")
         // The unit's environment is hub.yaml overrides the hub accepts.
         let stored = unit.split(separator: "\n").filter { $0.hasPrefix("Environment=") }.map {
             $0.dropFirst("Environment=".count).trimmingCharacters(in: CharacterSet(charactersIn: "\""))

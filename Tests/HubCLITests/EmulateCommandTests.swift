@@ -247,14 +247,10 @@ struct EmulateCommandTests {
     static func outbound(
         app: CrossDeviceApp, platform: Platform, appID: String, transport: TransportID, token: String
     ) -> OutboundDelivery {
-        let now = Date()
         let endpoint = Endpoint(
             id: "device", appId: app.id, userId: "alice", platform: platform, platformAppId: appID,
-            transport: transport, token: token, registeredAt: now)
-        let delivery = Delivery(
-            id: 1, appId: app.id, userId: "alice", endpointId: endpoint.id, kind: .shoulderTap, notificationId: nil,
-            changeVersion: 1, priority: .none, createdAt: now, dueAt: now)
-        return OutboundDelivery(delivery: delivery, endpoint: endpoint, app: app, notification: nil)
+            transport: transport, token: token, registeredAt: Date())
+        return .fixture(.shoulderTap, to: endpoint, app: app, changeVersion: 1)
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HubTesting
 import Testing
 
 @Suite("README tour")
@@ -57,25 +58,8 @@ struct ReadmeTourTests {
 /// Runs a bash script the way a person pastes it into a terminal.
 enum Shell {
     static func run(_ script: String, in directory: URL, environment: [String: String]) throws -> HubProcess.Output {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", script]
-        process.currentDirectoryURL = directory
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        let errorData = LockedData()
-        let errorReader = Thread { errorData.set(stderr.fileHandleForReading.readDataToEndOfFile()) }
-        errorReader.start()
-        let outData = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        while !errorData.isSet { usleep(1000) }
-        return HubProcess.Output(
-            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errorData.value, as: UTF8.self))
+        try ChildProcess.run(
+            URL(fileURLWithPath: "/bin/bash"), ["-c", script], in: directory, environment: environment)
     }
 }
 

@@ -1,84 +1,24 @@
 import AsyncHTTPClient
 import Foundation
-import JWTKit
+import HubEmulators
+import HubTesting
 import NIOCore
 import NIOHTTP1
 import Testing
 
 /// A `hub serve` process on port 0, for tests of the daemon's life cycle.
-final class RunningHub: @unchecked Sendable {
-    let process = Process()
-    let directory: URL
-    private let lock = NSLock()
-    private var errorText = ""
-    private(set) var port = 0
+typealias RunningHub = ListeningProcess
 
+extension ListeningProcess {
     /// Starts `hub serve` in `directory` and waits until it listens.
     /// - Parameter command: the whole argument list instead of `serve --config hub.yaml` + `arguments`.
-    init(
+    convenience init(
         directory: URL, arguments: [String] = [], environment: [String: String] = [:], command: [String]? = nil
     ) throws {
-        self.directory = directory
-        process.executableURL = HubProcess.executable
-        process.arguments = command ?? (["serve", "--config", "hub.yaml"] + arguments)
-        process.currentDirectoryURL = directory
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
-        let stderr = Pipe()
-        process.standardError = stderr
-        process.standardOutput = FileHandle.nullDevice
-        stderr.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self, !data.isEmpty else { return }
-            self.lock.lock()
-            self.errorText += String(decoding: data, as: UTF8.self)
-            self.lock.unlock()
-        }
-        try process.run()
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            if let line = log.split(separator: "\n").first(where: { $0.contains("hub listening on") }),
-                let start = line.range(of: "hub listening on http://"),
-                let range = line[start.upperBound...].range(of: ":")
-            {
-                // Any host (127.0.0.1, 0.0.0.0 in a container's configuration); the tests connect to 127.0.0.1.
-                let digits = line[range.upperBound...].prefix { $0.isNumber }
-                port = Int(digits) ?? 0
-                if port > 0 { return }
-            }
-            if !process.isRunning { break }
-            usleep(20_000)
-        }
-        process.terminate()
-        throw HubDidNotStart(log: log)
+        try self.init(
+            HubProcess.executable, command ?? (["serve", "--config", "hub.yaml"] + arguments), in: directory,
+            environment: environment)
     }
-
-    var log: String {
-        lock.lock()
-        defer { lock.unlock() }
-        return errorText
-    }
-
-    var baseURL: String { "http://127.0.0.1:\(port)" }
-
-    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
-
-    /// Waits for the process to exit, at most `timeout` seconds. - Returns: its status, or nil.
-    func waitForExit(timeout: TimeInterval = 20) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        return process.isRunning ? nil : process.terminationStatus
-    }
-
-    deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    }
-}
-
-struct HubDidNotStart: Error, CustomStringConvertible {
-    let log: String
-    var description: String { "hub serve did not start:\n\(log)" }
 }
 
 /// Writes a hub.yaml with one app, an admin token, an HS256 identity and a publisher key.
@@ -87,10 +27,6 @@ struct HubDidNotStart: Error, CustomStringConvertible {
 ///   - appExtra: lines of the app's mapping, indented by four spaces (credentials, for example).
 ///   - server: more entries of the `server` flow mapping, such as `connections: { max: 3 }`.
 func writeServeConfig(in directory: URL, extra: String = "", appExtra: String = "", server: String = "") throws {
-    try "test-admin-token-0123456789".write(
-        to: directory.appendingPathComponent("admin.token"), atomically: true, encoding: .utf8)
-    try "test-user-token-secret-0123456789".write(
-        to: directory.appendingPathComponent("user.secret"), atomically: true, encoding: .utf8)
     let yaml = """
         server: { listen: "127.0.0.1:0", adminToken: file:admin.token, instanceId: test-hub\(server.isEmpty ? "" : ", " + server) }
         store: { sqlite: { path: data/hub.sqlite } }
@@ -105,15 +41,17 @@ func writeServeConfig(in directory: URL, extra: String = "", appExtra: String = 
             publishers: [ { name: backend, key: file:publisher.key } ]
         \(appExtra)
         """
-    try yaml.write(to: directory.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
+    try writeServeFiles(in: directory, yaml: yaml)
 }
 
-struct UserClaims: JWTPayload {
-    var sub: SubjectClaim
-    var iss: IssuerClaim
-    var aud: AudienceClaim
-    var exp: ExpirationClaim
-    func verify(using algorithm: some JWTAlgorithm) async throws {}
+/// Writes `yaml` as hub.yaml, with the admin token (`file:admin.token`) and the HS256 user-token
+/// secret (`file:user.secret`) that ``HubHTTP`` uses beside it.
+func writeServeFiles(in directory: URL, yaml: String) throws {
+    try "test-admin-token-0123456789".write(
+        to: directory.appendingPathComponent("admin.token"), atomically: true, encoding: .utf8)
+    try "test-user-token-secret-0123456789".write(
+        to: directory.appendingPathComponent("user.secret"), atomically: true, encoding: .utf8)
+    try yaml.write(to: directory.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
 }
 
 /// An HTTP client for the hub under test.
@@ -123,13 +61,8 @@ struct HubHTTP {
     let adminToken = "test-admin-token-0123456789"
 
     func userToken(_ user: String) async throws -> String {
-        let keys = JWTKeyCollection()
-        await keys.add(hmac: HMACKey(from: "test-user-token-secret-0123456789"), digestAlgorithm: .sha256)
-        return try await keys.sign(
-            UserClaims(
-                sub: SubjectClaim(value: user), iss: IssuerClaim(value: "https://login.contoso.com"),
-                aud: AudienceClaim(value: "contoso-notes"), exp: ExpirationClaim(value: Date().addingTimeInterval(600)))
-        )
+        try await TestUserClaims(user: user, issuer: "https://login.contoso.com", audience: "contoso-notes")
+            .signed(secret: "test-user-token-secret-0123456789")
     }
 
     @discardableResult

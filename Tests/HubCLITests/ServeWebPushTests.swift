@@ -74,25 +74,22 @@ struct ServeWebPushTests {
 
     /// hub.yaml with one app on the web platform, its VAPID key, and the emulator allowed.
     func writeWebConfig(in directory: URL, allowedHost: String) throws {
-        try "test-admin-token-0123456789".write(
-            to: directory.appendingPathComponent("admin.token"), atomically: true, encoding: .utf8)
-        try "test-user-token-secret-0123456789".write(
-            to: directory.appendingPathComponent("user.secret"), atomically: true, encoding: .utf8)
-        let yaml = """
-            server: { listen: "127.0.0.1:0", adminToken: file:admin.token, instanceId: test-hub }
-            store: { sqlite: { path: data/hub.sqlite } }
-            transports:
-              webpush: { allowedHosts: ["\(allowedHost)"], trustRoots: file:webpush-ca.pem, timeout: 10s }
-            apps:
-              - id: notes.contoso.com
-                platforms:
-                  web: { appIds: ["https://notes.contoso.com"] }
-                identity:
-                  - { issuer: "https://login.contoso.com", audiences: [contoso-notes], secret: file:user.secret }
-                publishers: [ { name: backend, key: file:publisher.key } ]
-                credentials:
-                  webpush: { vapidPrivateKey: file:vapid.pem, subject: "mailto:ops@contoso.com" }
-            """
-        try yaml.write(to: directory.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
+        try writeServeFiles(
+            in: directory,
+            yaml: """
+                server: { listen: "127.0.0.1:0", adminToken: file:admin.token, instanceId: test-hub }
+                store: { sqlite: { path: data/hub.sqlite } }
+                transports:
+                  webpush: { allowedHosts: ["\(allowedHost)"], trustRoots: file:webpush-ca.pem, timeout: 10s }
+                apps:
+                  - id: notes.contoso.com
+                    platforms:
+                      web: { appIds: ["https://notes.contoso.com"] }
+                    identity:
+                      - { issuer: "https://login.contoso.com", audiences: [contoso-notes], secret: file:user.secret }
+                    publishers: [ { name: backend, key: file:publisher.key } ]
+                    credentials:
+                      webpush: { vapidPrivateKey: file:vapid.pem, subject: "mailto:ops@contoso.com" }
+                """)
     }
 }

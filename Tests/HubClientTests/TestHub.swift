@@ -1,5 +1,6 @@
 import Foundation
 import HubCore
+import HubEmulators
 import HubPolling
 import HubSQLite
 import HubServer
@@ -110,20 +111,14 @@ final class TestHub: Sendable {
 
     /// A user token for `user`; `expiresIn` below −60 s makes one the hub refuses as expired.
     func token(user: String, expiresIn: TimeInterval = 600) async throws -> String {
-        let claims = UserClaims(
-            iss: IssuerClaim(value: Self.issuer), aud: AudienceClaim(value: [Self.audience]),
-            sub: SubjectClaim(value: user), exp: ExpirationClaim(value: Date().addingTimeInterval(expiresIn)))
-        return try await signingKeys.sign(claims)
+        try await signingKeys.sign(
+            TestUserClaims(user: user, issuer: Self.issuer, audience: Self.audience, expiresIn: expiresIn))
     }
 
     /// A well-formed token signed with the wrong secret.
     func forgedToken(user: String) async throws -> String {
-        let keys = JWTKeyCollection()
-        await keys.add(hmac: HMACKey(from: "not-the-secret-of-this-hub-but-as-long"), digestAlgorithm: .sha256)
-        let claims = UserClaims(
-            iss: IssuerClaim(value: Self.issuer), aud: AudienceClaim(value: [Self.audience]),
-            sub: SubjectClaim(value: user), exp: ExpirationClaim(value: Date().addingTimeInterval(600)))
-        return try await keys.sign(claims)
+        try await TestUserClaims(user: user, issuer: Self.issuer, audience: Self.audience)
+            .signed(secret: "not-the-secret-of-this-hub-but-as-long")
     }
 
     // MARK: Publisher API
@@ -163,14 +158,6 @@ final class TestHub: Sendable {
 struct TestHubError: Error, CustomStringConvertible {
     var message: String
     var description: String { message }
-}
-
-struct UserClaims: JWTPayload {
-    var iss: IssuerClaim
-    var aud: AudienceClaim
-    var sub: SubjectClaim
-    var exp: ExpirationClaim
-    func verify(using algorithm: some JWTAlgorithm) async throws {}
 }
 
 /// The port the server bound, handed from `onServerRunning` to the test.

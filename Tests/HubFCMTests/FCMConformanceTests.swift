@@ -14,18 +14,12 @@ struct FCMConformanceTests {
             let emulator = fixture.emulator
             let app = fixture.app
             let conformance = TransportConformanceHarness(
-                app: app,
-                workingEndpoint: {
-                    TransportConformance.endpoint(
-                        platform: .android, platformAppId: FCMFixture.package, transport: .fcm,
-                        token: "device-\(UUID().uuidString)", appId: app.id)
-                },
-                deadEndpoint: {
+                app: app, platform: .android, platformAppId: FCMFixture.package, transport: .fcm,
+                workingToken: { "device-\(UUID().uuidString)" },
+                deadToken: {
                     let token = "gone-\(UUID().uuidString)"
                     emulator.setFailure(.unregistered, forToken: token)
-                    return TransportConformance.endpoint(
-                        platform: .android, platformAppId: FCMFixture.package, transport: .fcm, token: token,
-                        appId: app.id)
+                    return token
                 },
                 sendTimeLimit: .seconds(20))
             try await check.run(fixture.transport, conformance)

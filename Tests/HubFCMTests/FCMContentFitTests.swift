@@ -1,6 +1,7 @@
 import Foundation
 import HubCore
 import HubFCM
+import HubTesting
 import Testing
 
 @testable import HubEmulators
@@ -8,11 +9,7 @@ import Testing
 @Suite("FCM: content that fits, localisation keys and badge count")
 struct FCMContentFitTests {
     static func notification(_ visual: VisualContent) -> UserNotification {
-        let now = Date()
-        return UserNotification(
-            id: "n-1", appId: FCMFixture.appID, userId: "alice", appNotificationId: "lunch-1",
-            payload: NotificationPayload(visualContent: visual), expirationDateTime: now.addingTimeInterval(3600),
-            createdDateTime: now, lastModifiedDateTime: now)
+        .fixture(visual, appId: FCMFixture.appID, appNotificationId: "lunch-1")
     }
 
     /// The `android.notification` object of a message as the emulator received it.

@@ -45,15 +45,7 @@ struct FCMFixture {
             id: appID, name: "Notes", platforms: [.android: [package], .ios: ["com.contoso.notes"]],
             credentials: PushCredentials([credentials]))
         let fixture = FCMFixture(emulator: emulator, transport: transport, credentials: credentials, app: app)
-        do {
-            try await body(fixture)
-        } catch {
-            try? await transport.shutdown()
-            try? await emulator.shutdown()
-            throw error
-        }
-        try await transport.shutdown()
-        try await emulator.shutdown()
+        try await withShutdown([transport.shutdown, emulator.shutdown]) { try await body(fixture) }
     }
 
     /// A delivery of `kind` to an Android endpoint with `token`.
@@ -61,14 +53,11 @@ struct FCMFixture {
         token: String = "device-token-1", kind: DeliveryKind = .shoulderTap, priority: NotificationPriority = .none,
         notification: UserNotification? = nil, version: Int64 = 7
     ) -> OutboundDelivery {
-        let now = Date()
         let endpoint = Endpoint(
             id: "android", appId: app.id, userId: "alice", platform: .android, platformAppId: Self.package,
-            transport: .fcm, token: token, registeredAt: now)
-        let delivery = Delivery(
-            id: 1, appId: app.id, userId: "alice", endpointId: endpoint.id, kind: kind,
-            notificationId: notification?.id, changeVersion: version, priority: priority, createdAt: now, dueAt: now)
-        return OutboundDelivery(delivery: delivery, endpoint: endpoint, app: app, notification: notification)
+            transport: .fcm, token: token, registeredAt: Date())
+        return .fixture(
+            kind, to: endpoint, app: app, notification: notification, priority: priority, changeVersion: version)
     }
 
     /// A stored notification with a visual, expiring `lifetime` seconds after `now`.
@@ -76,9 +65,8 @@ struct FCMFixture {
         title: String = "Lunch?", body: String? = "At noon", now: Date = Date(), lifetime: TimeInterval = 3600,
         appNotificationId: String = "lunch-1"
     ) -> UserNotification {
-        UserNotification(
-            id: "n-1", appId: appID, userId: "alice", appNotificationId: appNotificationId,
-            payload: NotificationPayload(visualContent: VisualContent(title: title, body: body)),
-            expirationDateTime: now.addingTimeInterval(lifetime), createdDateTime: now, lastModifiedDateTime: now)
+        .fixture(
+            VisualContent(title: title, body: body), appId: appID, appNotificationId: appNotificationId, now: now,
+            lifetime: lifetime)
     }
 }

@@ -16,9 +16,7 @@ struct FeedOrderAndRelayTests {
     /// publish into one feed concurrently must see every change.
     @Test("A reader following the cursor never skips a change published concurrently by two stores")
     func readerNeverSkips() async throws {
-        let schema = PostgresTestDatabase.freshSchema()
-        let first = try PostgresTestDatabase.makeStore(schema: schema, poolSize: 8)
-        let second = try PostgresTestDatabase.makeStore(schema: schema, poolSize: 8)
+        let (first, second) = try PostgresTestDatabase.twoStores(poolSize: 8)
         let publishers = 8
         let perPublisher = 25
         try await PostgresTestDatabase.running([first, second]) {
@@ -57,14 +55,7 @@ struct FeedOrderAndRelayTests {
 
     @Test("Wake-ups reach the other store's signals, but a store ignores its own")
     func relayDeliversToOthersOnly() async throws {
-        let schema = PostgresTestDatabase.freshSchema()
-        let first = try PostgresTestDatabase.makeStore(schema: schema)
-        let second = try PostgresTestDatabase.makeStore(schema: schema)
-        let firstSignals = FeedSignals()
-        let secondSignals = FeedSignals()
-        first.relay(into: firstSignals)
-        second.relay(into: secondSignals)
-        try await PostgresTestDatabase.running([first, second]) {
+        try await Self.withRelayingStores { first, firstSignals, second, secondSignals in
             #expect(await eventually { (try? await first.wakeConnectionCount()) == 1 })
             #expect(await eventually { (try? await second.wakeConnectionCount()) == 1 })
             let ticket = secondSignals.ticket()
@@ -79,14 +70,7 @@ struct FeedOrderAndRelayTests {
 
     @Test("The listener reconnects after the server drops its connection")
     func relayReconnects() async throws {
-        let schema = PostgresTestDatabase.freshSchema()
-        let first = try PostgresTestDatabase.makeStore(schema: schema)
-        let second = try PostgresTestDatabase.makeStore(schema: schema)
-        let firstSignals = FeedSignals()
-        let secondSignals = FeedSignals()
-        first.relay(into: firstSignals)
-        second.relay(into: secondSignals)
-        try await PostgresTestDatabase.running([first, second]) {
+        try await Self.withRelayingStores { _, firstSignals, second, secondSignals in
             #expect(await eventually { (try? await second.wakeConnectionCount()) == 1 })
             // What it knew of a feed's newest version is stale once wake-ups may have been missed.
             secondSignals.committed(Self.key, version: 42)
@@ -99,6 +83,20 @@ struct FeedOrderAndRelayTests {
             let ticket = secondSignals.ticket()
             firstSignals.wake(Self.key)
             #expect(await secondSignals.wait(Self.key, endpoint: nil, after: ticket, timeout: .seconds(5)))
+        }
+    }
+
+    /// Runs two stores on one fresh schema around `body`, each relaying wake-ups into its own signals.
+    static func withRelayingStores(
+        _ body: (PostgresStore, FeedSignals, PostgresStore, FeedSignals) async throws -> Void
+    ) async throws {
+        let (first, second) = try PostgresTestDatabase.twoStores()
+        let firstSignals = FeedSignals()
+        let secondSignals = FeedSignals()
+        first.relay(into: firstSignals)
+        second.relay(into: secondSignals)
+        try await PostgresTestDatabase.running([first, second]) {
+            try await body(first, firstSignals, second, secondSignals)
         }
     }
 

@@ -71,9 +71,7 @@ struct PostgresStoreTests {
 
     @Test("Migrations run once, also when two instances start at the same moment")
     func concurrentMigrations() async throws {
-        let schema = PostgresTestDatabase.freshSchema()
-        let first = try PostgresTestDatabase.makeStore(schema: schema)
-        let second = try PostgresTestDatabase.makeStore(schema: schema)
+        let (first, second) = try PostgresTestDatabase.twoStores()
         try await PostgresTestDatabase.running([first, second]) {
             async let a: Void = first.migrate()
             async let b: Void = second.migrate()
@@ -86,9 +84,7 @@ struct PostgresStoreTests {
 
     @Test("Versions survive a new store on the same schema; the database URL never shows")
     func reopen() async throws {
-        let schema = PostgresTestDatabase.freshSchema()
-        let first = try PostgresTestDatabase.makeStore(schema: schema)
-        let second = try PostgresTestDatabase.makeStore(schema: schema)
+        let (first, second) = try PostgresTestDatabase.twoStores()
         let key = FeedKey(appId: "notes.contoso.com", userId: "alice")
         try await PostgresTestDatabase.running([first, second]) {
             try await first.migrate()
@@ -104,9 +100,7 @@ struct PostgresStoreTests {
 
     @Test("Every instance gets the same shared key")
     func sharedKey() async throws {
-        let schema = PostgresTestDatabase.freshSchema()
-        let first = try PostgresTestDatabase.makeStore(schema: schema)
-        let second = try PostgresTestDatabase.makeStore(schema: schema)
+        let (first, second) = try PostgresTestDatabase.twoStores()
         try await PostgresTestDatabase.running([first, second]) {
             try await first.migrate()
             async let a = first.sharedKey(named: "cursor")

@@ -46,6 +46,12 @@ enum PostgresTestDatabase {
             logger: logger)
     }
 
+    /// Two stores on one fresh schema, as two hub instances sharing a database; not running yet.
+    static func twoStores(poolSize: Int = 4) throws -> (PostgresStore, PostgresStore) {
+        let schema = freshSchema()
+        return (try makeStore(schema: schema, poolSize: poolSize), try makeStore(schema: schema, poolSize: poolSize))
+    }
+
     /// Runs `stores` (their pools and relays) around `body`, then stops them and drops their
     /// schemas, also when `body` throws.
     static func running<Result: Sendable>(

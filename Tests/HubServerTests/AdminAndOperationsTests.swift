@@ -50,12 +50,7 @@ struct AdminAndOperationsTests {
         let alice = try await harness.token(user: "alice")
         try await harness.run { client in
             for (id, token) in [("good", "tok-live"), ("gone", "dead")] {
-                let response = try await client.send(
-                    .put, "/v1/apps/\(Harness.notes)/me/endpoints/\(id)", bearer: alice,
-                    json:
-                        #"{"platform":"android","appId":"com.contoso.notes","transport":"recording","token":"\#(token)"}"#
-                )
-                #expect(response.status == .created)
+                try await client.registerRecording(id, token: token, bearer: alice)
             }
             _ = try await client.publish(notification("n1"), user: "alice")
             #expect(await eventually { harness.custom.deliveries(to: "gone").count == 1 })
@@ -94,12 +89,7 @@ struct AdminAndOperationsTests {
         let alice = try await harness.token(user: "alice")
         try await harness.run(.live) { client in
             for (id, token) in [("phone", "misconfigured-1"), ("tablet", "misconfigured-2"), ("good", "tok-live")] {
-                let response = try await client.send(
-                    .put, "/v1/apps/\(Harness.notes)/me/endpoints/\(id)", bearer: alice,
-                    json:
-                        #"{"platform":"android","appId":"com.contoso.notes","transport":"recording","token":"\#(token)"}"#
-                )
-                #expect(response.status == .created)
+                try await client.registerRecording(id, token: token, bearer: alice)
             }
             _ = try await client.publish(notification("n1"), user: "alice")
             #expect(

@@ -89,12 +89,7 @@ struct ConsolePagesTests {
         let alice = try await harness.token(user: "alice")
         try await harness.run { client in
             for (id, token) in [("good", "tok-live-secret"), ("gone", "dead")] {
-                let response = try await client.send(
-                    .put, "/v1/apps/\(Harness.notes)/me/endpoints/\(id)", bearer: alice,
-                    json:
-                        #"{"platform":"android","appId":"com.contoso.notes","transport":"recording","token":"\#(token)"}"#
-                )
-                #expect(response.status == .created)
+                try await client.registerRecording(id, token: token, bearer: alice)
             }
             _ = try await client.publish(#"{"appNotificationId":"n1","payload":{"rawContent":"x"}}"#, user: "alice")
             #expect(

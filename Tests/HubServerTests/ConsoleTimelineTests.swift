@@ -16,12 +16,7 @@ struct ConsoleTimelineTests {
     static func registerDevices(_ client: any TestClientProtocol, harness: Harness, user: String) async throws {
         let token = try await harness.token(user: user)
         for (id, pushToken) in [("good", "tok-live"), ("flaky", "flaky"), ("gone", "dead")] {
-            let response = try await client.send(
-                .put, "/v1/apps/\(Harness.notes)/me/endpoints/\(id)", bearer: token,
-                json:
-                    #"{"platform":"android","appId":"com.contoso.notes","transport":"recording","token":"\#(pushToken)"}"#
-            )
-            #expect(response.status == .created)
+            try await client.registerRecording(id, token: pushToken, bearer: token)
         }
     }
 

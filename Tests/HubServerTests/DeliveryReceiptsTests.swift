@@ -14,12 +14,7 @@ struct DeliveryReceiptsTests {
         try await harness.run { client in
             let devices = [("good", "tok-live"), ("flaky", "flaky"), ("gone", "dead")]
             for (id, token) in devices {
-                let response = try await client.send(
-                    .put, "/v1/apps/\(Harness.notes)/me/endpoints/\(id)", bearer: alice,
-                    json:
-                        #"{"platform":"android","appId":"com.contoso.notes","transport":"recording","token":"\#(token)"}"#
-                )
-                #expect(response.status == .created)
+                try await client.registerRecording(id, token: token, bearer: alice)
             }
             let polled = try await client.send(
                 .put, "/v1/apps/\(Harness.notes)/me/endpoints/browser", bearer: alice,

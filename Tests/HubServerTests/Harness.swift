@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HubCore
+import HubEmulators
 import HubPolling
 import HubSQLite
 import HubServer
@@ -11,6 +12,7 @@ import JWTKit
 import Logging
 import NIOCore
 import Prometheus
+import Testing
 
 /// A hub with two apps behind the HTTP API, as the tests drive it.
 ///
@@ -153,20 +155,11 @@ struct Harness: Sendable {
         expiresIn: TimeInterval = 600
     ) async throws -> String {
         let notes = app == Self.notes
-        let claims = TestClaims(
-            iss: IssuerClaim(value: issuer ?? (notes ? Self.notesIssuer : Self.tasksIssuer)),
-            aud: AudienceClaim(value: [audience ?? (notes ? Self.notesAudience : Self.tasksAudience)]),
-            sub: SubjectClaim(value: user), exp: ExpirationClaim(value: Date().addingTimeInterval(expiresIn)))
+        let claims = TestUserClaims(
+            user: user, issuer: issuer ?? (notes ? Self.notesIssuer : Self.tasksIssuer),
+            audience: audience ?? (notes ? Self.notesAudience : Self.tasksAudience), expiresIn: expiresIn)
         return try await signingKeys.sign(claims, kid: JWKIdentifier(string: notes ? "notes-1" : "tasks"))
     }
-}
-
-struct TestClaims: JWTPayload {
-    var iss: IssuerClaim
-    var aud: AudienceClaim
-    var sub: SubjectClaim
-    var exp: ExpirationClaim
-    func verify(using algorithm: some JWTAlgorithm) async throws {}
 }
 
 // MARK: Requests
@@ -181,6 +174,15 @@ extension TestClientProtocol {
         if let bearer { headers[.authorization] = "Bearer \(bearer)" }
         if json != nil && headers[.contentType] == nil { headers[.contentType] = "application/json" }
         return try await execute(uri: uri, method: method, headers: headers, body: json.map { ByteBuffer(string: $0) })
+    }
+
+    /// Registers the Android endpoint `id` of the user whose token is `bearer`, on the `recording`
+    /// transport with push token `token` (which picks what the transport answers: `dead`, `flaky`, …).
+    func registerRecording(_ id: String, token: String, bearer: String) async throws {
+        let response = try await send(
+            .put, "/v1/apps/\(Harness.notes)/me/endpoints/\(id)", bearer: bearer,
+            json: #"{"platform":"android","appId":"com.contoso.notes","transport":"recording","token":"\#(token)"}"#)
+        #expect(response.status == .created, "\(response.text)")
     }
 
     /// Publishes `body` for `user` of `app` with the app's publisher key.

@@ -14,11 +14,7 @@ struct StatisticsHistoryTests {
     static func registerEndpoints(_ client: any TestClientProtocol, harness: Harness) async throws {
         let alice = try await harness.token(user: "alice")
         for (id, token) in [("good", "tok-live"), ("flaky", "flaky-1"), ("gone", "dead"), ("bad", "rejected-1")] {
-            let response = try await client.send(
-                .put, "/v1/apps/\(Harness.notes)/me/endpoints/\(id)", bearer: alice,
-                json: #"{"platform":"android","appId":"com.contoso.notes","transport":"recording","token":"\#(token)"}"#
-            )
-            #expect(response.status == .created)
+            try await client.registerRecording(id, token: token, bearer: alice)
         }
     }
 

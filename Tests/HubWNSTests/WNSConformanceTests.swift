@@ -15,18 +15,12 @@ struct WNSConformanceTests {
             let app = fixture.app
             let owner = fixture.owner
             let conformance = TransportConformanceHarness(
-                app: app,
-                workingEndpoint: {
-                    TransportConformance.endpoint(
-                        platform: .windows, platformAppId: WNSFixture.package, transport: .wns,
-                        token: emulator.makeChannel(forApp: owner), appId: app.id)
-                },
-                deadEndpoint: {
+                app: app, platform: .windows, platformAppId: WNSFixture.package, transport: .wns,
+                workingToken: { emulator.makeChannel(forApp: owner) },
+                deadToken: {
                     let channel = emulator.makeChannel(forApp: owner)
                     emulator.expireChannel(channel)
-                    return TransportConformance.endpoint(
-                        platform: .windows, platformAppId: WNSFixture.package, transport: .wns, token: channel,
-                        appId: app.id)
+                    return channel
                 },
                 sendTimeLimit: .seconds(20))
             try await check.run(fixture.transport, conformance)

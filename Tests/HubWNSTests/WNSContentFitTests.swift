@@ -1,17 +1,14 @@
 import Foundation
 import HubCore
 import HubEmulators
+import HubTesting
 import HubWNS
 import Testing
 
 @Suite("WNS: content that fits, badge and tile from the publish")
 struct WNSContentFitTests {
     static func notification(_ visual: VisualContent) -> UserNotification {
-        let now = Date()
-        return UserNotification(
-            id: "n-1", appId: WNSFixture.appID, userId: "alice", appNotificationId: "lunch1",
-            payload: NotificationPayload(visualContent: visual), expirationDateTime: now.addingTimeInterval(3600),
-            createdDateTime: now, lastModifiedDateTime: now)
+        .fixture(visual, appId: WNSFixture.appID, appNotificationId: "lunch1")
     }
 
     @Test("a body too large for 5000 bytes of XML reaches the emulator cut with '…' instead of being refused")

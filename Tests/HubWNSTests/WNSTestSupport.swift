@@ -34,15 +34,7 @@ struct WNSFixture {
         let app = CrossDeviceApp(
             id: appID, name: "Notes", platforms: [.windows: [package]], credentials: PushCredentials([credentials]))
         let fixture = WNSFixture(emulator: emulator, transport: transport, app: app)
-        do {
-            try await body(fixture)
-        } catch {
-            try? await transport.shutdown()
-            try? await emulator.shutdown()
-            throw error
-        }
-        try await transport.shutdown()
-        try await emulator.shutdown()
+        try await withShutdown([transport.shutdown, emulator.shutdown]) { try await body(fixture) }
     }
 
     /// The configuration that reaches `emulator`: its token URLs, its host allowed, its CA trusted.
@@ -70,14 +62,11 @@ struct WNSFixture {
         channelURI: String, kind: DeliveryKind = .shoulderTap, priority: NotificationPriority = .none,
         notification: UserNotification? = nil, version: Int64 = 7
     ) -> OutboundDelivery {
-        let now = Date()
         let endpoint = Endpoint(
             id: "surface", appId: app.id, userId: "alice", platform: .windows, platformAppId: Self.package,
-            transport: .wns, token: channelURI, registeredAt: now)
-        let delivery = Delivery(
-            id: 1, appId: app.id, userId: "alice", endpointId: endpoint.id, kind: kind,
-            notificationId: notification?.id, changeVersion: version, priority: priority, createdAt: now, dueAt: now)
-        return OutboundDelivery(delivery: delivery, endpoint: endpoint, app: app, notification: notification)
+            transport: .wns, token: channelURI, registeredAt: Date())
+        return .fixture(
+            kind, to: endpoint, app: app, notification: notification, priority: priority, changeVersion: version)
     }
 
     /// A stored notification with a visual.
@@ -85,10 +74,8 @@ struct WNSFixture {
         title: String = "Lunch?", body: String? = "At noon", appNotificationId: String = "lunch1",
         groupName: String? = nil, lifetime: TimeInterval = 3600
     ) -> UserNotification {
-        let now = Date()
-        return UserNotification(
-            id: "n-1", appId: appID, userId: "alice", appNotificationId: appNotificationId, groupName: groupName,
-            payload: NotificationPayload(visualContent: VisualContent(title: title, body: body)),
-            expirationDateTime: now.addingTimeInterval(lifetime), createdDateTime: now, lastModifiedDateTime: now)
+        .fixture(
+            VisualContent(title: title, body: body), appId: appID, appNotificationId: appNotificationId,
+            groupName: groupName, lifetime: lifetime)
     }
 }

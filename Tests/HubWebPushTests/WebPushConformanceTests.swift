@@ -14,19 +14,12 @@ struct WebPushConformanceTests {
             let emulator = fixture.emulator
             let key = fixture.vapid.key.publicKey
             let conformance = TransportConformanceHarness(
-                app: fixture.app,
-                workingEndpoint: {
-                    TransportConformance.endpoint(
-                        platform: .web, platformAppId: WebPushFixture.origin, transport: .webpush,
-                        token: emulator.makeSubscription(applicationServerKey: key).json,
-                        appId: WebPushFixture.appID)
-                },
-                deadEndpoint: {
+                app: fixture.app, platform: .web, platformAppId: WebPushFixture.origin, transport: .webpush,
+                workingToken: { emulator.makeSubscription(applicationServerKey: key).json },
+                deadToken: {
                     let subscription = emulator.makeSubscription(applicationServerKey: key)
                     emulator.expire(subscription)
-                    return TransportConformance.endpoint(
-                        platform: .web, platformAppId: WebPushFixture.origin, transport: .webpush,
-                        token: subscription.json, appId: WebPushFixture.appID)
+                    return subscription.json
                 },
                 sendTimeLimit: .seconds(20))
             try await check.run(fixture.transport, conformance)

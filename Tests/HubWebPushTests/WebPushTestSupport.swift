@@ -31,15 +31,7 @@ struct WebPushFixture {
             id: appID, name: "Notes", platforms: [.web: [origin]],
             credentials: withCredentials ? PushCredentials([WebPushCredentials(vapid: vapid)]) : PushCredentials())
         let fixture = WebPushFixture(emulator: emulator, transport: transport, vapid: vapid, app: app)
-        do {
-            try await body(fixture)
-        } catch {
-            try? await transport.shutdown()
-            try? await emulator.shutdown()
-            throw error
-        }
-        try await transport.shutdown()
-        try await emulator.shutdown()
+        try await withShutdown([transport.shutdown, emulator.shutdown]) { try await body(fixture) }
     }
 
     /// A new subscription made with the fixture's VAPID public key.
@@ -59,12 +51,9 @@ struct WebPushFixture {
         _ subscription: WebPushEmulator.Subscription, kind: DeliveryKind = .shoulderTap,
         priority: NotificationPriority = .none, notification: UserNotification? = nil, version: Int64 = 7
     ) -> OutboundDelivery {
-        let now = Date()
-        let endpoint = endpoint(subscription)
-        let delivery = Delivery(
-            id: 1, appId: app.id, userId: "alice", endpointId: endpoint.id, kind: kind,
-            notificationId: notification?.id, changeVersion: version, priority: priority, createdAt: now, dueAt: now)
-        return OutboundDelivery(delivery: delivery, endpoint: endpoint, app: app, notification: notification)
+        .fixture(
+            kind, to: endpoint(subscription), app: app, notification: notification, priority: priority,
+            changeVersion: version)
     }
 
     /// A stored notification with a visual.
@@ -72,11 +61,9 @@ struct WebPushFixture {
         title: String = "Lunch?", body: String? = "At noon", appNotificationId: String = "lunch1",
         lifetime: TimeInterval = 3600
     ) -> UserNotification {
-        let now = Date()
-        return UserNotification(
-            id: "n-1", appId: appID, userId: "alice", appNotificationId: appNotificationId,
-            payload: NotificationPayload(visualContent: VisualContent(title: title, body: body)),
-            expirationDateTime: now.addingTimeInterval(lifetime), createdDateTime: now, lastModifiedDateTime: now)
+        .fixture(
+            VisualContent(title: title, body: body), appId: appID, appNotificationId: appNotificationId,
+            lifetime: lifetime)
     }
 }
 /// URL-safe base64 for test vectors.

@@ -2,7 +2,8 @@ import AsyncHTTPClient
 import CustomTransportExample
 import Foundation
 import HubCore
-import JWTKit
+import HubEmulators
+import HubTesting
 import NIOCore
 import NIOHTTP1
 import Testing
@@ -31,8 +32,8 @@ struct WebhookServeTests {
             #expect(check.output.contains("webhook: signing key from env:NOTES_WEBHOOK_SECRET"), "\(check.output)")
             #expect(!check.output.contains(WebhookReceiver.secret.reveal()))
 
-            let hub = try ServeProcess(in: workspace, environment: environment)
-            defer { hub.kill() }
+            let hub = try ServeProcess.start(in: workspace, environment: environment)
+            defer { hub.signal(SIGKILL) }
             #expect(hub.log.contains("webhook transport enabled"), "\(hub.log)")
             let userToken = try await Self.userToken("alice")
             let registered = try await hub.request(
@@ -56,7 +57,8 @@ struct WebhookServeTests {
             #expect(post.signatureValid, "signed with the app's credentials.webhook secret")
             #expect(post.tap["app"] as? String == "notes.contoso.com" && post.tap["user"] as? String == "alice")
             #expect(post.tap["kind"] as? String == "shoulderTap")
-            #expect(hub.terminate() == 0, "\(hub.log)")
+            hub.signal(SIGTERM)
+            #expect(hub.waitForExit() == 0, "\(hub.log)")
         }
     }
 
@@ -132,43 +134,14 @@ struct WebhookServeTests {
     }
 
     static func userToken(_ user: String) async throws -> String {
-        let keys = JWTKeyCollection()
-        await keys.add(hmac: HMACKey(from: userSecret), digestAlgorithm: .sha256)
-        return try await keys.sign(
-            UserClaims(
-                sub: SubjectClaim(value: user), iss: IssuerClaim(value: "https://login.contoso.com"),
-                aud: AudienceClaim(value: "contoso-notes"), exp: ExpirationClaim(value: Date().addingTimeInterval(600)))
-        )
-    }
-
-    struct UserClaims: JWTPayload {
-        var sub: SubjectClaim
-        var iss: IssuerClaim
-        var aud: AudienceClaim
-        var exp: ExpirationClaim
-        func verify(using algorithm: some JWTAlgorithm) async throws {}
+        try await TestUserClaims(user: user, issuer: "https://login.contoso.com", audience: "contoso-notes")
+            .signed(secret: userSecret)
     }
 }
 
 /// The built `webhook-hub` executable, run as a process.
-final class ServeProcess: @unchecked Sendable {
-    let process = Process()
-    private let lock = NSLock()
-    private var text = ""
-    private(set) var port = 0
-
-    /// The executable beside the test bundle, else in the package's .build/debug.
-    static let executable: URL = {
-        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        var candidates = [beside.appendingPathComponent("webhook-hub")]
-        for bundle in Bundle.allBundles {
-            candidates.append(bundle.bundleURL.deletingLastPathComponent().appendingPathComponent("webhook-hub"))
-        }
-        var root = URL(fileURLWithPath: #filePath)
-        for _ in 0..<5 { root = root.deletingLastPathComponent() }
-        candidates.append(root.appendingPathComponent(".build/debug/webhook-hub"))
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
-    }()
+enum ServeProcess {
+    static let executable = ChildProcess.built("webhook-hub")
 
     /// Runs a command to its end. - Returns: its status and its standard output and error, together.
     static func run(
@@ -176,69 +149,23 @@ final class ServeProcess: @unchecked Sendable {
     ) throws -> (
         status: Int32, output: String
     ) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let run = try ChildProcess.run(executable, arguments, in: directory, environment: environment)
+        return (run.status, run.stdout + run.stderr)
     }
 
     /// Starts `webhook-hub serve --config hub.yaml` in `directory` and waits until it listens.
-    init(in directory: URL, environment: [String: String]) throws {
-        process.executableURL = Self.executable
-        process.arguments = ["serve", "--config", "hub.yaml"]
-        process.currentDirectoryURL = directory
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let pipe = Pipe()
-        process.standardError = pipe
-        process.standardOutput = FileHandle.nullDevice
-        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self, !data.isEmpty else { return }
-            self.lock.lock()
-            self.text += String(decoding: data, as: UTF8.self)
-            self.lock.unlock()
-        }
-        try process.run()
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline && process.isRunning {
-            if let line = log.split(separator: "\n").first(where: { $0.contains("hub listening on http://127.0.0.1:") }
-            ),
-                let range = line.range(of: "hub listening on http://127.0.0.1:")
-            {
-                port = Int(line[range.upperBound...].prefix { $0.isNumber }) ?? 0
-                if port > 0 { return }
-            }
-            usleep(20_000)
-        }
-        kill()
-        throw DidNotStart(log: log)
+    static func start(in directory: URL, environment: [String: String]) throws -> ListeningProcess {
+        try ListeningProcess(executable, ["serve", "--config", "hub.yaml"], in: directory, environment: environment)
     }
+}
 
-    struct DidNotStart: Error, CustomStringConvertible {
-        var log: String
-        var description: String { "webhook-hub serve did not start:\n\(log)" }
-    }
-
-    var log: String {
-        lock.lock()
-        defer { lock.unlock() }
-        return text
-    }
-
+extension ListeningProcess {
     func request(
         _ method: HTTPMethod, _ path: String, bearer: String, json: String
     ) async throws -> (
         status: Int, body: String
     ) {
-        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)" + path)
+        var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
         request.headers.add(name: "Authorization", value: "Bearer \(bearer)")
         request.headers.add(name: "Content-Type", value: "application/json")
@@ -246,17 +173,5 @@ final class ServeProcess: @unchecked Sendable {
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
         let body = try await response.body.collect(upTo: 1 << 20)
         return (Int(response.status.code), String(buffer: body))
-    }
-
-    /// SIGTERM, then waits for the exit. - Returns: the exit status, or nil after 20 seconds.
-    func terminate() -> Int32? {
-        process.terminate()
-        let deadline = Date().addingTimeInterval(20)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        return process.isRunning ? nil : process.terminationStatus
-    }
-
-    func kill() {
-        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
     }
 }
