@@ -34,7 +34,28 @@ public enum ChildProcess {
     /// Runs `executable` with `arguments` in `directory` (the current one when `nil`), with
     /// `environment` over this process's, writes `input` to its standard input and closes it, and
     /// waits for its exit.
+    ///
+    /// The waiting happens on a thread of its own, never on one of the few threads that run Swift
+    /// tasks: a test that blocked one while its child talks to an emulator in the test process
+    /// (whose handlers are tasks) could starve the emulator, and every other test running in
+    /// parallel, until the child gives up.
     public static func run(
+        _ executable: URL, _ arguments: [String], in directory: URL? = nil, input: String? = nil,
+        environment: [String: String] = [:]
+    ) async throws -> Output {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(
+                    with: Result {
+                        try runBlocking(executable, arguments, in: directory, input: input, environment: environment)
+                    })
+            }
+        }
+    }
+
+    /// ``run(_:_:in:input:environment:)`` on the calling thread: only for what cannot await (a
+    /// test's enabling condition), and only for a process that ends by itself at once.
+    static func runBlocking(
         _ executable: URL, _ arguments: [String], in directory: URL? = nil, input: String? = nil,
         environment: [String: String] = [:]
     ) throws -> Output {
@@ -81,7 +102,7 @@ public final class ListeningProcess: @unchecked Sendable {
     /// - Throws: ``ListeningProcessDidNotStart`` with what it printed, when it exits or does not listen in time.
     public init(
         _ executable: URL, _ arguments: [String], in directory: URL, environment: [String: String] = [:]
-    ) throws {
+    ) async throws {
         self.directory = directory
         process.executableURL = executable
         process.arguments = arguments
@@ -110,7 +131,7 @@ public final class ListeningProcess: @unchecked Sendable {
                 if port > 0 { return }
             }
             if !process.isRunning { break }
-            usleep(20_000)
+            try? await Task.sleep(for: .milliseconds(20))
         }
         process.terminate()
         throw ListeningProcessDidNotStart(
@@ -131,9 +152,9 @@ public final class ListeningProcess: @unchecked Sendable {
     public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
     /// Waits for the process to exit, at most `timeout` seconds. - Returns: its status, or nil.
-    public func waitForExit(timeout: TimeInterval = 20) -> Int32? {
+    public func waitForExit(timeout: TimeInterval = 20) async -> Int32? {
         let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
+        while process.isRunning && Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
         return process.isRunning ? nil : process.terminationStatus
     }
 

@@ -11,7 +11,7 @@ public enum PythonScript {
 
     /// Whether `python3` can import `modules` (`"pywebpush, http_ece"`).
     public static func canImport(_ modules: String) -> Bool {
-        (try? runSync(["-c", "import \(modules)"], environment: [:]).status) == 0
+        (try? ChildProcess.runBlocking(python, ["python3", "-c", "import \(modules)"]).status) == 0
     }
 
     /// Runs `script` with `arguments` (and `environment` over the process's); returns its standard
@@ -19,15 +19,13 @@ public enum PythonScript {
     public static func run(
         _ script: String, arguments: [String] = [], environment: [String: String] = [:]
     ) async throws -> String {
-        let result = try await Task.detached { try runSync(["-c", script] + arguments, environment: environment) }.value
+        let result = try await ChildProcess.run(
+            python, ["python3", "-c", script] + arguments, environment: environment)
         guard result.status == 0 else {
             throw Failure(description: "python3 exited \(result.status): \(result.stderr)")
         }
         return result.stdout
     }
 
-    private static func runSync(_ arguments: [String], environment: [String: String]) throws -> ChildProcess.Output {
-        try ChildProcess.run(
-            URL(fileURLWithPath: "/usr/bin/env"), ["python3"] + arguments, environment: environment)
-    }
+    private static let python = URL(fileURLWithPath: "/usr/bin/env")
 }

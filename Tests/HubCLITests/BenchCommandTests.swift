@@ -4,10 +4,10 @@ import Testing
 @Suite("hub-bench")
 struct BenchCommandTests {
     @Test("bench rss starts `hub serve`, reads its resident memory from /proc and needs a clean SIGTERM exit")
-    func rss() throws {
+    func rss() async throws {
         let workspace = try makeWorkspace()
         try writeServeConfig(in: workspace)
-        let output = try HubProcess.run(
+        let output = try await HubProcess.run(
             ["rss", "--runs", "1", "--idle", "1"], in: workspace, executable: HubProcess.benchExecutable)
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
         let reading = output.stdout.split(separator: "\n").first { $0.hasPrefix("run 1: VmRSS ") }
@@ -18,25 +18,25 @@ struct BenchCommandTests {
 
         // A configuration that cannot start is reported, not measured.
         try "apps: [".write(to: workspace.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
-        let broken = try HubProcess.run(
+        let broken = try await HubProcess.run(
             ["rss", "--runs", "1", "--idle", "1"], in: workspace, executable: HubProcess.benchExecutable)
         #expect(broken.status != 0)
         #expect(broken.stderr.contains("did not report listening"), "\(broken.stderr)")
     }
 
     @Test("the daemon ships no benchmarks: `hub --help` lists no bench command and `hub bench` is unknown")
-    func notInHub() throws {
-        let help = try HubProcess.run(["--help"], in: FileManager.default.temporaryDirectory)
+    func notInHub() async throws {
+        let help = try await HubProcess.run(["--help"], in: FileManager.default.temporaryDirectory)
         #expect(help.status == 0, "\(help.stderr)")
         #expect(help.stdout.contains("serve"), "\(help.stdout)")
         let subcommands = help.stdout.components(separatedBy: "SUBCOMMANDS:").last ?? ""
         #expect(!subcommands.contains("bench"), "\(help.stdout)")
-        let bench = try HubProcess.run(["bench", "rss"], in: FileManager.default.temporaryDirectory)
+        let bench = try await HubProcess.run(["bench", "rss"], in: FileManager.default.temporaryDirectory)
         #expect(bench.status != 0)
     }
 
     @Test("hub-bench without a hub beside it says where it looked and how to build it")
-    func hubMissing() throws {
+    func hubMissing() async throws {
         // A hub-bench alone in a folder (a hard link when the file system allows, else a copy).
         let folder = try makeWorkspace()
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -46,7 +46,7 @@ struct BenchCommandTests {
         } catch {
             try FileManager.default.copyItem(at: HubProcess.benchExecutable, to: alone)
         }
-        let output = try HubProcess.run(["rss", "--runs", "1", "--idle", "1"], in: folder, executable: alone)
+        let output = try await HubProcess.run(["rss", "--runs", "1", "--idle", "1"], in: folder, executable: alone)
         #expect(output.status != 0)
         #expect(output.stderr.contains("no hub executable at \(folder.path)/hub"), "\(output.stderr)")
         #expect(output.stderr.contains("swift build -c release"), "\(output.stderr)")
@@ -62,8 +62,8 @@ struct PipelineBenchTests {
     ]
 
     @Test("bench pipeline publishes through `hub serve` to the APNs emulator and prints every figure")
-    func sqlite() throws {
-        let output = try HubProcess.run(
+    func sqlite() async throws {
+        let output = try await HubProcess.run(
             Self.tiny, in: FileManager.default.temporaryDirectory, executable: HubProcess.benchExecutable)
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
         try Self.checkFigures(output.stdout, instances: 1)
@@ -72,8 +72,8 @@ struct PipelineBenchTests {
     @Test(
         "bench pipeline with two PostgreSQL instances publishes on A while both dispatch",
         .enabled(if: ProcessInfo.processInfo.environment["HUB_TEST_DATABASE_URL"] != nil))
-    func postgresTwoInstances() throws {
-        let output = try HubProcess.run(
+    func postgresTwoInstances() async throws {
+        let output = try await HubProcess.run(
             Self.tiny + ["--store", "postgres", "--instances", "2"], in: FileManager.default.temporaryDirectory,
             executable: HubProcess.benchExecutable)
         #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
@@ -82,8 +82,8 @@ struct PipelineBenchTests {
     }
 
     @Test("bench pipeline refuses two instances on SQLite")
-    func twoSQLiteInstances() throws {
-        let output = try HubProcess.run(
+    func twoSQLiteInstances() async throws {
+        let output = try await HubProcess.run(
             ["pipeline", "--instances", "2"], in: FileManager.default.temporaryDirectory,
             executable: HubProcess.benchExecutable)
         #expect(output.status != 0)

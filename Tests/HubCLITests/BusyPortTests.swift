@@ -4,7 +4,7 @@ import Testing
 @Suite("hub serve on a busy port")
 struct BusyPortTests {
     @Test("a port another process listens on is reported as server.listen to change, before anything starts")
-    func busyPort() throws {
+    func busyPort() async throws {
         let listener = try Listener()
         defer { listener.close() }
         let workspace = try makeWorkspace()
@@ -12,7 +12,7 @@ struct BusyPortTests {
         let config = workspace.appendingPathComponent("hub.yaml")
         try read(config).replacingOccurrences(of: "127.0.0.1:0", with: "127.0.0.1:\(listener.port)")
             .write(to: config, atomically: true, encoding: .utf8)
-        let output = try HubProcess.run(["serve", "--config", "hub.yaml"], in: workspace)
+        let output = try await HubProcess.run(["serve", "--config", "hub.yaml"], in: workspace)
         #expect(output.status == 1)
         #expect(
             output.stderr.contains("server.listen: 127.0.0.1:\(listener.port) is already in use"), "\(output.stderr)")

@@ -4,9 +4,9 @@ import Testing
 @Suite("hub config check")
 struct ConfigCheckCommandTests {
     @Test("five mistakes print five diagnostics with line:column and exit 1")
-    func fiveMistakes() throws {
+    func fiveMistakes() async throws {
         let workspace = try makeWorkspace()
-        let output = try HubProcess.run(["config", "check", "--config", "five-mistakes.yaml"], in: workspace)
+        let output = try await HubProcess.run(["config", "check", "--config", "five-mistakes.yaml"], in: workspace)
         #expect(output.status == 1)
         let diagnostics = output.stderr.split(separator: "\n").filter { $0.contains(": error: ") }
         #expect(diagnostics.count == 5, "\(output.stderr)")
@@ -19,7 +19,7 @@ struct ConfigCheckCommandTests {
     }
 
     @Test("a valid file prints a summary with secrets masked and exits 0")
-    func summary() throws {
+    func summary() async throws {
         let workspace = try makeWorkspace()
         let yaml = """
             server: { adminToken: env:ADMIN }
@@ -32,7 +32,7 @@ struct ConfigCheckCommandTests {
                 publishers: [ { name: backend, key: env:PUBLISHER } ]
             """
         try yaml.write(to: workspace.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
-        let output = try HubProcess.run(
+        let output = try await HubProcess.run(
             ["config", "check"], in: workspace,
             environment: ["ADMIN": "admin-secret-value-123", "PUBLISHER": "publisher-secret-value-456"])
         #expect(output.status == 0, "\(output.stderr)")
@@ -46,7 +46,7 @@ struct ConfigCheckCommandTests {
     }
 
     @Test("every problem of a file at once: an unset env: secret shows next to its entry's other errors")
-    func everyProblemAtOnce() throws {
+    func everyProblemAtOnce() async throws {
         let workspace = try makeWorkspace()
         let yaml = """
             apps:
@@ -61,7 +61,7 @@ struct ConfigCheckCommandTests {
                 publishers: [ { name: [backend], key: env:UNSET_PUBLISHER } ]
             """
         try yaml.write(to: workspace.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
-        let output = try HubProcess.run(["config", "check"], in: workspace, environment: [:])
+        let output = try await HubProcess.run(["config", "check"], in: workspace, environment: [:])
         #expect(output.status == 1)
         let diagnostics = output.stderr.split(separator: "\n").filter { $0.contains(": error: ") }
         let expected = [
@@ -78,8 +78,8 @@ struct ConfigCheckCommandTests {
     }
 
     @Test("a missing file says how to fix it")
-    func missingFile() throws {
-        let output = try HubProcess.run(["config", "check", "--config", "nope.yaml"], in: try makeWorkspace())
+    func missingFile() async throws {
+        let output = try await HubProcess.run(["config", "check", "--config", "nope.yaml"], in: try makeWorkspace())
         #expect(output.status == 1)
         #expect(output.stderr.contains("nope.yaml: error: no such file"))
     }

@@ -12,7 +12,7 @@ struct ConfigFromEnvironmentTests {
         try read(config).replacingOccurrences(of: "127.0.0.1:0", with: "127.0.0.1:1")
             .write(to: config, atomically: true, encoding: .utf8)
         let port = try FreePort.pick()
-        let hub = try RunningHub(
+        let hub = try await RunningHub(
             directory: workspace,
             environment: ["HUB_SERVER_LISTEN": "127.0.0.1:\(port)", "HUB_SERVER_ADMIN_TOKEN": "env-admin-token-123"])
         #expect(hub.port == port)
@@ -31,17 +31,17 @@ struct ConfigFromEnvironmentTests {
     func dispatcherLanes(environment: [String: String], lane: String) async throws {
         let workspace = try makeWorkspace()
         try writeServeConfig(in: workspace)
-        let hub = try RunningHub(directory: workspace, environment: environment)
+        let hub = try await RunningHub(directory: workspace, environment: environment)
         #expect(try await eventually { hub.log.contains("dispatcher started") }, "\(hub.log)")
         let line = try #require(hub.log.split(separator: "\n").first { $0.contains("dispatcher started") })
         #expect(line.contains("lanes=\(lane),other:4"), "\(line)")
     }
 
     @Test("hub config print shows the effective configuration with secrets redacted")
-    func print() throws {
+    func print() async throws {
         let workspace = try makeWorkspace()
         try writeServeConfig(in: workspace)
-        let output = try HubProcess.run(
+        let output = try await HubProcess.run(
             ["config", "print"], in: workspace,
             environment: [
                 "HUB_SERVER_ADMIN_TOKEN": "printed-never-0123", "HUB_LOGGING_LEVEL": "debug",
@@ -54,7 +54,8 @@ struct ConfigFromEnvironmentTests {
         #expect(!output.stdout.contains("printed-never-0123") && !output.stderr.contains("printed-never-0123"))
         #expect(!output.stdout.contains("hunter2") && !output.stderr.contains("hunter2"))
         #expect(output.stdout.contains("url: <redacted>"))
-        let typo = try HubProcess.run(["config", "check"], in: workspace, environment: ["HUB_LOGGING_LEVL": "debug"])
+        let typo = try await HubProcess.run(
+            ["config", "check"], in: workspace, environment: ["HUB_LOGGING_LEVL": "debug"])
         #expect(typo.status == 1)
         #expect(typo.stderr.contains("did you mean HUB_LOGGING_LEVEL?"), "\(typo.stderr)")
     }

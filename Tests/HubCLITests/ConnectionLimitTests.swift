@@ -11,7 +11,7 @@ struct ConnectionLimitTests {
     func headerTimeout() async throws {
         let workspace = try makeWorkspace()
         try writeServeConfig(in: workspace, server: Self.timeouts)
-        let hub = try RunningHub(directory: workspace)
+        let hub = try await RunningHub(directory: workspace)
         defer { hub.signal(SIGKILL) }
 
         // Taken before connecting: the server's clock for a connection starts after its connect.
@@ -44,7 +44,7 @@ struct ConnectionLimitTests {
     func bodyTimeout() async throws {
         let workspace = try makeWorkspace()
         try writeServeConfig(in: workspace, server: Self.timeouts)
-        let hub = try RunningHub(directory: workspace)
+        let hub = try await RunningHub(directory: workspace)
         defer { hub.signal(SIGKILL) }
         let publisherKey = "fixture-publisher-key-0123456789"
 
@@ -67,7 +67,7 @@ struct ConnectionLimitTests {
     func idleTimeout() async throws {
         let workspace = try makeWorkspace()
         try writeServeConfig(in: workspace, server: Self.timeouts)
-        let hub = try RunningHub(directory: workspace)
+        let hub = try await RunningHub(directory: workspace)
         defer { hub.signal(SIGKILL) }
         let http = HubHTTP(base: hub.baseURL)
         #expect(try await http.publish(user: "alice", id: "n1") == 201)
@@ -94,7 +94,7 @@ struct ConnectionLimitTests {
     func perClientCap() async throws {
         let workspace = try makeWorkspace()
         try writeServeConfig(in: workspace, server: "connections: { maxPerClient: 3 }")
-        let hub = try RunningHub(directory: workspace)
+        let hub = try await RunningHub(directory: workspace)
         defer { hub.signal(SIGKILL) }
 
         var held: [RawConnection] = []
@@ -122,7 +122,7 @@ struct ConnectionLimitTests {
     func totalCap() async throws {
         let workspace = try makeWorkspace()
         try writeServeConfig(in: workspace, server: "connections: { max: 2 }, trustedProxies: [127.0.0.1]")
-        let hub = try RunningHub(directory: workspace)
+        let hub = try await RunningHub(directory: workspace)
         defer { hub.signal(SIGKILL) }
         let first = try await RawConnection.open(port: hub.port)
         let second = try await RawConnection.open(port: hub.port)

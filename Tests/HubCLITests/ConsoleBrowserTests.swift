@@ -31,10 +31,10 @@ struct ConsoleBrowserTests {
         )
         let workspace = try makeWorkspace()
         let dead = String(repeating: "de", count: 32)
-        let apns = try RunningEmulator(
+        let apns = try await RunningEmulator(
             ["apns", "--config", "absent.yaml", "--port", "0", "--directory", "apns", "--unregistered", dead],
             in: workspace, readyWhen: "Requests follow")
-        let fcm = try RunningEmulator(
+        let fcm = try await RunningEmulator(
             ["fcm", "--port", "0", "--directory", "fcm", "--fail-first", "1", "--retry-after", "1"], in: workspace,
             readyWhen: "Accepted messages follow")
         let apnsPort = try #require(apns.value(after: "on https://127.0.0.1:", in: apns.output))
@@ -50,7 +50,7 @@ struct ConsoleBrowserTests {
             credentials:
                 "credentials: { apns: { teamId: \(teamID), keyId: \(keyID), privateKey: file:\(keyPath) }, fcm: { serviceAccount: file:\(account) } }"
         )
-        let hub = try RunningHub(
+        let hub = try await RunningHub(
             directory: workspace,
             environment: [
                 "HUB_TRANSPORTS_APNS_SERVER": "127.0.0.1:\(apnsPort)", "HUB_TRANSPORTS_APNS_TRUST_ROOTS": apnsCA,
@@ -136,11 +136,11 @@ struct ConsoleBrowserTests {
         #expect(hub.log.contains("console sign-in failed"), "\(hub.log)")
 
         hub.signal(SIGTERM)
-        #expect(hub.waitForExit() == 0)
+        #expect(await hub.waitForExit() == 0)
         apns.signal(SIGTERM)
         fcm.signal(SIGTERM)
-        _ = apns.waitForExit()
-        _ = fcm.waitForExit()
+        _ = await apns.waitForExit()
+        _ = await fcm.waitForExit()
     }
 
     static func apnsDevice(_ token: String) -> String {

@@ -67,7 +67,7 @@ struct ContentFitServeTests {
                   webpush: { vapidPrivateKey: file:vapid.pem, subject: "mailto:ops@contoso.com" }
             """, "hub.yaml")
         let ca = { (name: String) in workspace.appendingPathComponent(name).path }
-        let hub = try RunningHub(
+        let hub = try await RunningHub(
             directory: workspace,
             environment: [
                 "HUB_TRANSPORTS_APNS_SERVER": "127.0.0.1:\(apns.port)",
@@ -165,7 +165,7 @@ struct ContentFitServeTests {
         #expect(stored.body.contains(#""badge":3"#) && stored.body.contains(#""tile":true"#), "\(stored.body)")
         #expect(stored.body.contains(body))
         hub.signal(SIGTERM)
-        #expect(hub.waitForExit() == 0)
+        #expect(await hub.waitForExit() == 0)
     }
 
     /// `sent` is a cut of `body`: a shorter prefix of whole characters ending with "…".

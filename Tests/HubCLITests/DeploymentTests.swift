@@ -98,12 +98,12 @@ struct DeploymentTests {
         #expect(environment["HUB_DATABASE_URL"]?.contains("@postgres:5432/") == true)
         environment["HUB_DATABASE_URL"] = try #require(Self.databaseURL)
         let command = (compose.command.isEmpty ? image.command : compose.command).map(local)
-        let hub = try RunningHub(
+        let hub = try await RunningHub(
             directory: workspace.appendingPathComponent("var/lib/hub"), environment: environment,
             command: Array(image.entrypoint.dropFirst()) + command)
         #expect(hub.port == apiPort)
 
-        let health = try HubProcess.run(
+        let health = try await HubProcess.run(
             Array(image.healthcheck.dropFirst()).map { $0.replacingOccurrences(of: ":8080", with: ":\(apiPort)") },
             in: workspace)
         #expect(health.status == 0, "\(health.stderr)")
@@ -124,13 +124,13 @@ struct DeploymentTests {
         #expect(!hub.log.contains(#""level":"warning""#), "\(hub.log)")
         #expect(!hub.log.contains(try #require(Self.databaseURL)), "the URL holds the password")
         hub.signal(SIGTERM)
-        #expect(hub.waitForExit() == 0, "\(hub.log)")
+        #expect(await hub.waitForExit() == 0, "\(hub.log)")
     }
 
     @Test(
         "the systemd unit verifies with systemd-analyze and is hardened",
         .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")))
-    func systemdUnit() throws {
+    func systemdUnit() async throws {
         let unit = try String(
             contentsOf: Self.root.appendingPathComponent("deploy/notification-hub.service"), encoding: .utf8)
         for setting in [
@@ -144,7 +144,8 @@ struct DeploymentTests {
         let copy = folder.appendingPathComponent("notification-hub.service")
         try unit.replacingOccurrences(of: "/usr/local/bin/hub", with: HubProcess.executable.path)
             .write(to: copy, atomically: true, encoding: .utf8)
-        let verify = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/systemd-analyze"), ["verify", copy.path])
+        let verify = try await ChildProcess.run(
+            URL(fileURLWithPath: "/usr/bin/systemd-analyze"), ["verify", copy.path])
         let output = verify.stdout + verify.stderr
         #expect(verify.status == 0 && output.isEmpty, "systemd-analyze verify: \(output)")
         // The unit's environment is hub.yaml overrides the hub accepts.
@@ -161,7 +162,7 @@ struct DeploymentTests {
             at: Self.root.appendingPathComponent("hub.yaml"), to: folder.appendingPathComponent("hub.yaml"))
         try FileManager.default.copyItem(
             at: Self.root.appendingPathComponent("examples"), to: folder.appendingPathComponent("examples"))
-        let check = try HubProcess.run(["config", "print"], in: folder, environment: environment)
+        let check = try await HubProcess.run(["config", "print"], in: folder, environment: environment)
         #expect(check.status == 0, "\(check.stderr)")
         #expect(check.stdout.contains("path: \(folder.path)/hub.sqlite"), "\(check.stdout)")
     }

@@ -18,7 +18,7 @@ struct EmulateCommandTests {
         let dead = String(repeating: "d0", count: 32)
         let deadBefore = String(repeating: "e0", count: 32)
         // No hub.yaml in this folder: the command makes and prints a development key.
-        let emulator = try RunningEmulator(
+        let emulator = try await RunningEmulator(
             [
                 "apns", "--config", "absent.yaml", "--port", "0", "--directory", "apns", "--unregistered", dead,
                 "--unregistered", "\(deadBefore)@2026-01-02T03:04:05Z",
@@ -72,13 +72,13 @@ struct EmulateCommandTests {
         #expect(emulator.output.contains("200 alert com.example.app → a1a1a1a1…(64)"), "\(emulator.output)")
 
         emulator.signal(SIGTERM)
-        #expect(emulator.waitForExit() == 0, "\(emulator.output)\n\(emulator.errors)")
+        #expect(await emulator.waitForExit() == 0, "\(emulator.output)\n\(emulator.errors)")
     }
 
     @Test("fcm: a send with the printed service account and CA is accepted and printed, SIGTERM exits 0")
     func fcm() async throws {
         let workspace = try makeWorkspace()
-        let emulator = try RunningEmulator(
+        let emulator = try await RunningEmulator(
             ["fcm", "--port", "0", "--directory", "fcm"], in: workspace, readyWhen: "Accepted messages follow")
         let banner = emulator.output
         let base = try #require(emulator.value(after: "FCM emulator on ", in: banner))
@@ -108,7 +108,7 @@ struct EmulateCommandTests {
         #expect(try await emulator.waitFor("accepted token emulate-1"))
 
         emulator.signal(SIGTERM)
-        #expect(emulator.waitForExit() == 0, "\(emulator.output)\n\(emulator.errors)")
+        #expect(await emulator.waitForExit() == 0, "\(emulator.output)\n\(emulator.errors)")
     }
 
     @Test(
@@ -117,7 +117,7 @@ struct EmulateCommandTests {
     func apnsWithAioapns() async throws {
         let workspace = try makeWorkspace()
         let dead = String(repeating: "d1", count: 32)
-        let emulator = try RunningEmulator(
+        let emulator = try await RunningEmulator(
             ["apns", "--config", "absent.yaml", "--port", "0", "--directory", "apns", "--unregistered", dead],
             in: workspace, readyWhen: "Requests follow")
         let banner = emulator.output
@@ -155,7 +155,7 @@ struct EmulateCommandTests {
         #expect(emulator.output.contains("200 alert com.example.app → b2b2b2b2…(64)"), "\(emulator.output)")
 
         emulator.signal(SIGTERM)
-        #expect(emulator.waitForExit() == 0, "\(emulator.output)\n\(emulator.errors)")
+        #expect(await emulator.waitForExit() == 0, "\(emulator.output)\n\(emulator.errors)")
     }
 
     @Test(
@@ -163,7 +163,7 @@ struct EmulateCommandTests {
         .enabled(if: PythonScript.canImport("firebase_admin") || ProcessInfo.processInfo.environment["CI"] == "true"))
     func fcmWithFirebaseAdmin() async throws {
         let workspace = try makeWorkspace()
-        let emulator = try RunningEmulator(
+        let emulator = try await RunningEmulator(
             ["fcm", "--port", "0", "--directory", "fcm", "--invalid-token", "not-a-token"], in: workspace,
             readyWhen: "Accepted messages follow")
         let banner = emulator.output
@@ -203,13 +203,13 @@ struct EmulateCommandTests {
             "\(emulator.output)")
 
         emulator.signal(SIGTERM)
-        #expect(emulator.waitForExit() == 0, "\(emulator.output)\n\(emulator.errors)")
+        #expect(await emulator.waitForExit() == 0, "\(emulator.output)\n\(emulator.errors)")
     }
 
     @Test("wns: a raw notification to a printed channel with the printed secret is accepted, SIGTERM exits 0")
     func wns() async throws {
         let workspace = try makeWorkspace()
-        let emulator = try RunningEmulator(
+        let emulator = try await RunningEmulator(
             ["wns", "--port", "0", "--directory", "wns", "--channels", "1"], in: workspace,
             readyWhen: "Accepted notifications follow")
         let banner = emulator.output
@@ -240,7 +240,7 @@ struct EmulateCommandTests {
         #expect(try await emulator.waitFor("accepted wns/raw"))
 
         emulator.signal(SIGTERM)
-        #expect(emulator.waitForExit() == 0, "\(emulator.output)\n\(emulator.errors)")
+        #expect(await emulator.waitForExit() == 0, "\(emulator.output)\n\(emulator.errors)")
     }
 
     /// A shoulder tap to one endpoint of `app`.
@@ -262,7 +262,7 @@ final class RunningEmulator: @unchecked Sendable {
     private var errorText = ""
 
     /// Starts `hub emulate <arguments>` in `directory` and waits until its output contains `readyWhen`.
-    init(_ arguments: [String], in directory: URL, readyWhen marker: String) throws {
+    init(_ arguments: [String], in directory: URL, readyWhen marker: String) async throws {
         process.executableURL = HubProcess.executable
         process.arguments = ["emulate"] + arguments
         process.currentDirectoryURL = directory
@@ -282,7 +282,9 @@ final class RunningEmulator: @unchecked Sendable {
         }
         try process.run()
         let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline, process.isRunning, !output.contains(marker) { usleep(20_000) }
+        while Date() < deadline, process.isRunning, !output.contains(marker) {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
         guard output.contains(marker) else {
             process.terminate()
             throw EmulatorDidNotStart(output: output + errors)
@@ -307,9 +309,9 @@ final class RunningEmulator: @unchecked Sendable {
     func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
     /// Waits for the process to exit, at most `timeout` seconds. - Returns: its status, or nil.
-    func waitForExit(timeout: TimeInterval = 20) -> Int32? {
+    func waitForExit(timeout: TimeInterval = 20) async -> Int32? {
         let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
+        while process.isRunning && Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
         guard !process.isRunning else { return nil }
         // A death by signal is not a clean exit, whatever its number.
         return process.terminationReason == .exit ? process.terminationStatus : -process.terminationStatus

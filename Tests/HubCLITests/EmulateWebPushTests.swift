@@ -10,7 +10,7 @@ struct EmulateWebPushTests {
     @Test("a tap with the printed VAPID key, subscription and CA is accepted and printed decrypted; SIGTERM exits 0")
     func webpush() async throws {
         let workspace = try makeWorkspace()
-        let emulator = try RunningEmulator(
+        let emulator = try await RunningEmulator(
             ["webpush", "--port", "0", "--directory", "webpush", "--subscriptions", "1"], in: workspace,
             readyWhen: "Accepted messages follow")
         let banner = emulator.output
@@ -44,6 +44,6 @@ struct EmulateWebPushTests {
             try await emulator.waitFor(#"sub mailto:dev@contoso.com: {"app":"notes.contoso.com","hub":"tap","v":"1"}"#))
 
         emulator.signal(SIGTERM)
-        #expect(emulator.waitForExit() == 0, "\(emulator.output)\n\(emulator.errors)")
+        #expect(await emulator.waitForExit() == 0, "\(emulator.output)\n\(emulator.errors)")
     }
 }

@@ -16,8 +16,8 @@ enum HubProcess {
     static func run(
         _ arguments: [String], in directory: URL, input: String? = nil, environment: [String: String] = [:],
         executable: URL = executable
-    ) throws -> Output {
-        try ChildProcess.run(executable, arguments, in: directory, input: input, environment: environment)
+    ) async throws -> Output {
+        try await ChildProcess.run(executable, arguments, in: directory, input: input, environment: environment)
     }
 }
 

@@ -28,19 +28,19 @@ let twoApps = """
 @Suite("hub map-app")
 struct MapAppCommandTests {
     @Test("eleven --ios IDs exit non-zero naming the limit and write nothing")
-    func elevenIDs() throws {
+    func elevenIDs() async throws {
         let workspace = try makeWorkspace()
         let config = workspace.appendingPathComponent("hub.yaml")
         try twoApps.write(to: config, atomically: true, encoding: .utf8)
         let ids = (1...11).flatMap { ["--ios", "com.contoso.app\($0)"] }
-        let output = try HubProcess.run(["map-app", "--app", "new.contoso.com"] + ids, in: workspace)
+        let output = try await HubProcess.run(["map-app", "--app", "new.contoso.com"] + ids, in: workspace)
         #expect(output.status != 0)
         #expect(output.stderr.contains("at most 10"), "\(output.stderr)")
         #expect(try read(config) == twoApps)
     }
 
     @Test("two --ios IDs are written, config check passes, and a second run changes nothing")
-    func twoIDsIdempotent() throws {
+    func twoIDsIdempotent() async throws {
         let workspace = try makeWorkspace()
         let config = workspace.appendingPathComponent("hub.yaml")
         try twoApps.write(to: config, atomically: true, encoding: .utf8)
@@ -48,27 +48,27 @@ struct MapAppCommandTests {
             "map-app", "--app", "new.contoso.com", "--name", "New App",
             "--ios", "com.contoso.new", "--ios", "com.contoso.new.beta",
         ]
-        let first = try HubProcess.run(arguments, in: workspace)
+        let first = try await HubProcess.run(arguments, in: workspace)
         #expect(first.status == 0, "\(first.stderr)")
         let written = try read(config)
         #expect(written.hasPrefix(twoApps), "the existing text must stay as it was")
         #expect(written.contains("com.contoso.new.beta"))
         #expect(written.contains("hub-verify="))
-        let check = try HubProcess.run(["config", "check"], in: workspace)
+        let check = try await HubProcess.run(["config", "check"], in: workspace)
         #expect(check.status == 0, "\(check.stderr)")
         #expect(check.stdout.contains("new.contoso.com (New App)"))
-        let second = try HubProcess.run(arguments, in: workspace)
+        let second = try await HubProcess.run(arguments, in: workspace)
         #expect(second.status == 0)
         #expect(second.stdout.contains("nothing changed"))
         #expect(try read(config) == written)
     }
 
     @Test("updating one app changes only the intended line and keeps every comment")
-    func minimalEdit() throws {
+    func minimalEdit() async throws {
         let workspace = try makeWorkspace()
         let config = workspace.appendingPathComponent("hub.yaml")
         try twoApps.write(to: config, atomically: true, encoding: .utf8)
-        let output = try HubProcess.run(
+        let output = try await HubProcess.run(
             ["map-app", "--app", "notes.contoso.com", "--android", "com.contoso.notes.lite"], in: workspace)
         #expect(output.status == 0, "\(output.stderr)")
         let before = twoApps.split(separator: "\n", omittingEmptySubsequences: false)
@@ -81,11 +81,11 @@ struct MapAppCommandTests {
     }
 
     @Test("--dry-run prints the change and leaves the file alone")
-    func dryRun() throws {
+    func dryRun() async throws {
         let workspace = try makeWorkspace()
         let config = workspace.appendingPathComponent("hub.yaml")
         try twoApps.write(to: config, atomically: true, encoding: .utf8)
-        let output = try HubProcess.run(
+        let output = try await HubProcess.run(
             ["map-app", "--app", "photos.contoso.com", "--ios", "com.contoso.photos", "--dry-run"], in: workspace)
         #expect(output.status == 0, "\(output.stderr)")
         #expect(output.stdout.contains("+"))
@@ -94,9 +94,9 @@ struct MapAppCommandTests {
     }
 
     @Test("a malformed ID and a bad WNS SID are refused with what to fix")
-    func badInput() throws {
+    func badInput() async throws {
         let workspace = try makeWorkspace()
-        let output = try HubProcess.run(
+        let output = try await HubProcess.run(
             [
                 "map-app", "--app", "a.contoso.com", "--ios", "not a bundle", "--windows", "Contoso.App_8wekyb3d8bbwe",
                 "--wns-sid", "s-1-15-2-1", "--wns-secret", "env:WNS_SECRET",
@@ -137,7 +137,7 @@ struct MapAppCommandTests {
             "Contoso.Notes_8wekyb3d8bbwe", "--fcm-service-account", "emulated-account.json", "--wns-sid", sid,
             "--wns-secret", "env:WNS_SECRET", "--check-online",
         ]
-        let good = try HubProcess.run(arguments, in: workspace, environment: environment)
+        let good = try await HubProcess.run(arguments, in: workspace, environment: environment)
         #expect(good.status == 0, "\(good.stderr)")
         #expect(good.stdout.contains("fcm: the credentials (service account"), "\(good.stdout)")
         #expect(good.stdout.contains("wns: the credentials (package SID) check out with the provider"))
@@ -150,7 +150,7 @@ struct MapAppCommandTests {
             to: workspace.appendingPathComponent("emulated-account.json"), atomically: true, encoding: .utf8)
         var wrong = environment
         wrong["WNS_SECRET"] = "not-the-secret"
-        let refused = try HubProcess.run(arguments, in: workspace, environment: wrong)
+        let refused = try await HubProcess.run(arguments, in: workspace, environment: wrong)
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("credentials.fcm: FCM refused the service account"), "\(refused.stderr)")
         #expect(refused.stderr.contains("credentials.wns: WNS refused the credentials"), "\(refused.stderr)")
@@ -159,9 +159,9 @@ struct MapAppCommandTests {
     }
 
     @Test("credentials are checked by signing: the .p8 with ES256 and the service account with RS256")
-    func credentials() throws {
+    func credentials() async throws {
         let workspace = try makeWorkspace()
-        let good = try HubProcess.run(
+        let good = try await HubProcess.run(
             [
                 "map-app", "--app", "notes.contoso.com", "--ios", "com.contoso.notes", "--android", "com.contoso.notes",
                 "--apns-key", "AuthKey_TEST123456.p8", "--apns-key-id", "TEST123456", "--apns-team-id", "ABCDE12345",
@@ -176,10 +176,10 @@ struct MapAppCommandTests {
         #expect(yaml.contains("privateKey: file:AuthKey_TEST123456.p8"))
         #expect(yaml.contains("serviceAccount: file:service-account.json"))
         #expect(!yaml.contains("wns-secret-value"))
-        let check = try HubProcess.run(["config", "check"], in: workspace, environment: ["WNS_SECRET": "v"])
+        let check = try await HubProcess.run(["config", "check"], in: workspace, environment: ["WNS_SECRET": "v"])
         #expect(check.status == 0, "\(check.stderr)")
 
-        let wrongCurve = try HubProcess.run(
+        let wrongCurve = try await HubProcess.run(
             [
                 "map-app", "--app", "b.contoso.com", "--ios", "com.contoso.b", "--apns-key", "AuthKey_P384.p8",
                 "--apns-key-id", "TEST123456", "--apns-team-id", "ABCDE12345",
@@ -189,14 +189,14 @@ struct MapAppCommandTests {
     }
 
     @Test("interactive answers are validated as typed: a bad bundle ID is re-asked, an 11th ID refused")
-    func interactive() throws {
+    func interactive() async throws {
         let workspace = try makeWorkspace()
         let ids = (1...11).map { "com.contoso.i\($0)" }
         let answers =
             ["chat.contoso.com", "Contoso Chat", "ios", "bad id!"] + ids + [
                 "", "", "", "y",
             ]
-        let output = try HubProcess.run(
+        let output = try await HubProcess.run(
             ["map-app", "--interactive"], in: workspace, input: answers.joined(separator: "\n") + "\n")
         #expect(output.status == 0, "\(output.stderr)\n\(output.stdout)")
         #expect(output.stdout.contains("✗ 'bad id!' is not a valid iOS bundle ID"))
@@ -204,14 +204,14 @@ struct MapAppCommandTests {
         let yaml = try read(workspace.appendingPathComponent("hub.yaml"))
         #expect(yaml.contains("com.contoso.i10"))
         #expect(!yaml.contains("com.contoso.i11"))
-        #expect(try HubProcess.run(["config", "check"], in: workspace).status == 0)
+        #expect(try await HubProcess.run(["config", "check"], in: workspace).status == 0)
     }
 
     @Test("interactive: declining the save writes nothing")
-    func interactiveDecline() throws {
+    func interactiveDecline() async throws {
         let workspace = try makeWorkspace()
         let answers = ["chat.contoso.com", "", "android", "com.contoso.chat", "", "", "", "", "n"]
-        let output = try HubProcess.run(
+        let output = try await HubProcess.run(
             ["map-app", "--interactive"], in: workspace, input: answers.joined(separator: "\n") + "\n")
         #expect(output.status == 0, "\(output.stderr)")
         #expect(output.stdout.contains("Not saved."))
@@ -219,21 +219,21 @@ struct MapAppCommandTests {
     }
 
     @Test("list shows the apps; remove-id removes an ID")
-    func listAndRemove() throws {
+    func listAndRemove() async throws {
         let workspace = try makeWorkspace()
         let config = workspace.appendingPathComponent("hub.yaml")
         try twoApps.write(to: config, atomically: true, encoding: .utf8)
-        let list = try HubProcess.run(["map-app", "list"], in: workspace)
+        let list = try await HubProcess.run(["map-app", "list"], in: workspace)
         #expect(list.status == 0, "\(list.stderr)")
         #expect(list.stdout.contains("notes.contoso.com\tContoso Notes\tios 1, android 1"))
         #expect(list.stdout.contains("photos.contoso.com"))
-        let remove = try HubProcess.run(
+        let remove = try await HubProcess.run(
             ["map-app", "remove-id", "--app", "notes.contoso.com", "--ios", "com.contoso.notes"], in: workspace)
         #expect(remove.status == 0, "\(remove.stderr)")
         let yaml = try read(config)
         #expect(!yaml.contains("ios: { appIds: [com.contoso.notes] }"))
         #expect(yaml.contains("# Photos, the second app"))
-        let missing = try HubProcess.run(
+        let missing = try await HubProcess.run(
             ["map-app", "remove-id", "--app", "notes.contoso.com", "--android", "com.contoso.other"], in: workspace)
         #expect(missing.status != 0)
         #expect(missing.stderr.contains("not mapped"))

@@ -7,7 +7,7 @@ import Testing
 @Suite("hub map-app: Web Push VAPID keys")
 struct MapAppWebPushTests {
     @Test("generates a private VAPID key, writes credentials.webpush, prints the public key; a second run keeps it")
-    func generates() throws {
+    func generates() async throws {
         let workspace = try makeWorkspace()
         let config = workspace.appendingPathComponent("hub.yaml")
         try twoApps.write(to: config, atomically: true, encoding: .utf8)
@@ -15,7 +15,7 @@ struct MapAppWebPushTests {
             "map-app", "--app", "notes.contoso.com", "--web", "https://notes.contoso.com",
             "--webpush-subject", "mailto:ops@contoso.com",
         ]
-        let first = try HubProcess.run(arguments, in: workspace)
+        let first = try await HubProcess.run(arguments, in: workspace)
         #expect(first.status == 0, "\(first.stderr)")
         let keyPath = workspace.appendingPathComponent("vapid-notes.contoso.com.pem").path
         let pem = try String(contentsOfFile: keyPath, encoding: .utf8)
@@ -28,21 +28,21 @@ struct MapAppWebPushTests {
         #expect(
             written.contains("subject: mailto:ops@contoso.com")
                 || written.contains(#"subject: "mailto:ops@contoso.com""#))
-        let check = try HubProcess.run(["config", "check"], in: workspace)
+        let check = try await HubProcess.run(["config", "check"], in: workspace)
         #expect(check.status == 0, "\(check.stderr)")
 
-        let second = try HubProcess.run(arguments, in: workspace)
+        let second = try await HubProcess.run(arguments, in: workspace)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(second.stdout.contains("nothing changed"), "\(second.stdout)")
         #expect(try String(contentsOfFile: keyPath, encoding: .utf8) == pem, "an existing key is kept")
     }
 
     @Test("a subject that is not mailto: or https: is refused and nothing is written")
-    func badSubject() throws {
+    func badSubject() async throws {
         let workspace = try makeWorkspace()
         let config = workspace.appendingPathComponent("hub.yaml")
         try twoApps.write(to: config, atomically: true, encoding: .utf8)
-        let output = try HubProcess.run(
+        let output = try await HubProcess.run(
             ["map-app", "--app", "notes.contoso.com", "--webpush-subject", "ops@contoso.com"], in: workspace)
         #expect(output.status != 0)
         #expect(output.stderr.contains("--webpush-subject"), "\(output.stderr)")

@@ -22,7 +22,7 @@ struct MetricsEndpointTests {
     func helpAndProcess() async throws {
         let workspace = try makeWorkspace()
         try writeServeConfig(in: workspace)
-        let hub = try RunningHub(directory: workspace)
+        let hub = try await RunningHub(directory: workspace)
         let http = HubHTTP(base: hub.baseURL)
         #expect(try await http.registerPolling(user: "alice", endpoint: "tablet") == 201)
         #expect(try await http.publish(user: "alice", id: "n1") == 201)
@@ -59,7 +59,7 @@ struct MetricsEndpointTests {
         try read(config).replacingOccurrences(
             of: "instanceId: test-hub }", with: "instanceId: test-hub, metricsListen: \"127.0.0.1:\(metricsPort)\" }"
         ).write(to: config, atomically: true, encoding: .utf8)
-        let hub = try RunningHub(directory: workspace)
+        let hub = try await RunningHub(directory: workspace)
         // The two listeners start side by side: the metrics line may follow "hub listening".
         let announced = "metrics listening on http://127.0.0.1:\(metricsPort)/metrics"
         #expect(await eventually { hub.log.contains(announced) }, "\(hub.log)")
@@ -73,7 +73,7 @@ struct MetricsEndpointTests {
         #expect(metrics.body.contains("# HELP process_open_fds"))
         #expect(try await scrape.request(.GET, "/v1/apps", bearer: api.adminToken).status == 404, "metrics only")
         hub.signal(SIGTERM)
-        #expect(hub.waitForExit() == 0, "\(hub.log)")
+        #expect(await hub.waitForExit() == 0, "\(hub.log)")
     }
 
     @Test("the Grafana dashboard in examples queries only metrics the hub records, with their types")
@@ -90,7 +90,7 @@ struct MetricsEndpointTests {
 
         let workspace = try makeWorkspace()
         try writeServeConfig(in: workspace)
-        let hub = try RunningHub(directory: workspace)
+        let hub = try await RunningHub(directory: workspace)
         let http = HubHTTP(base: hub.baseURL)
         #expect(try await http.publish(user: "alice", id: "n1") == 201)
         _ = try await http.request(.GET, "/healthz", bearer: "")

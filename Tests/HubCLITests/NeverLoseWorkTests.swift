@@ -8,7 +8,7 @@ struct NeverLoseWorkTests {
     static let sid = "ms-app://s-1-15-2-1234567890-1234567890-1234567890-1234567890-1234567890-1234567890-123456789"
 
     @Test("interactive: an env: reference to an unset variable is flagged at its question, can be re-typed or kept")
-    func unsetVariableKept() throws {
+    func unsetVariableKept() async throws {
         let workspace = try makeWorkspace()
         let answers = [
             "chat.contoso.com", "", "windows", "Contoso.Chat_8wekyb3d8bbwe", "", "",
@@ -17,7 +17,7 @@ struct NeverLoseWorkTests {
             "backend", "env:HUB_TEST_PUBLISHER_UNSET", "y",  // flagged, kept
             "y",  // save
         ]
-        let output = try HubProcess.run(
+        let output = try await HubProcess.run(
             ["map-app", "--interactive"], in: workspace, input: answers.joined(separator: "\n") + "\n")
         #expect(output.status == 0, "\(output.stderr)\n\(output.stdout)")
         #expect(output.stdout.contains("! HUB_TEST_TYPO_SECRET is not set in this shell"), "\(output.stdout)")
@@ -30,16 +30,16 @@ struct NeverLoseWorkTests {
         #expect(yaml.contains("env:HUB_TEST_PUBLISHER_UNSET"))
         #expect(!yaml.contains("HUB_TEST_TYPO_SECRET"))
         // With the variables set (as at deploy time) the file checks clean.
-        let check = try HubProcess.run(
+        let check = try await HubProcess.run(
             ["config", "check"], in: workspace,
             environment: ["HUB_TEST_WNS_SECRET_UNSET": "s3cret", "HUB_TEST_PUBLISHER_UNSET": "key-0123456789abcdef"])
         #expect(check.status == 0, "\(check.stderr)")
     }
 
     @Test("with flags: --wns-secret env:UNSET writes the mapping and warns instead of throwing it away")
-    func unsetVariableWithFlags() throws {
+    func unsetVariableWithFlags() async throws {
         let workspace = try makeWorkspace()
-        let output = try HubProcess.run(
+        let output = try await HubProcess.run(
             [
                 "map-app", "--app", "chat.contoso.com", "--windows", "Contoso.Chat_8wekyb3d8bbwe", "--wns-sid",
                 Self.sid,
@@ -51,13 +51,13 @@ struct NeverLoseWorkTests {
     }
 
     @Test("emulate apns keeps the key file hub.yaml refers to, even when hub.yaml has an unrelated error; 0700/0600")
-    func emulatorKeepsKey() throws {
+    func emulatorKeepsKey() async throws {
         let workspace = try makeWorkspace()
-        let first = try RunningEmulator(
+        let first = try await RunningEmulator(
             ["apns", "--config", "absent.yaml", "--port", "0", "--directory", "emu"], in: workspace,
             readyWhen: "Requests follow")
         first.signal(SIGTERM)
-        #expect(first.waitForExit() == 0)
+        #expect(await first.waitForExit() == 0)
         let keyPath = workspace.appendingPathComponent("emu/AuthKey_EMULATOR01.p8").path
         let key = try read(URL(fileURLWithPath: keyPath))
         #expect(key.contains("BEGIN PRIVATE KEY"))
@@ -69,11 +69,11 @@ struct NeverLoseWorkTests {
             credentials: { apns: { teamId: EMULATORTM, keyId: EMULATOR01, privateKey: file:emu/AuthKey_EMULATOR01.p8 } }
             publishers: [ { name: backend, key: file:publisher.key } ]
         """.write(to: workspace.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
-        let second = try RunningEmulator(
+        let second = try await RunningEmulator(
             ["apns", "--config", "hub.yaml", "--port", "0", "--directory", "emu"], in: workspace,
             readyWhen: "Requests follow")
         second.signal(SIGTERM)
-        #expect(second.waitForExit() == 0)
+        #expect(await second.waitForExit() == 0)
         #expect(second.errors.contains("unknown key 'serverr'"), "\(second.errors)")
         #expect(second.output.contains("reusing the development key"), "\(second.output)")
         #expect(try read(URL(fileURLWithPath: keyPath)) == key, "the key hub.yaml refers to must not change")
@@ -87,14 +87,14 @@ struct NeverLoseWorkTests {
     }
 
     @Test("emulate fcm does not replace a service-account file that is not its own")
-    func emulatorKeepsForeignAccount() throws {
+    func emulatorKeepsForeignAccount() async throws {
         let workspace = try makeWorkspace()
         try FileManager.default.createDirectory(
             at: workspace.appendingPathComponent("fcm"), withIntermediateDirectories: true)
         let mine = try read(workspace.appendingPathComponent("service-account.json"))
         try mine.write(
             to: workspace.appendingPathComponent("fcm/service-account.json"), atomically: true, encoding: .utf8)
-        let output = try HubProcess.run(["emulate", "fcm", "--port", "0", "--directory", "fcm"], in: workspace)
+        let output = try await HubProcess.run(["emulate", "fcm", "--port", "0", "--directory", "fcm"], in: workspace)
         #expect(output.status != 0)
         #expect(output.stderr.contains("is not the emulator's"), "\(output.stderr)")
         #expect(try read(workspace.appendingPathComponent("fcm/service-account.json")) == mine)

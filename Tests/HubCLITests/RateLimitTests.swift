@@ -25,7 +25,7 @@ struct RateLimitTests {
     func noisyAppCannotStarveQuietOne() async throws {
         let workspace = try makeWorkspace()
         try Self.writeTwoApps(in: workspace, extra: "rateLimits: { publisherKey: 50/m, userPublishes: off }")
-        let hub = try RunningHub(directory: workspace)
+        let hub = try await RunningHub(directory: workspace)
         defer { hub.signal(SIGKILL) }
         let http = HubHTTP(base: hub.baseURL)
 
@@ -62,7 +62,7 @@ struct RateLimitTests {
         try Self.writeTwoApps(
             in: workspace, extra: "rateLimits: { userPublishes: 5/h, deviceToken: 5/h, clientIP: 5/h }",
             server: "trustedProxies: [127.0.0.1]")
-        let hub = try RunningHub(directory: workspace)
+        let hub = try await RunningHub(directory: workspace)
         defer { hub.signal(SIGKILL) }
         let http = HubHTTP(base: hub.baseURL)
 

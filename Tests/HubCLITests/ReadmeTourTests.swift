@@ -29,12 +29,12 @@ struct ReadmeTourTests {
             .write(to: workspace.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
         try FileManager.default.copyItem(
             at: Self.root.appendingPathComponent("examples"), to: workspace.appendingPathComponent("examples"))
-        let hub = try RunningHub(directory: workspace)
+        let hub = try await RunningHub(directory: workspace)
         #expect(hub.port == port)
         let script = try Self.tourScript(port: port)
         #expect(script.contains("hub token"))
         let bin = HubProcess.executable.deletingLastPathComponent().path
-        let run = try Shell.run(
+        let run = try await Shell.run(
             "set -euo pipefail\n" + script, in: workspace,
             environment: ["PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")])
         #expect(run.status == 0, "stdout:\n\(run.stdout)\nstderr:\n\(run.stderr)")
@@ -51,14 +51,18 @@ struct ReadmeTourTests {
         #expect(run.stdout.contains(#""appNotificationId":"graph-1""#))
         #expect(!run.stdout.contains(#""type":"https://"#), "no problem+json answer: \(run.stdout)")
         hub.signal(SIGTERM)
-        #expect(hub.waitForExit() == 0)
+        #expect(await hub.waitForExit() == 0)
     }
 }
 
 /// Runs a bash script the way a person pastes it into a terminal.
 enum Shell {
-    static func run(_ script: String, in directory: URL, environment: [String: String]) throws -> HubProcess.Output {
-        try ChildProcess.run(
+    static func run(
+        _ script: String, in directory: URL, environment: [String: String]
+    ) async throws
+        -> HubProcess.Output
+    {
+        try await ChildProcess.run(
             URL(fileURLWithPath: "/bin/bash"), ["-c", script], in: directory, environment: environment)
     }
 }

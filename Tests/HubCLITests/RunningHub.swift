@@ -14,8 +14,8 @@ extension ListeningProcess {
     /// - Parameter command: the whole argument list instead of `serve --config hub.yaml` + `arguments`.
     convenience init(
         directory: URL, arguments: [String] = [], environment: [String: String] = [:], command: [String]? = nil
-    ) throws {
-        try self.init(
+    ) async throws {
+        try await self.init(
             HubProcess.executable, command ?? (["serve", "--config", "hub.yaml"] + arguments), in: directory,
             environment: environment)
     }

@@ -16,7 +16,7 @@ struct ServeCommandTests {
             .write(to: workspace.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
         try FileManager.default.copyItem(
             at: root.appendingPathComponent("examples"), to: workspace.appendingPathComponent("examples"))
-        let hub = try RunningHub(directory: workspace)
+        let hub = try await RunningHub(directory: workspace)
         let http = HubHTTP(base: hub.baseURL)
         #expect(try await http.request(.GET, "/healthz", bearer: "").status == 200)
         #expect(try await http.request(.GET, "/readyz", bearer: "").status == 200)
@@ -36,11 +36,11 @@ struct ServeCommandTests {
             #expect(hub.log.contains(line), "\(line)\n\(hub.log)")
         }
         #expect(!hub.log.contains(" warning "), "\(hub.log)")
-        let version = try HubProcess.run(["--version"], in: workspace).stdout.trimmingCharacters(in: .newlines)
+        let version = try await HubProcess.run(["--version"], in: workspace).stdout.trimmingCharacters(in: .newlines)
         #expect(hub.log.contains("[HubCLI] hub \(version)"), "\(hub.log)")
         #expect(!hub.log.contains(publisherKey))
         hub.signal(SIGTERM)
-        #expect(hub.waitForExit() == 0, "\(hub.log)")
+        #expect(await hub.waitForExit() == 0, "\(hub.log)")
         #expect(hub.log.contains("hub stopped"))
     }
 
@@ -48,7 +48,7 @@ struct ServeCommandTests {
     func gracefulShutdown() async throws {
         let workspace = try makeWorkspace()
         try writeServeConfig(in: workspace)
-        let hub = try RunningHub(directory: workspace)
+        let hub = try await RunningHub(directory: workspace)
         let http = HubHTTP(base: hub.baseURL)
         #expect(try await http.registerPolling(user: "alice", endpoint: "tablet") == 201)
         #expect(try await http.publish(user: "alice", id: "n1") == 201)
@@ -64,7 +64,7 @@ struct ServeCommandTests {
         #expect(await http.waitForWaiters(timeout: .seconds(20)) { $0 == 1 })
         let sent = Date()
         hub.signal(SIGTERM)
-        #expect(hub.waitForExit() == 0, "\(hub.log)")
+        #expect(await hub.waitForExit() == 0, "\(hub.log)")
         let answer = try await longPoll.value
         #expect(answer.status == 503, "\(answer.body)")
         #expect(Date().timeIntervalSince(sent) < 15, "the long-poll must not hold the shutdown for its full wait")
@@ -93,7 +93,7 @@ struct ServeCommandTests {
             "HUB_TRANSPORTS_WNS_TRUST_ROOTS": workspace.appendingPathComponent("wns-ca.pem").path,
         ]
         // An API-only instance enqueues deliveries without sending them: they are pending when it dies.
-        var hub = try RunningHub(directory: workspace, arguments: ["--no-dispatch"], environment: environment)
+        var hub = try await RunningHub(directory: workspace, arguments: ["--no-dispatch"], environment: environment)
         var http = HubHTTP(base: hub.baseURL)
         for (user, endpoint) in [("alice", "a1"), ("alice", "a2"), ("bob", "b1")] {
             #expect(
@@ -105,12 +105,12 @@ struct ServeCommandTests {
         }
         #expect(try await http.statistics().pending > 0)
         hub.signal(SIGKILL)
-        #expect(hub.waitForExit() != nil)
+        #expect(await hub.waitForExit() != nil)
 
         #expect(wns.received.isEmpty)
 
         // A dispatching instance on the same file picks the outbox up.
-        hub = try RunningHub(directory: workspace, environment: environment)
+        hub = try await RunningHub(directory: workspace, environment: environment)
         http = HubHTTP(base: hub.baseURL)
         let drained = try await eventually { try await http.statistics().pending == 0 }
         #expect(drained)
@@ -131,24 +131,24 @@ struct ServeCommandTests {
             return ids
         }
         hub.signal(SIGKILL)
-        #expect(hub.waitForExit() != nil)
-        hub = try RunningHub(directory: workspace, environment: environment)
+        #expect(await hub.waitForExit() != nil)
+        hub = try await RunningHub(directory: workspace, environment: environment)
         http = HubHTTP(base: hub.baseURL)
         let feed = Set(try await http.feedIDs(user: "alice"))
         #expect(accepted.count == 200)
         #expect(Set(accepted).isSubset(of: feed))
         #expect(try await eventually { try await http.statistics().pending == 0 })
         hub.signal(SIGTERM)
-        #expect(hub.waitForExit() == 0)
+        #expect(await hub.waitForExit() == 0)
     }
 
     @Test("logging.format json writes one JSON object per line")
     func jsonLogs() async throws {
         let workspace = try makeWorkspace()
         try writeServeConfig(in: workspace, extra: "logging: { format: json }")
-        let hub = try RunningHub(directory: workspace)
+        let hub = try await RunningHub(directory: workspace)
         hub.signal(SIGTERM)
-        #expect(hub.waitForExit() == 0)
+        #expect(await hub.waitForExit() == 0)
         let lines = hub.log.split(separator: "\n").filter { !$0.isEmpty }
         #expect(!lines.isEmpty)
         for line in lines {

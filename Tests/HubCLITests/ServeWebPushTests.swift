@@ -19,7 +19,7 @@ struct ServeWebPushTests {
         try push.trustRootPEM.write(
             to: workspace.appendingPathComponent("webpush-ca.pem"), atomically: true, encoding: .utf8)
         try writeWebConfig(in: workspace, allowedHost: push.host)
-        let hub = try RunningHub(directory: workspace)
+        let hub = try await RunningHub(directory: workspace)
         let http = HubHTTP(base: hub.baseURL)
         let token = try await http.userToken("alice")
 
@@ -64,7 +64,7 @@ struct ServeWebPushTests {
         #expect(inactive)
         #expect(!hub.log.contains(key.privateKeyPEM.split(separator: "\n")[1]), "the VAPID key must never be logged")
         hub.signal(SIGTERM)
-        #expect(hub.waitForExit() == 0)
+        #expect(await hub.waitForExit() == 0)
     }
 
     static func registration(token: String) -> String {

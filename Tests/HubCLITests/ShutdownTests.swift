@@ -17,7 +17,7 @@ struct ShutdownTests {
         // and per token.
         try writeServeConfig(
             in: workspace, extra: "rateLimits: { deviceToken: off }", server: "connections: { maxPerClient: 2000 }")
-        let hub = try RunningHub(directory: workspace)
+        let hub = try await RunningHub(directory: workspace)
         let http = HubHTTP(base: hub.baseURL)
         #expect(try await http.publish(user: "alice", id: "n1") == 201)
         let token = try await http.userToken("alice")
@@ -41,7 +41,7 @@ struct ShutdownTests {
 
         let sent = ContinuousClock.now
         hub.signal(SIGTERM)
-        let status = hub.waitForExit(timeout: 30)
+        let status = await hub.waitForExit(timeout: 30)
         let exited = ContinuousClock.now - sent
         try #require(status == 0, "hub serve did not exit within 30 s of SIGTERM: \(hub.log.suffix(2000))")
         print("hub serve exited \(exited) after SIGTERM with 500 long-polls and 500 event streams waiting")
@@ -84,7 +84,7 @@ struct ShutdownTests {
     func disconnectReleasesWaiter() async throws {
         let workspace = try makeWorkspace()
         try writeServeConfig(in: workspace)
-        let hub = try RunningHub(directory: workspace)
+        let hub = try await RunningHub(directory: workspace)
         defer { hub.signal(SIGKILL) }
         let http = HubHTTP(base: hub.baseURL)
         #expect(try await http.publish(user: "alice", id: "n1") == 201)

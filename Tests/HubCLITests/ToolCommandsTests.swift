@@ -7,8 +7,8 @@ struct ToolCommandsTests {
         .deletingLastPathComponent()
 
     @Test("hub --version prints the version CHANGELOG.md's newest entry names")
-    func version() throws {
-        let output = try HubProcess.run(["--version"], in: Self.root)
+    func version() async throws {
+        let output = try await HubProcess.run(["--version"], in: Self.root)
         #expect(output.status == 0)
         let version = output.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(version.split(separator: ".").count == 3 && version.allSatisfy { $0.isNumber || $0 == "." })
@@ -21,8 +21,8 @@ struct ToolCommandsTests {
     func tokenIsAccepted() async throws {
         let workspace = try makeWorkspace()
         try writeServeConfig(in: workspace)
-        let hub = try RunningHub(directory: workspace)
-        let minted = try HubProcess.run(
+        let hub = try await RunningHub(directory: workspace)
+        let minted = try await HubProcess.run(
             ["token", "--app", "notes.contoso.com", "--user", "alice", "--ttl", "2h"], in: workspace)
         #expect(minted.status == 0, "\(minted.stderr)")
         let token = minted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -52,7 +52,7 @@ struct ToolCommandsTests {
     }
 
     @Test("hub token refuses an app whose identities are JWKS only, and an unknown app, saying why")
-    func tokenRefusals() throws {
+    func tokenRefusals() async throws {
         let workspace = try makeWorkspace()
         try #"{"keys":[]}"#.write(to: workspace.appendingPathComponent("jwks.json"), atomically: true, encoding: .utf8)
         try """
@@ -63,12 +63,14 @@ struct ToolCommandsTests {
               - { issuer: "https://login.microsoftonline.com/t/v2.0", audiences: [client], jwks: file:jwks.json }
             publishers: [ { name: backend, key: file:publisher.key } ]
         """.write(to: workspace.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
-        let jwksOnly = try HubProcess.run(["token", "--app", "notes.contoso.com", "--user", "alice"], in: workspace)
+        let jwksOnly = try await HubProcess.run(
+            ["token", "--app", "notes.contoso.com", "--user", "alice"], in: workspace)
         #expect(jwksOnly.status != 0)
         #expect(jwksOnly.stdout.isEmpty)
         #expect(jwksOnly.stderr.contains("JWKS"), "\(jwksOnly.stderr)")
         #expect(jwksOnly.stderr.contains("identity provider"), "\(jwksOnly.stderr)")
-        let unknown = try HubProcess.run(["token", "--app", "other.example.com", "--user", "alice"], in: workspace)
+        let unknown = try await HubProcess.run(
+            ["token", "--app", "other.example.com", "--user", "alice"], in: workspace)
         #expect(unknown.status != 0)
         #expect(unknown.stderr.contains("no app 'other.example.com'"), "\(unknown.stderr)")
     }
@@ -77,8 +79,8 @@ struct ToolCommandsTests {
     func publish() async throws {
         let workspace = try makeWorkspace()
         try writeServeConfig(in: workspace)
-        let hub = try RunningHub(directory: workspace)
-        let published = try HubProcess.run(
+        let hub = try await RunningHub(directory: workspace)
+        let published = try await HubProcess.run(
             [
                 "publish", "--app", "notes.contoso.com", "--user", "alice", "--title", "Hello", "--body",
                 "From the CLI",
@@ -94,7 +96,7 @@ struct ToolCommandsTests {
 
         try "wrong-key-0123456789".write(
             to: workspace.appendingPathComponent("wrong.key"), atomically: true, encoding: .utf8)
-        let refused = try HubProcess.run(
+        let refused = try await HubProcess.run(
             [
                 "publish", "--app", "notes.contoso.com", "--user", "alice", "--title", "x", "--url", hub.baseURL,
                 "--key", "file:wrong.key",
@@ -105,23 +107,23 @@ struct ToolCommandsTests {
     }
 
     @Test("hub health exits 0 for a ready hub and 1 for one that is down")
-    func health() throws {
+    func health() async throws {
         let workspace = try makeWorkspace()
         try writeServeConfig(in: workspace)
-        let hub = try RunningHub(directory: workspace)
-        let up = try HubProcess.run(["health", "--url", hub.baseURL], in: workspace)
+        let hub = try await RunningHub(directory: workspace)
+        let up = try await HubProcess.run(["health", "--url", hub.baseURL], in: workspace)
         #expect(up.status == 0, "\(up.stderr)")
         let base = hub.baseURL
         hub.signal(SIGTERM)
-        #expect(hub.waitForExit() == 0)
-        let down = try HubProcess.run(["health", "--url", base, "--timeout", "2"], in: workspace)
+        #expect(await hub.waitForExit() == 0)
+        let down = try await HubProcess.run(["health", "--url", base, "--timeout", "2"], in: workspace)
         #expect(down.status == 1)
         #expect(down.stderr.contains("not ready"), "\(down.stderr)")
     }
 
     @Test("hub map-app --help shows the flags of map")
-    func mapAppHelp() throws {
-        let output = try HubProcess.run(["map-app", "--help"], in: Self.root)
+    func mapAppHelp() async throws {
+        let output = try await HubProcess.run(["map-app", "--help"], in: Self.root)
         #expect(output.status == 0)
         for flag in ["--apns-key", "--fcm-service-account", "--wns-sid", "--publisher", "--dry-run"] {
             #expect(output.stdout.contains(flag), "\(flag) missing from map-app --help")

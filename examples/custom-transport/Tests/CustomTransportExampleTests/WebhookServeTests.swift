@@ -27,12 +27,13 @@ struct WebhookServeTests {
                 "WEBHOOK_SECRET": "transport-wide-secret-not-the-apps",
                 "NOTES_WEBHOOK_SECRET": WebhookReceiver.secret.reveal(),
             ]
-            let check = try ServeProcess.run(["config", "check", "--config", "hub.yaml"], in: workspace, environment)
+            let check = try await ServeProcess.run(
+                ["config", "check", "--config", "hub.yaml"], in: workspace, environment)
             #expect(check.status == 0, "\(check.output)")
             #expect(check.output.contains("webhook: signing key from env:NOTES_WEBHOOK_SECRET"), "\(check.output)")
             #expect(!check.output.contains(WebhookReceiver.secret.reveal()))
 
-            let hub = try ServeProcess.start(in: workspace, environment: environment)
+            let hub = try await ServeProcess.start(in: workspace, environment: environment)
             defer { hub.signal(SIGKILL) }
             #expect(hub.log.contains("webhook transport enabled"), "\(hub.log)")
             let userToken = try await Self.userToken("alice")
@@ -58,17 +59,17 @@ struct WebhookServeTests {
             #expect(post.tap["app"] as? String == "notes.contoso.com" && post.tap["user"] as? String == "alice")
             #expect(post.tap["kind"] as? String == "shoulderTap")
             hub.signal(SIGTERM)
-            #expect(hub.waitForExit() == 0, "\(hub.log)")
+            #expect(await hub.waitForExit() == 0, "\(hub.log)")
         }
     }
 
     @Test("a wrong transports.webhook is reported at its line and column by config check")
-    func configCheck() throws {
+    func configCheck() async throws {
         let workspace = try Self.workspace(receiverURL: URL(string: "http://127.0.0.1:9/hook")!)
         let yaml = try String(contentsOf: workspace.appendingPathComponent("hub.yaml"), encoding: .utf8)
             .replacingOccurrences(of: "timeout: 5s", with: "timeout: soon")
         try yaml.write(to: workspace.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
-        let check = try ServeProcess.run(
+        let check = try await ServeProcess.run(
             ["config", "check", "--config", "hub.yaml"], in: workspace,
             ["WEBHOOK_SECRET": "transport-wide-secret", "NOTES_WEBHOOK_SECRET": WebhookReceiver.secret.reveal()])
         let line = yaml.split(separator: "\n", omittingEmptySubsequences: false)[4]
@@ -81,14 +82,14 @@ struct WebhookServeTests {
     }
 
     @Test("map-app writes credentials.webhook and has the plugin read them; what it refuses is not written")
-    func mapApp() throws {
+    func mapApp() async throws {
         let workspace = FileManager.default.temporaryDirectory.appendingPathComponent("webhook-map-\(UUID())")
         try FileManager.default.createDirectory(at: workspace, withIntermediateDirectories: true)
         let arguments = [
             "map-app", "--config", "hub.yaml", "--app", "notes.contoso.com", "--ios", "com.contoso.notes",
             "--credentials", "webhook={secret: env:NOTES_WEBHOOK_SECRET}",
         ]
-        let short = try ServeProcess.run(arguments, in: workspace, ["NOTES_WEBHOOK_SECRET": "too-short"])
+        let short = try await ServeProcess.run(arguments, in: workspace, ["NOTES_WEBHOOK_SECRET": "too-short"])
         #expect(short.status == 1, "\(short.output)")
         #expect(
             short.output.contains(
@@ -96,7 +97,7 @@ struct WebhookServeTests {
             "\(short.output)")
         #expect(!FileManager.default.fileExists(atPath: workspace.appendingPathComponent("hub.yaml").path))
 
-        let mapped = try ServeProcess.run(
+        let mapped = try await ServeProcess.run(
             arguments, in: workspace, ["NOTES_WEBHOOK_SECRET": WebhookReceiver.secret.reveal()])
         #expect(mapped.status == 0, "\(mapped.output)")
         #expect(
@@ -146,16 +147,17 @@ enum ServeProcess {
     /// Runs a command to its end. - Returns: its status and its standard output and error, together.
     static func run(
         _ arguments: [String], in directory: URL, _ environment: [String: String]
-    ) throws -> (
+    ) async throws -> (
         status: Int32, output: String
     ) {
-        let run = try ChildProcess.run(executable, arguments, in: directory, environment: environment)
+        let run = try await ChildProcess.run(executable, arguments, in: directory, environment: environment)
         return (run.status, run.stdout + run.stderr)
     }
 
     /// Starts `webhook-hub serve --config hub.yaml` in `directory` and waits until it listens.
-    static func start(in directory: URL, environment: [String: String]) throws -> ListeningProcess {
-        try ListeningProcess(executable, ["serve", "--config", "hub.yaml"], in: directory, environment: environment)
+    static func start(in directory: URL, environment: [String: String]) async throws -> ListeningProcess {
+        try await ListeningProcess(
+            executable, ["serve", "--config", "hub.yaml"], in: directory, environment: environment)
     }
 }
 
