@@ -1,3 +1,5 @@
+import HubCore
+
 /// A JSON value, for the custom keys an APNs payload carries beside `aps`.
 ///
 /// Literals build values directly:
@@ -129,24 +131,7 @@ struct APNSJSONWriter {
         needsComma[needsComma.count - 1] = true
     }
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
     private mutating func writeString(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [0x5C, 0x22])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [0x5C, 0x5C])
-            case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-            case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-            case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-            case 0x00..<0x20:
-                let high = Self.hexDigits[Int(byte >> 4)]
-                let low = Self.hexDigits[Int(byte & 0xF)]
-                bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, high, low])
-            default: bytes.append(byte)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
+        JSONEscaping.appendQuoted(text, escapingSlashes: false, to: &bytes)
     }
 }
