@@ -14,22 +14,48 @@ package struct JSONWriter {
     @inlinable package init(capacity: Int = 512) { bytes.reserveCapacity(capacity) }
 
     @inlinable package mutating func object(_ body: (inout JSONWriter) -> Void) {
-        separate()
-        bytes.append(UInt8(ascii: "{"))
-        needsComma = false
+        beginObject()
         body(&self)
-        bytes.append(UInt8(ascii: "}"))
-        needsComma = true
+        endObject()
     }
 
     @inlinable package mutating func array<Element>(
         _ elements: some Sequence<Element>, _ body: (inout JSONWriter, Element) -> Void
     ) {
+        beginArray()
+        for element in elements { body(&self, element) }
+        endArray()
+    }
+
+    /// Opens an object; its members follow, then ``endObject()``. For writers whose members may
+    /// throw (``object(_:)`` takes a closure that does not).
+    @inlinable package mutating func beginObject() {
+        separate()
+        bytes.append(UInt8(ascii: "{"))
+        needsComma = false
+    }
+
+    @inlinable package mutating func endObject() {
+        bytes.append(UInt8(ascii: "}"))
+        needsComma = true
+    }
+
+    /// Opens an array; its elements follow, then ``endArray()``.
+    @inlinable package mutating func beginArray() {
         separate()
         bytes.append(UInt8(ascii: "["))
         needsComma = false
-        for element in elements { body(&self, element) }
+    }
+
+    @inlinable package mutating func endArray() {
         bytes.append(UInt8(ascii: "]"))
+        needsComma = true
+    }
+
+    /// A value already in JSON form (a number, `null`).
+    @inlinable package mutating func literal(_ json: String) {
+        separate()
+        bytes.append(contentsOf: json.utf8)
         needsComma = true
     }
 
