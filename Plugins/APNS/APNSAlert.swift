@@ -1,3 +1,5 @@
+import HubCore
+
 /// The `alert` dictionary of a visible notification (PROVIDERS.md §1.4).
 ///
 /// ```swift
@@ -43,7 +45,7 @@ public struct APNSAlert: Sendable, Hashable {
     }
 
     /// Writes the dictionary with `title` and `body` in place of ``title`` and ``body``.
-    func write(to writer: inout APNSJSONWriter, title: String?, body: String?) {
+    func write(to writer: inout JSONWriter, title: String?, body: String?) {
         writer.beginObject()
         func put(_ key: String, _ value: String?) {
             guard let value else { return }
@@ -98,7 +100,7 @@ public struct APNSSound: Sendable, Hashable {
         APNSSound(kind: .critical(name: name, volume: min(1, max(0, volume))))
     }
 
-    func write(to writer: inout APNSJSONWriter) throws(APNSError) {
+    func write(to writer: inout JSONWriter) throws(APNSError) {
         switch kind {
         case .named(let name):
             writer.string(name)

@@ -1,3 +1,5 @@
+import HubCore
+
 /// A visible notification: the alert plus the other `aps` keys Apple defines for it (PROVIDERS.md §1.4).
 ///
 /// ```swift
@@ -51,7 +53,7 @@ public struct APNSAlertPayload: Sendable, Hashable {
     }
 
     /// Writes `"aps": {…}` with `title` and `body` as the alert's title and body.
-    func writeAPS(to writer: inout APNSJSONWriter, title: String?, body: String?) throws(APNSError) {
+    func writeAPS(to writer: inout JSONWriter, title: String?, body: String?) throws(APNSError) {
         if alert.isEmpty && badge == nil && sound == nil {
             throw APNSError(
                 .invalidPayload, "an alert push must show something: give an alert, a badge or a sound")

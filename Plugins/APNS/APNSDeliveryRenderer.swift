@@ -25,9 +25,7 @@ struct APNSDeliveryRenderer {
         let delivery = outbound.delivery
         let hubKeys: [String: APNSJSON] = ["app": .string(outbound.app.id), "v": .integer(Int(delivery.changeVersion))]
 
-        guard outbound.kind != .shoulderTap, let notification = outbound.notification,
-            let visual = notification.payload.visualContent
-        else {
+        guard let (notification, visual) = outbound.shown else {
             if outbound.kind != .shoulderTap && outbound.notification == nil {
                 throw APNSError(.invalidPayload, "a \(outbound.kind) delivery came without its notification")
             }

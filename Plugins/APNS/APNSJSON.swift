@@ -1,3 +1,5 @@
+import HubCore
+
 /// A JSON value, for the custom keys an APNs payload carries beside `aps`.
 ///
 /// Literals build values directly:
@@ -33,81 +35,31 @@ extension APNSJSON: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Exp
     public init(nilLiteral: ()) { self = .null }
 }
 
-/// Writes compact JSON into a byte array: strings escaped per RFC 8259, non-ASCII text kept as UTF-8.
-///
-/// Objects are written key by key; the writer inserts the commas. It never produces invalid JSON:
-/// a non-finite number throws instead.
-struct APNSJSONWriter {
-    private(set) var bytes: [UInt8] = []
-    /// One entry per open object or array: whether the next member needs a comma first.
-    private var needsComma: [Bool] = []
-    /// Set between a key and its value, which then needs no comma.
-    private var afterKey = false
-
-    init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
-
-    mutating func beginObject() {
-        separate()
-        bytes.append(UInt8(ascii: "{"))
-        needsComma.append(false)
-    }
-
-    mutating func endObject() {
-        needsComma.removeLast()
-        bytes.append(UInt8(ascii: "}"))
-    }
-
-    /// Writes `"key":`; the value written next belongs to it.
-    mutating func key(_ key: String) {
-        separate()
-        writeString(key)
-        bytes.append(UInt8(ascii: ":"))
-        afterKey = true
-    }
-
-    mutating func string(_ value: String) {
-        separate()
-        writeString(value)
-    }
-
-    mutating func integer(_ value: Int) {
-        separate()
-        bytes.append(contentsOf: String(value).utf8)
-    }
-
+extension JSONWriter {
+    /// A number; a non-finite one throws instead of writing invalid JSON.
     mutating func number(_ value: Double) throws(APNSError) {
         guard value.isFinite else {
             throw APNSError(.invalidPayload, "the number \(value) cannot be written as JSON")
         }
-        separate()
         if value == value.rounded(.towardZero), abs(value) < 1e15 {
-            bytes.append(contentsOf: String(Int64(value)).utf8)
+            literal(String(Int64(value)))
         } else {
-            bytes.append(contentsOf: "\(value)".utf8)
+            literal("\(value)")
         }
     }
 
-    mutating func bool(_ value: Bool) {
-        separate()
-        bytes.append(contentsOf: (value ? "true" : "false").utf8)
-    }
-
+    /// `value`, objects with their keys sorted.
     mutating func value(_ value: APNSJSON) throws(APNSError) {
         switch value {
         case .string(let text): string(text)
         case .integer(let number): integer(number)
         case .number(let number): try self.number(number)
         case .bool(let flag): bool(flag)
-        case .null:
-            separate()
-            bytes.append(contentsOf: "null".utf8)
+        case .null: literal("null")
         case .array(let elements):
-            separate()
-            bytes.append(UInt8(ascii: "["))
-            needsComma.append(false)
+            beginArray()
             for element in elements { try self.value(element) }
-            needsComma.removeLast()
-            bytes.append(UInt8(ascii: "]"))
+            endArray()
         case .object(let members):
             beginObject()
             for name in members.keys.sorted() {
@@ -116,37 +68,5 @@ struct APNSJSONWriter {
             }
             endObject()
         }
-    }
-
-    /// Adds the comma between members, except right after a key.
-    private mutating func separate() {
-        if afterKey {
-            afterKey = false
-            return
-        }
-        guard let last = needsComma.last else { return }
-        if last { bytes.append(UInt8(ascii: ",")) }
-        needsComma[needsComma.count - 1] = true
-    }
-
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    private mutating func writeString(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [0x5C, 0x22])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [0x5C, 0x5C])
-            case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-            case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-            case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-            case 0x00..<0x20:
-                let high = Self.hexDigits[Int(byte >> 4)]
-                let low = Self.hexDigits[Int(byte & 0xF)]
-                bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, high, low])
-            default: bytes.append(byte)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
     }
 }

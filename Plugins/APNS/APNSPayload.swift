@@ -85,7 +85,7 @@ public struct APNSPayload: Sendable, Hashable {
     /// Encodes with `text` in place of the alert's title and body when given (an empty title stands
     /// for an alert without one).
     private func encode(text: VisibleTextFit.Text?) throws(APNSError) -> [UInt8] {
-        var writer = APNSJSONWriter()
+        var writer = JSONWriter(capacity: 256)
         writer.beginObject()
         switch content {
         case .alert(let payload):
@@ -107,7 +107,7 @@ public struct APNSPayload: Sendable, Hashable {
         return writer.bytes
     }
 
-    static func writeCustom(_ custom: [String: APNSJSON], to writer: inout APNSJSONWriter) throws(APNSError) {
+    static func writeCustom(_ custom: [String: APNSJSON], to writer: inout JSONWriter) throws(APNSError) {
         for key in custom.keys.sorted() {
             guard key != "aps" else {
                 throw APNSError(.invalidPayload, "the custom key 'aps' is reserved for Apple's dictionary")

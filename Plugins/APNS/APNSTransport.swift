@@ -1,6 +1,5 @@
 public import HubCore
 public import Logging
-import ServiceLifecycle
 import Synchronization
 
 /// Delivers hub notifications to iOS, iPadOS, macOS, watchOS and tvOS devices through Apple's
@@ -23,7 +22,7 @@ public final class APNSTransport: Transport {
     public let id: TransportID
     public let configuration: Configuration
     let logger: Logger
-    let problems = APNSProblemLog()
+    let problems = ProblemLog()
     private let groups = Mutex<[APNSCredentials: Result<APNSCredentialGroup, APNSError>]>([:])
     private let lastGroup = Mutex<(APNSCredentials, APNSCredentialGroup)?>(nil)
 
@@ -102,8 +101,7 @@ public final class APNSTransport: Transport {
 
     /// Runs until graceful shutdown (after the hub has drained), then closes the connections.
     public func run() async throws {
-        try? await gracefulShutdown()
-        await shutdown()
+        await closeAfterGracefulShutdown("APNs", logger: logger, close: { await shutdown() })
     }
 
     /// Fails sends that wait for a connection, lets in-flight requests finish (up to `grace`), and
@@ -137,15 +135,5 @@ public final class APNSTransport: Transport {
                 metadata: ["credentials": "\(credentials.kind)", "error": "\(error)"])
         }
         return result
-    }
-}
-
-/// Remembers which problems were logged, so each is logged once rather than once per delivery.
-final class APNSProblemLog: Sendable {
-    private let seen = Mutex<Set<String>>([])
-
-    /// Runs `log` the first time `key` is seen.
-    func once(_ key: String, _ log: () -> Void) {
-        if seen.withLock({ $0.insert(key).inserted }) { log() }
     }
 }

@@ -90,23 +90,15 @@ extension FCMCredentials {
         let kid = privateKeyID.map { JWKIdentifier(string: $0) }
         let keys = JWTKeyCollection()
         await keys.add(rsa: key, digestAlgorithm: .sha256, kid: kid)
-        let claims = CheckClaims(
+        let claims = FCMAssertionClaims(
             iss: IssuerClaim(value: clientEmail), scope: FCMConfiguration.messagingScope,
             aud: AudienceClaim(value: tokenURI), iat: IssuedAtClaim(value: now),
             exp: ExpirationClaim(value: now.addingTimeInterval(3600)))
         let token = try await keys.sign(claims, kid: kid)
         let verifier = JWTKeyCollection()
         await verifier.add(rsa: key.publicKey, digestAlgorithm: .sha256, kid: kid)
-        _ = try await verifier.verify(token, as: CheckClaims.self)
+        let verified = try await verifier.verify(token, as: FCMAssertionClaims.self)
+        try verified.exp.verifyNotExpired()
         return token
-    }
-
-    private struct CheckClaims: JWTPayload {
-        var iss: IssuerClaim
-        var scope: String
-        var aud: AudienceClaim
-        var iat: IssuedAtClaim
-        var exp: ExpirationClaim
-        func verify(using algorithm: some JWTAlgorithm) async throws { try exp.verifyNotExpired() }
     }
 }

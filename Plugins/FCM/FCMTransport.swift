@@ -1,8 +1,6 @@
 import Foundation
 public import HubCore
 public import Logging
-import ServiceLifecycle
-import Synchronization
 
 /// The `fcm` transport: Android endpoints through FCM HTTP v1, with each app's service account.
 ///
@@ -31,7 +29,7 @@ public final class FCMTransport: Transport {
     /// The client that talks to FCM; usable on its own, e.g. to ``FCMClient/validate(credentials:)``.
     public let client: FCMClient
     let logger: Logger
-    private let reported = Mutex<Set<String>>([])
+    private let problems = ProblemLog()
 
     /// - Throws: when a PEM in ``FCMConfiguration/trustRootsPEM`` is not a certificate.
     public convenience init(
@@ -76,12 +74,7 @@ public final class FCMTransport: Transport {
     /// Runs until graceful shutdown (after the hub has drained), then closes the connections. A
     /// failure to close is logged, not thrown: it must not fail the shutdown of `hub serve`.
     public func run() async throws {
-        try? await gracefulShutdown()
-        do {
-            try await shutdown()
-        } catch {
-            logger.warning("closing the FCM connections failed", metadata: ["error": "\(error)"])
-        }
+        await closeAfterGracefulShutdown("FCM", logger: logger, close: shutdown)
     }
 
     /// Refuses endpoints of apps without FCM credentials and tokens that cannot be FCM tokens.
@@ -109,15 +102,14 @@ public final class FCMTransport: Transport {
     /// The message the transport sends for `outbound` to `token`.
     func message(for outbound: OutboundDelivery, token: String) -> FCMMessage {
         let delivery = outbound.delivery
-        let priority: FCMAndroidPriority = delivery.priority == .high || delivery.kind == .fallback ? .high : .normal
+        let priority: FCMAndroidPriority = outbound.isUrgent ? .high : .normal
         var data = ["hub": "tap", "app": outbound.app.id, "v": String(delivery.changeVersion)]
         var android = FCMAndroidConfig(priority: priority, restrictedPackageName: outbound.endpoint.platformAppId)
         var notification: FCMNotification?
-        if delivery.kind != .shoulderTap, let shown = outbound.notification, let visual = shown.payload.visualContent {
+        if let (shown, visual) = outbound.shown {
             data["hub"] = delivery.kind == .fallback ? "fallback" : "visible"
             data["id"] = shown.id
-            let remaining = shown.expirationDateTime.timeIntervalSince(configuration.now())
-            android.timeToLive = .seconds(max(0, Int(remaining.rounded(.down))))
+            android.timeToLive = .seconds(shown.secondsToExpiry(now: configuration.now()))
             android.notification = FCMAndroidNotification(
                 tag: shown.appNotificationId, titleLocKey: visual.titleLocKey, titleLocArgs: visual.titleLocArgs ?? [],
                 bodyLocKey: visual.bodyLocKey, bodyLocArgs: visual.bodyLocArgs ?? [], notificationCount: visual.badge)
@@ -139,7 +131,9 @@ public final class FCMTransport: Transport {
     /// Logs a configuration problem of `app` once, not once per delivery.
     func reportOnce(_ error: FCMError, app: CrossDeviceApp, advice: String) {
         let key = "\(app.id)|\(error.code.rawValue)|\(error.httpStatus ?? 0)"
-        guard reported.withLock({ $0.insert(key).inserted }) else { return }
-        logger.error("FCM refuses this app's sends; \(advice)", metadata: ["app": "\(app.id)", "error": "\(error)"])
+        problems.once(key) {
+            logger.error(
+                "FCM refuses this app's sends; \(advice)", metadata: ["app": "\(app.id)", "error": "\(error)"])
+        }
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import HubCore
 
 /// Which channel URIs the hub posts to. A send carries the app's bearer access token, so a channel
 /// URI from a device is trusted only when it names WNS (Microsoft: "always check that the channel
@@ -29,27 +29,20 @@ public struct WNSChannelPolicy: Sendable, Hashable {
     /// Why `channelURI` must not receive notifications, or `nil` when it may. The text names the host
     /// but never repeats the URI (its query is the device's channel token).
     public func problem(with channelURI: String) -> String? {
-        if channelURI.unicodeScalars.contains(where: {
-            $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F
-        }) {
-            return "must not contain spaces or control characters"
+        let url: ProviderURL
+        do {
+            url = try ProviderURL(
+                checking: channelURI, notAURL: "is not a URL; give the channel URI exactly as WNS issued it")
+        } catch {
+            return error.message
         }
-        guard let components = URLComponents(string: channelURI), let scheme = components.scheme else {
-            return "is not a URL; give the channel URI exactly as WNS issued it"
-        }
-        guard scheme.lowercased() == "https" else { return "must be an https URL (it is \(scheme))" }
-        guard components.percentEncodedUser == nil, components.percentEncodedPassword == nil else {
-            return "must not contain user information"
-        }
-        guard let encodedHost = components.percentEncodedHost, !encodedHost.isEmpty, !encodedHost.contains("%")
-        else { return "has no usable host" }
-        let host = encodedHost.lowercased()
-        if isAdditional(host: host, port: components.port) { return nil }
+        let host = url.host
+        if isAdditional(host: host, port: url.port) { return nil }
         let suffix = "." + Self.wnsDomain
         guard host.hasSuffix(suffix), host.count > suffix.count else {
             return "must be a WNS channel on *.\(Self.wnsDomain); the host '\(host)' is not allowed"
         }
-        if let port = components.port, port != 443 {
+        if let port = url.port, port != 443 {
             return "must use the default https port; port \(port) is not allowed"
         }
         return nil
@@ -58,21 +51,10 @@ public struct WNSChannelPolicy: Sendable, Hashable {
     /// Whether `host` (lower-cased, as in the URI) and `port` match an entry of ``additionalHosts``.
     private func isAdditional(host: String, port: Int?) -> Bool {
         additionalHosts.contains { entry in
-            let (allowedHost, allowedPort) = Self.split(entry.lowercased())
+            let (allowedHost, allowedPort) = ProviderURL.split(entry.lowercased())
             guard allowedHost == host else { return false }
             guard let allowedPort else { return true }
             return allowedPort == (port ?? 443)
         }
-    }
-
-    /// Splits `host[:port]`, keeping an IPv6 literal's brackets as URLComponents does.
-    private static func split(_ entry: String) -> (String, Int?) {
-        if entry.hasPrefix("["), let close = entry.firstIndex(of: "]") {
-            let host = String(entry[...close])
-            let rest = entry[entry.index(after: close)...]
-            return (host, rest.hasPrefix(":") ? Int(rest.dropFirst()) : nil)
-        }
-        let parts = entry.split(separator: ":", maxSplits: 1)
-        return (String(parts.first ?? ""), parts.count > 1 ? Int(parts[1]) : nil)
     }
 }

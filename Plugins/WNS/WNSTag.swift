@@ -1,3 +1,5 @@
+import HubCore
+
 /// An `X-WNS-Tag` or `X-WNS-Group` value: 1–16 ASCII letters and digits, as WNS requires.
 ///
 /// ``init(deriving:)`` turns any identifier into a valid value: an identifier that already is
@@ -69,22 +71,6 @@ enum WNSXML {
     /// Escapes `&`, `<`, `>`, `"` and `'`, and drops characters XML 1.0 forbids (controls but tab,
     /// line feed and carriage return).
     static func escape(_ text: String) -> String {
-        var escaped = ""
-        escaped.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "&": escaped += "&amp;"
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            case "\"": escaped += "&quot;"
-            case "'": escaped += "&apos;"
-            case "\t", "\n", "\r": escaped.unicodeScalars.append(scalar)
-            default:
-                if scalar.value >= 0x20 && scalar.value != 0xFFFE && scalar.value != 0xFFFF {
-                    escaped.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return escaped
+        MarkupEscaping.escape(text, apostrophe: "&apos;", droppingXMLForbidden: true)
     }
 }

@@ -1,8 +1,7 @@
 import Foundation
 public import HubCore
+import HubHTTPSupport
 public import Logging
-import ServiceLifecycle
-import Synchronization
 
 /// The `wns` transport: Windows endpoints through WNS, with each app's package SID or Entra ID app.
 ///
@@ -39,7 +38,7 @@ public final class WNSTransport: Transport {
     public let client: WNSClient
     let logger: Logger
     /// The (app, code) configuration faults already logged.
-    let reported = Mutex<Set<String>>([])
+    let problems = ProblemLog()
 
     /// - Throws: when a PEM in ``WNSConfiguration/trustRootsPEM`` is not a certificate.
     public convenience init(
@@ -99,12 +98,7 @@ public final class WNSTransport: Transport {
     /// Runs until graceful shutdown (after the hub has drained), then closes the connections. A
     /// failure to close is logged, not thrown: it must not fail the shutdown of `hub serve`.
     public func run() async throws {
-        try? await gracefulShutdown()
-        do {
-            try await shutdown()
-        } catch {
-            logger.warning("closing the WNS connections failed", metadata: ["error": "\(error)"])
-        }
+        await closeAfterGracefulShutdown("WNS", logger: logger, close: shutdown)
     }
 
     /// Refuses endpoints of apps without WNS credentials and channel URIs the policy does not allow.
@@ -126,14 +120,12 @@ public final class WNSTransport: Transport {
     func notifications(for outbound: OutboundDelivery) -> [(WNSNotification, WNSSendOptions)] {
         let delivery = outbound.delivery
         var options = WNSSendOptions()
-        if delivery.priority == .high || delivery.kind == .fallback { options.priority = .high }
-        if delivery.kind != .shoulderTap, let shown = outbound.notification, let visual = shown.payload.visualContent {
+        if outbound.isUrgent { options.priority = .high }
+        if let (shown, visual) = outbound.shown {
             let kind = delivery.kind == .fallback ? "fallback" : "visible"
-            let launch = [
+            let launch = FormEncoding.encode([
                 ("hub", kind), ("app", outbound.app.id), ("id", shown.id), ("v", String(delivery.changeVersion)),
-            ]
-            .map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .urlQueryValueAllowed) ?? $0.1)" }
-            .joined(separator: "&")
+            ])
             let tag = WNSTag(deriving: shown.appNotificationId)
             var toast = WNSToast(
                 title: visual.title, body: visual.body, launch: launch, tag: tag,
@@ -145,8 +137,7 @@ public final class WNSTransport: Transport {
             }
             toast.title = text.title
             toast.body = text.body
-            let remaining = shown.expirationDateTime.timeIntervalSince(configuration.now())
-            options.timeToLive = .seconds(max(0, Int(remaining.rounded(.down))))
+            options.timeToLive = .seconds(shown.secondsToExpiry(now: configuration.now()))
             var sends: [(WNSNotification, WNSSendOptions)] = []
             var quiet = options
             quiet.priority = nil
@@ -163,9 +154,11 @@ public final class WNSTransport: Transport {
             sends.append((.toast(toast), options))
             return sends
         }
-        let tap = #"{"hub":"tap","app":\#(Self.jsonString(outbound.app.id)),"v":"\#(delivery.changeVersion)"}"#
+        var tap = Array(#"{"hub":"tap","app":"#.utf8)
+        JSONEscaping.appendQuoted(outbound.app.id, escapingSlashes: false, to: &tap)
+        tap += Array(#","v":"\#(delivery.changeVersion)"}"#.utf8)
         options.timeToLive = configuration.tapTimeToLive
-        return [(.raw(WNSRaw(bytes: Array(tap.utf8), cachePolicy: configuration.tapCachePolicy)), options)]
+        return [(.raw(WNSRaw(bytes: tap, cachePolicy: configuration.tapCachePolicy)), options)]
     }
 
     /// `visual`'s title and body cut by the hub's one rule (`VisibleTextFit`) to fit
@@ -179,26 +172,6 @@ public final class WNSTransport: Transport {
             title: visual.title, body: visual.body, budget: WNSNotification.payloadLimit - base,
             cost: VisibleTextFit.xmlCost) ?? VisibleTextFit.Text(title: visual.title, body: visual.body)
     }
-
-    /// `text` as a JSON string literal.
-    static func jsonString(_ text: String) -> String {
-        var escaped = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": escaped += "\\\""
-            case "\\": escaped += "\\\\"
-            case _ where scalar.value < 0x20: escaped += String(format: "\\u%04x", scalar.value)
-            default: escaped.unicodeScalars.append(scalar)
-            }
-        }
-        return escaped + "\""
-    }
-}
-
-extension CharacterSet {
-    /// Unreserved characters only: what a query value may contain unescaped.
-    static let urlQueryValueAllowed = CharacterSet(
-        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }
 
 extension WNSTransport {
@@ -237,7 +210,6 @@ extension WNSTransport {
 
     /// Logs a configuration fault once per app and code, at error level.
     private func reportOnce(_ appId: String, _ code: WNSErrorCode, _ message: String) {
-        guard reported.withLock({ $0.insert("\(appId)|\(code.rawValue)").inserted }) else { return }
-        logger.error("\(message)", metadata: ["app": "\(appId)"])
+        problems.once("\(appId)|\(code.rawValue)") { logger.error("\(message)", metadata: ["app": "\(appId)"]) }
     }
 }

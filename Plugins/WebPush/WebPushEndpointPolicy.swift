@@ -1,4 +1,5 @@
 import Foundation
+import HubCore
 
 #if canImport(Glibc)
     import Glibc
@@ -44,20 +45,15 @@ public struct WebPushEndpointPolicy: Sendable, Hashable {
     /// Why the hub must not post to `url`, or `nil` when it may. The text names the host but never
     /// repeats the URL (its path is the subscription's secret-ish identifier).
     public func problem(with url: String) -> String? {
-        if url.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }) {
-            return "must not contain spaces or control characters"
+        let checked: ProviderURL
+        do {
+            checked = try ProviderURL(
+                checking: url, notAURL: "is not a URL; give the subscription's endpoint exactly as the browser gave it")
+        } catch {
+            return error.message
         }
-        guard let components = URLComponents(string: url), let scheme = components.scheme else {
-            return "is not a URL; give the subscription's endpoint exactly as the browser gave it"
-        }
-        guard scheme.lowercased() == "https" else { return "must be an https URL (it is \(scheme))" }
-        guard components.percentEncodedUser == nil, components.percentEncodedPassword == nil else {
-            return "must not contain user information"
-        }
-        guard let encodedHost = components.percentEncodedHost, !encodedHost.isEmpty, !encodedHost.contains("%")
-        else { return "has no usable host" }
-        let host = encodedHost.lowercased()
-        let port = components.port ?? 443
+        let host = checked.host
+        let port = checked.port ?? 443
         if allowedHosts.contains(where: { Self.isExact(entry: $0, host: host, port: port) }) { return nil }
         if let problem = Self.privateProblem(host: host) { return problem }
         guard port == 443 else { return "must use the default https port; port \(port) is not allowed" }
@@ -70,7 +66,7 @@ public struct WebPushEndpointPolicy: Sendable, Hashable {
 
     /// Whether `entry` is `host` or `host:port` naming exactly this host and port.
     private static func isExact(entry: String, host: String, port: Int) -> Bool {
-        let (allowedHost, allowedPort) = split(entry.lowercased())
+        let (allowedHost, allowedPort) = ProviderURL.split(entry.lowercased())
         guard !allowedHost.hasPrefix("*."), allowedHost == host else { return false }
         return (allowedPort ?? 443) == port
     }
@@ -83,7 +79,7 @@ public struct WebPushEndpointPolicy: Sendable, Hashable {
             let suffix = String(lower.dropFirst(1))
             return host.hasSuffix(suffix) && host.count > suffix.count
         }
-        return split(lower) == (host, nil)
+        return ProviderURL.split(lower) == (host, nil)
     }
 
     /// Why `host` is not a public push service, or `nil`.
@@ -127,16 +123,5 @@ public struct WebPushEndpointPolicy: Sendable, Hashable {
         // 2001:db8::/32, documentation.
         if bytes[0] == 0x20 && bytes[1] == 0x01 && bytes[2] == 0x0D && bytes[3] == 0xB8 { return true }
         return bytes[0] == 0x00 && bytes[1] == 0x64 && bytes[2] == 0xFF && bytes[3] == 0x9B  // NAT64 64:ff9b::/96
-    }
-
-    /// Splits `host[:port]`, keeping an IPv6 literal's brackets as URLComponents does.
-    static func split(_ entry: String) -> (String, Int?) {
-        if entry.hasPrefix("["), let close = entry.firstIndex(of: "]") {
-            let host = String(entry[...close])
-            let rest = entry[entry.index(after: close)...]
-            return (host, rest.hasPrefix(":") ? Int(rest.dropFirst()) : nil)
-        }
-        let parts = entry.split(separator: ":", maxSplits: 1)
-        return (String(parts.first ?? ""), parts.count > 1 ? Int(parts[1]) : nil)
     }
 }

@@ -1,8 +1,6 @@
 import Foundation
 public import HubCore
 public import Logging
-import ServiceLifecycle
-import Synchronization
 
 /// The `webpush` transport: endpoints of the web platform through the browsers' push services
 /// (RFC 8030), encrypted per RFC 8291 (`aes128gcm`) and signed with the app's VAPID key (RFC 8292).
@@ -30,7 +28,7 @@ public final class WebPushTransport: Transport {
     public let client: WebPushClient
     let logger: Logger
     /// The (app, code) configuration faults already logged.
-    let reported = Mutex<Set<String>>([])
+    let problems = ProblemLog()
 
     /// - Throws: when a PEM in ``WebPushConfiguration/trustRootsPEM`` is not a certificate.
     public convenience init(
@@ -52,12 +50,7 @@ public final class WebPushTransport: Transport {
     /// Runs until graceful shutdown (after the hub has drained), then closes the connections. A
     /// failure to close is logged, not thrown: it must not fail the shutdown of `hub serve`.
     public func run() async throws {
-        try? await gracefulShutdown()
-        do {
-            try await shutdown()
-        } catch {
-            logger.warning("closing the Web Push connections failed", metadata: ["error": "\(error)"])
-        }
+        await closeAfterGracefulShutdown("Web Push", logger: logger, close: shutdown)
     }
 
     public func send(_ outbound: OutboundDelivery) async -> DeliveryOutcome {
@@ -112,17 +105,17 @@ public final class WebPushTransport: Transport {
     func message(for outbound: OutboundDelivery) -> WebPushMessage {
         let delivery = outbound.delivery
         var urgency = WebPushUrgency.normal
-        if delivery.priority == .high || delivery.kind == .fallback { urgency = .high }
+        if outbound.isUrgent { urgency = .high }
         if delivery.priority == .low && delivery.kind != .fallback { urgency = .low }
-        if delivery.kind != .shoulderTap, let shown = outbound.notification, let visual = shown.payload.visualContent {
+        if let (shown, visual) = outbound.shown {
             var fields: [String: String] = [
                 "hub": delivery.kind == .fallback ? "fallback" : "visible", "app": outbound.app.id, "id": shown.id,
                 "v": String(delivery.changeVersion), "tag": shown.appNotificationId, "title": visual.title,
             ]
             fields["body"] = visual.body
-            let remaining = shown.expirationDateTime.timeIntervalSince(configuration.now())
             return WebPushMessage(
-                payload: Self.fitting(fields), timeToLive: max(0, Int(remaining.rounded(.down))), urgency: urgency,
+                payload: Self.fitting(fields), timeToLive: shown.secondsToExpiry(now: configuration.now()),
+                urgency: urgency,
                 topic: WebPushTopic(deriving: shown.appNotificationId))
         }
         let fields = ["hub": "tap", "app": outbound.app.id, "v": String(delivery.changeVersion)]
@@ -190,7 +183,7 @@ extension WebPushTransport {
     private func suspended(
         _ endpoint: Endpoint, _ code: WebPushErrorCode, _ message: String, reason: String? = nil
     ) -> DeliveryOutcome {
-        if reported.withLock({ $0.insert("\(endpoint.appId)|\(code.rawValue)").inserted }) {
+        problems.once("\(endpoint.appId)|\(code.rawValue)") {
             logger.error("\(message)", metadata: ["app": "\(endpoint.appId)"])
         }
         return .suspended(reason: reason ?? message)

@@ -1,3 +1,5 @@
+public import HubWire
+
 /// The one error type of ``HubClient``: a stable ``code`` to switch on, the hub's problem details
 /// (`application/problem+json`) when it sent some, and the underlying error of a failed connection.
 ///
@@ -48,17 +50,8 @@ public struct HubClientError: Error, Sendable, CustomStringConvertible {
         public var description: String { rawValue }
     }
 
-    /// One problem with one field of a request, as the hub listed it.
-    public struct FieldError: Sendable, Hashable, Codable {
-        /// A JSON path such as `appId`, or a header name such as `X-Hub-Endpoint`.
-        public var field: String
-        public var message: String
-
-        public init(field: String, message: String) {
-            self.field = field
-            self.message = message
-        }
-    }
+    /// One problem with one field of a request, as the hub listed it (the wire type the hub writes).
+    public typealias FieldError = RequestFieldError
 
     public var code: Code
     /// What went wrong and what to do: the problem's `detail`, or a message of the client.

@@ -1,3 +1,5 @@
+public import HubWire
+
 /// The one error type of the hub's operations. `code` is stable (the HTTP API maps it to a status
 /// and a problem `type`); `message` says what to do.
 public struct HubError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -18,16 +20,8 @@ public struct HubError: Error, Sendable, Hashable, CustomStringConvertible {
         public var description: String { rawValue }
     }
 
-    /// One problem with one field of a request body.
-    public struct FieldError: Sendable, Hashable, Codable {
-        /// A JSON path such as `payload.visualContent.title`.
-        public var field: String
-        public var message: String
-        public init(field: String, message: String) {
-            self.field = field
-            self.message = message
-        }
-    }
+    /// One problem with one field of a request body (the wire type HubClient reads back).
+    public typealias FieldError = RequestFieldError
 
     public var code: Code
     public var message: String

@@ -12,10 +12,7 @@ extension NotificationPayload {
                 + (visualContent?.localisationTexts.reduce(0) { $0 + $1.utf8.count + 3 } ?? 0))
         bytes.append(UInt8(ascii: "{"))
         var first = true
-        if let rawContent {
-            StoredJSON.appendKey("rawContent", first: &first, to: &bytes)
-            JSONEscaping.appendQuoted(rawContent, escapingSlashes: true, to: &bytes)
-        }
+        StoredJSON.appendMember("rawContent", rawContent, first: &first, to: &bytes)
         if let visualContent {
             StoredJSON.appendKey("visualContent", first: &first, to: &bytes)
             bytes.append(UInt8(ascii: "{"))
@@ -25,32 +22,16 @@ extension NotificationPayload {
                 StoredJSON.appendKey("badge", first: &innerFirst, to: &bytes)
                 bytes.append(contentsOf: String(badge).utf8)
             }
-            if let body = visualContent.body {
-                StoredJSON.appendKey("body", first: &innerFirst, to: &bytes)
-                JSONEscaping.appendQuoted(body, escapingSlashes: true, to: &bytes)
-            }
-            if let arguments = visualContent.bodyLocArgs {
-                StoredJSON.appendKey("bodyLocArgs", first: &innerFirst, to: &bytes)
-                StoredJSON.appendStrings(arguments, to: &bytes)
-            }
-            if let key = visualContent.bodyLocKey {
-                StoredJSON.appendKey("bodyLocKey", first: &innerFirst, to: &bytes)
-                JSONEscaping.appendQuoted(key, escapingSlashes: true, to: &bytes)
-            }
+            StoredJSON.appendMember("body", visualContent.body, first: &innerFirst, to: &bytes)
+            StoredJSON.appendMember("bodyLocArgs", visualContent.bodyLocArgs, first: &innerFirst, to: &bytes)
+            StoredJSON.appendMember("bodyLocKey", visualContent.bodyLocKey, first: &innerFirst, to: &bytes)
             if let tile = visualContent.tile {
                 StoredJSON.appendKey("tile", first: &innerFirst, to: &bytes)
                 bytes.append(contentsOf: (tile ? "true" : "false").utf8)
             }
-            StoredJSON.appendKey("title", first: &innerFirst, to: &bytes)
-            JSONEscaping.appendQuoted(visualContent.title, escapingSlashes: true, to: &bytes)
-            if let arguments = visualContent.titleLocArgs {
-                StoredJSON.appendKey("titleLocArgs", first: &innerFirst, to: &bytes)
-                StoredJSON.appendStrings(arguments, to: &bytes)
-            }
-            if let key = visualContent.titleLocKey {
-                StoredJSON.appendKey("titleLocKey", first: &innerFirst, to: &bytes)
-                JSONEscaping.appendQuoted(key, escapingSlashes: true, to: &bytes)
-            }
+            StoredJSON.appendMember("title", visualContent.title, first: &innerFirst, to: &bytes)
+            StoredJSON.appendMember("titleLocArgs", visualContent.titleLocArgs, first: &innerFirst, to: &bytes)
+            StoredJSON.appendMember("titleLocKey", visualContent.titleLocKey, first: &innerFirst, to: &bytes)
             bytes.append(UInt8(ascii: "}"))
         }
         bytes.append(UInt8(ascii: "}"))
@@ -66,6 +47,20 @@ enum StoredJSON {
         key.withUTF8Buffer { bytes.append(contentsOf: $0) }
         bytes.append(UInt8(ascii: "\""))
         bytes.append(UInt8(ascii: ":"))
+    }
+
+    /// `"key":"value"`, escaped as `JSONEncoder` does; nothing when `value` is `nil`.
+    static func appendMember(_ key: StaticString, _ value: String?, first: inout Bool, to bytes: inout [UInt8]) {
+        guard let value else { return }
+        appendKey(key, first: &first, to: &bytes)
+        JSONEscaping.appendQuoted(value, escapingSlashes: true, to: &bytes)
+    }
+
+    /// `"key":["value",…]`; nothing when `values` is `nil`.
+    static func appendMember(_ key: StaticString, _ values: [String]?, first: inout Bool, to bytes: inout [UInt8]) {
+        guard let values else { return }
+        appendKey(key, first: &first, to: &bytes)
+        appendStrings(values, to: &bytes)
     }
 
     static func appendStrings(_ values: [String], to bytes: inout [UInt8]) {

@@ -208,16 +208,23 @@ extension SQLiteStore {
         }
     }
 
-    /// Finishes a delivery as `endpointGone` and deactivates its endpoint (see ``recordOutcomes(_:)``).
-    static func finishGone(
-        _ db: Database, id: Int64, detail: String?, goneSince: Date?, at now: Date, providerMessageId: String?
-    ) throws {
+    /// The delivery `id` while it is pending, noted as sent with `providerMessageId`; `nil` when
+    /// it is gone or already finished (an outcome recorded twice is recorded once).
+    static func sentPending(_ db: Database, id: Int64, providerMessageId: String?) throws -> DeliveryRecord? {
         guard
             var record = try DeliveryRecord.fetchOne(
                 db.cachedStatement(sql: "SELECT * FROM delivery WHERE id = ?"), arguments: [id]),
             record.state == .pending
-        else { return }
+        else { return nil }
         record.noteSent(providerMessageId: providerMessageId)
+        return record
+    }
+
+    /// Finishes a delivery as `endpointGone` and deactivates its endpoint (see ``recordOutcomes(_:)``).
+    static func finishGone(
+        _ db: Database, id: Int64, detail: String?, goneSince: Date?, at now: Date, providerMessageId: String?
+    ) throws {
+        guard var record = try sentPending(db, id: id, providerMessageId: providerMessageId) else { return }
         record.finish(.endpointGone, detail: detail, at: now)
         try record.update(db)
         let key = FeedKey(appId: record.appId, userId: record.userId)
@@ -240,12 +247,7 @@ extension SQLiteStore {
         _ db: Database, id: Int64, dueAt: Date?, error: String, at now: Date, suspending: Bool = false,
         providerMessageId: String? = nil
     ) throws {
-        guard
-            var record = try DeliveryRecord.fetchOne(
-                db.cachedStatement(sql: "SELECT * FROM delivery WHERE id = ?"), arguments: [id]),
-            record.state == .pending
-        else { return }
-        record.noteSent(providerMessageId: providerMessageId)
+        guard var record = try sentPending(db, id: id, providerMessageId: providerMessageId) else { return }
         if record.kind == .shoulderTap, var newer = try pendingTap(db, endpointOf: record), newer.id != id {
             newer.priority = newer.priority.higher(record.priority)
             newer.resume()

@@ -1,3 +1,5 @@
+import HubCore
+
 /// A fragment of HTML that is safe to send: every value interpolated into it is escaped.
 ///
 /// The console renders its pages in Swift with string templates. A template is an `HTML` literal;
@@ -36,19 +38,7 @@ struct HTML: Sendable, Hashable, ExpressibleByStringInterpolation, CustomStringC
     /// `text` with the five characters that matter in HTML text and quoted attributes replaced by
     /// character references: `&`, `<`, `>`, `"` and `'`.
     static func escape(_ text: String) -> String {
-        var escaped = ""
-        escaped.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "&": escaped += "&amp;"
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            case "\"": escaped += "&quot;"
-            case "'": escaped += "&#39;"
-            default: escaped.unicodeScalars.append(scalar)
-            }
-        }
-        return escaped
+        MarkupEscaping.escape(text, apostrophe: "&#39;")
     }
 
     /// The fragments one after another.

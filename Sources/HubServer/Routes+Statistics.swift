@@ -58,8 +58,7 @@ struct StatisticsHistoryResource: Encodable, Sendable {
         resolution = report.resolution.rawValue
         from = report.from
         to = report.to
-        total = StatisticsCountsResource(report.total, start: nil, published: true)
-        buckets = report.buckets.map { StatisticsCountsResource($0.counts, start: $0.start, published: true) }
+        (total, buckets) = StatisticsCountsResource.series(report.total, report.buckets, published: true)
         transports = report.transports.map(TransportHistoryResource.init)
     }
 }
@@ -79,8 +78,7 @@ struct TransportHistoryResource: Encodable, Sendable {
     init(_ series: TransportStatistics) {
         transport = series.transport
         endpoints = Endpoints(active: series.endpoints.active, inactive: series.endpoints.inactive)
-        total = StatisticsCountsResource(series.total, start: nil, published: false)
-        buckets = series.buckets.map { StatisticsCountsResource($0.counts, start: $0.start, published: false) }
+        (total, buckets) = StatisticsCountsResource.series(series.total, series.buckets, published: false)
     }
 }
 
@@ -102,6 +100,16 @@ struct StatisticsCountsResource: Encodable, Sendable {
     var gone: Int64
     var failed: [String: Int64]
     var latencyMs: Latency
+
+    /// The counts over a range (no start) and those of each of its buckets.
+    static func series(
+        _ total: StatisticsCounts, _ buckets: [StatisticsBucket], published: Bool
+    ) -> (total: Self, buckets: [Self]) {
+        (
+            Self(total, start: nil, published: published),
+            buckets.map { Self($0.counts, start: $0.start, published: published) }
+        )
+    }
 
     init(_ counts: StatisticsCounts, start: Date?, published: Bool) {
         self.start = start

@@ -1,0 +1,47 @@
+import Foundation
+
+/// An `https` URL a device handed in for the hub to post to (a WNS channel URI, a Web Push
+/// subscription's endpoint), past the checks every transport's URL policy starts with: nothing in
+/// it is whitespace or a control character, the scheme is `https`, there is no user information,
+/// and the host is usable. What a policy then allows (which hosts, which ports) is its own.
+package struct ProviderURL: Sendable, Hashable {
+    /// Why a URL is refused; the text names at most the scheme, never the URL.
+    package struct Refusal: Error, Sendable {
+        package var message: String
+    }
+
+    /// The host, lower-cased and percent-encoded as in the URL (an IPv6 literal keeps its brackets).
+    package var host: String
+    /// The port, when the URL gives one.
+    package var port: Int?
+
+    /// - Parameter notAURL: the refusal when `url` does not parse at all, saying where to get a good one.
+    package init(checking url: String, notAURL: String) throws(Refusal) {
+        if url.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }) {
+            throw Refusal(message: "must not contain spaces or control characters")
+        }
+        guard let components = URLComponents(string: url), let scheme = components.scheme else {
+            throw Refusal(message: notAURL)
+        }
+        guard scheme.lowercased() == "https" else { throw Refusal(message: "must be an https URL (it is \(scheme))") }
+        guard components.percentEncodedUser == nil, components.percentEncodedPassword == nil else {
+            throw Refusal(message: "must not contain user information")
+        }
+        guard let encodedHost = components.percentEncodedHost, !encodedHost.isEmpty, !encodedHost.contains("%")
+        else { throw Refusal(message: "has no usable host") }
+        host = encodedHost.lowercased()
+        port = components.port
+    }
+
+    /// Splits an allow-list entry `host[:port]`, keeping an IPv6 literal's brackets as the URL's
+    /// ``host`` does.
+    package static func split(_ entry: String) -> (host: String, port: Int?) {
+        if entry.hasPrefix("["), let close = entry.firstIndex(of: "]") {
+            let host = String(entry[...close])
+            let rest = entry[entry.index(after: close)...]
+            return (host, rest.hasPrefix(":") ? Int(rest.dropFirst()) : nil)
+        }
+        let parts = entry.split(separator: ":", maxSplits: 1)
+        return (String(parts.first ?? ""), parts.count > 1 ? Int(parts[1]) : nil)
+    }
+}

@@ -1,0 +1,59 @@
+public import Logging
+public import ServiceLifecycle
+import Synchronization
+
+public import struct Foundation.Date
+
+// What the first-party push transports (APNs, FCM, WNS, Web Push) all do the same way, written
+// once. Package-internal: a third party's transport keeps its own rules.
+
+extension OutboundDelivery {
+    /// Whether the provider should deliver it at once: a high-priority notification, or a fallback
+    /// (which replaces a tap the device did not act on).
+    package var isUrgent: Bool { delivery.priority == .high || delivery.kind == .fallback }
+
+    /// For a visible or fallback delivery: the notification and the visual it shows. `nil` for a
+    /// shoulder tap, and for a notification without `visualContent` (the transports send it as a tap).
+    package var shown: (notification: UserNotification, visual: VisualContent)? {
+        guard delivery.kind != .shoulderTap, let notification, let visual = notification.payload.visualContent else {
+            return nil
+        }
+        return (notification, visual)
+    }
+}
+
+extension UserNotification {
+    /// The whole seconds left at `now` until it expires; 0 once it has: a provider's time to live.
+    package func secondsToExpiry(now: Date) -> Int {
+        max(0, Int(expirationDateTime.timeIntervalSince(now).rounded(.down)))
+    }
+}
+
+extension Transport {
+    /// Waits for graceful shutdown (after the hub has drained), then runs `close`. A failure to
+    /// close is logged as a warning naming `provider`, not thrown: it must not fail the shutdown of
+    /// `hub serve`.
+    package func closeAfterGracefulShutdown(
+        _ provider: String, logger: Logger, close: () async throws -> Void
+    ) async {
+        try? await gracefulShutdown()
+        do {
+            try await close()
+        } catch {
+            logger.warning("closing the \(provider) connections failed", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+/// The configuration problems a transport has already logged, so that each is logged once, not once
+/// per delivery.
+package final class ProblemLog: Sendable {
+    private let seen = Mutex<Set<String>>([])
+
+    package init() {}
+
+    /// Runs `log` the first time `key` is seen.
+    package func once(_ key: String, _ log: () -> Void) {
+        if seen.withLock({ $0.insert(key).inserted }) { log() }
+    }
+}
