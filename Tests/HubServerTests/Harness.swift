@@ -55,7 +55,8 @@ struct Harness: Sendable {
         subscriptionLifetime: Duration = .seconds(3600), metrics: PrometheusCollectorRegistry? = nil,
         extraIdentity: [IdentityRegistration] = [], plug: StorePlug? = nil, storeTimeout: Duration = .seconds(5),
         extraApps: [CrossDeviceApp] = [], clock: any HubClock = SystemClock(),
-        storePath: String? = nil, statisticsFlushInterval: Duration = .seconds(5)
+        storePath: String? = nil, statisticsFlushInterval: Duration = .seconds(5),
+        sweepInterval: Duration = DispatcherConfiguration().sweepInterval
     ) async throws {
         let key = ES256PrivateKey()
         let directory = try TemporaryFolder.make("hubserver")
@@ -107,6 +108,7 @@ struct Harness: Sendable {
         var hubConfiguration = HubConfiguration(
             apps: apps, maxPayloadBytes: maxPayloadBytes, storeTimeout: storeTimeout)
         hubConfiguration.dispatcher.idleInterval = .milliseconds(50)
+        hubConfiguration.dispatcher.sweepInterval = sweepInterval
         // Outcomes are written at once: a small batch does not wait on the clock (a manual one
         // would hold it until advanced).
         hubConfiguration.dispatcher.outcomeDelay = .zero
