@@ -9,9 +9,7 @@ struct ConnectionLimitTests {
 
     @Test("a connection that sends nothing, or trickles its head, is closed after the header timeout")
     func headerTimeout() async throws {
-        let workspace = try makeWorkspace()
-        try writeServeConfig(in: workspace, server: Self.timeouts)
-        let hub = try await RunningHub(directory: workspace)
+        let hub = try await RunningHub.served(server: Self.timeouts)
         defer { hub.signal(SIGKILL) }
 
         // Taken before connecting: the server's clock for a connection starts after its connect.
@@ -42,9 +40,7 @@ struct ConnectionLimitTests {
 
     @Test("a request that stops after 10 bytes of its declared body is closed after the body timeout")
     func bodyTimeout() async throws {
-        let workspace = try makeWorkspace()
-        try writeServeConfig(in: workspace, server: Self.timeouts)
-        let hub = try await RunningHub(directory: workspace)
+        let hub = try await RunningHub.served(server: Self.timeouts)
         defer { hub.signal(SIGKILL) }
         let publisherKey = "fixture-publisher-key-0123456789"
 
@@ -65,9 +61,7 @@ struct ConnectionLimitTests {
 
     @Test("an idle keep-alive connection is closed after the idle timeout; a long-poll is not idle")
     func idleTimeout() async throws {
-        let workspace = try makeWorkspace()
-        try writeServeConfig(in: workspace, server: Self.timeouts)
-        let hub = try await RunningHub(directory: workspace)
+        let hub = try await RunningHub.served(server: Self.timeouts)
         defer { hub.signal(SIGKILL) }
         let http = HubHTTP(base: hub.baseURL)
         #expect(try await http.publish(user: "alice", id: "n1") == 201)
@@ -92,9 +86,7 @@ struct ConnectionLimitTests {
 
     @Test("the per-client cap answers the next connection 503 and closes it; closing one makes room")
     func perClientCap() async throws {
-        let workspace = try makeWorkspace()
-        try writeServeConfig(in: workspace, server: "connections: { maxPerClient: 3 }")
-        let hub = try await RunningHub(directory: workspace)
+        let hub = try await RunningHub.served(server: "connections: { maxPerClient: 3 }")
         defer { hub.signal(SIGKILL) }
 
         var held: [RawConnection] = []
@@ -120,9 +112,7 @@ struct ConnectionLimitTests {
 
     @Test("the total cap answers the next connection 503 and closes it")
     func totalCap() async throws {
-        let workspace = try makeWorkspace()
-        try writeServeConfig(in: workspace, server: "connections: { max: 2 }, trustedProxies: [127.0.0.1]")
-        let hub = try await RunningHub(directory: workspace)
+        let hub = try await RunningHub.served(server: "connections: { max: 2 }, trustedProxies: [127.0.0.1]")
         defer { hub.signal(SIGKILL) }
         let first = try await RawConnection.open(port: hub.port)
         let second = try await RawConnection.open(port: hub.port)

@@ -20,9 +20,7 @@ struct MetricsEndpointTests {
 
     @Test("every family has # HELP and # TYPE; process metrics come from /proc")
     func helpAndProcess() async throws {
-        let workspace = try makeWorkspace()
-        try writeServeConfig(in: workspace)
-        let hub = try await RunningHub(directory: workspace)
+        let hub = try await RunningHub.served()
         let http = HubHTTP(base: hub.baseURL)
         #expect(try await http.registerPolling(user: "alice", endpoint: "tablet") == 201)
         #expect(try await http.publish(user: "alice", id: "n1") == 201)
@@ -88,9 +86,7 @@ struct MetricsEndpointTests {
         }
         #expect(expressions.count >= 10)
 
-        let workspace = try makeWorkspace()
-        try writeServeConfig(in: workspace)
-        let hub = try await RunningHub(directory: workspace)
+        let hub = try await RunningHub.served()
         let http = HubHTTP(base: hub.baseURL)
         #expect(try await http.publish(user: "alice", id: "n1") == 201)
         _ = try await http.request(.GET, "/healthz", bearer: "")

@@ -129,3 +129,14 @@ struct HubHTTP {
         }
     }
 }
+
+extension ListeningProcess {
+    /// `hub serve` in a fresh workspace (``makeWorkspace()``) with the hub.yaml of
+    /// ``writeServeConfig(in:extra:appExtra:server:)``, once it listens; the workspace is its `directory`.
+    static func served(extra: String = "", appExtra: String = "", server: String = "") async throws -> ListeningProcess
+    {
+        let workspace = try makeWorkspace()
+        try writeServeConfig(in: workspace, extra: extra, appExtra: appExtra, server: server)
+        return try await ListeningProcess(directory: workspace)
+    }
+}

@@ -46,9 +46,7 @@ struct ServeCommandTests {
 
     @Test("SIGTERM ends a waiting long-poll, drains, and exits 0; metrics count publishes and queue depth")
     func gracefulShutdown() async throws {
-        let workspace = try makeWorkspace()
-        try writeServeConfig(in: workspace)
-        let hub = try await RunningHub(directory: workspace)
+        let hub = try await RunningHub.served()
         let http = HubHTTP(base: hub.baseURL)
         #expect(try await http.registerPolling(user: "alice", endpoint: "tablet") == 201)
         #expect(try await http.publish(user: "alice", id: "n1") == 201)
@@ -144,9 +142,7 @@ struct ServeCommandTests {
 
     @Test("logging.format json writes one JSON object per line")
     func jsonLogs() async throws {
-        let workspace = try makeWorkspace()
-        try writeServeConfig(in: workspace, extra: "logging: { format: json }")
-        let hub = try await RunningHub(directory: workspace)
+        let hub = try await RunningHub.served(extra: "logging: { format: json }")
         hub.signal(SIGTERM)
         #expect(await hub.waitForExit() == 0)
         let lines = hub.log.split(separator: "\n").filter { !$0.isEmpty }

@@ -82,9 +82,7 @@ struct ShutdownTests {
 
     @Test("a long-poll or event stream whose client disconnects releases its wait at once", .timeLimit(.minutes(2)))
     func disconnectReleasesWaiter() async throws {
-        let workspace = try makeWorkspace()
-        try writeServeConfig(in: workspace)
-        let hub = try await RunningHub(directory: workspace)
+        let hub = try await RunningHub.served()
         defer { hub.signal(SIGKILL) }
         let http = HubHTTP(base: hub.baseURL)
         #expect(try await http.publish(user: "alice", id: "n1") == 201)

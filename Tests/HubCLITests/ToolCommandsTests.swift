@@ -19,11 +19,9 @@ struct ToolCommandsTests {
 
     @Test("hub token mints a token a device route accepts; a forged one is refused")
     func tokenIsAccepted() async throws {
-        let workspace = try makeWorkspace()
-        try writeServeConfig(in: workspace)
-        let hub = try await RunningHub(directory: workspace)
+        let hub = try await RunningHub.served()
         let minted = try await HubProcess.run(
-            ["token", "--app", "notes.contoso.com", "--user", "alice", "--ttl", "2h"], in: workspace)
+            ["token", "--app", "notes.contoso.com", "--user", "alice", "--ttl", "2h"], in: hub.directory)
         #expect(minted.status == 0, "\(minted.stderr)")
         let token = minted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(token.split(separator: ".").count == 3)
@@ -77,15 +75,13 @@ struct ToolCommandsTests {
 
     @Test("hub publish posts to a running hub with the publisher key of hub.yaml (201), and reports a refusal")
     func publish() async throws {
-        let workspace = try makeWorkspace()
-        try writeServeConfig(in: workspace)
-        let hub = try await RunningHub(directory: workspace)
+        let hub = try await RunningHub.served()
         let published = try await HubProcess.run(
             [
                 "publish", "--app", "notes.contoso.com", "--user", "alice", "--title", "Hello", "--body",
                 "From the CLI",
                 "--id", "cli-1", "--url", hub.baseURL,
-            ], in: workspace)
+            ], in: hub.directory)
         #expect(published.status == 0, "\(published.stderr)")
         #expect(published.stdout.contains(#""appNotificationId":"cli-1""#), "\(published.stdout)")
         let http = HubHTTP(base: hub.baseURL)
@@ -95,12 +91,12 @@ struct ToolCommandsTests {
         #expect(history.body.contains("From the CLI"))
 
         try "wrong-key-0123456789".write(
-            to: workspace.appendingPathComponent("wrong.key"), atomically: true, encoding: .utf8)
+            to: hub.directory.appendingPathComponent("wrong.key"), atomically: true, encoding: .utf8)
         let refused = try await HubProcess.run(
             [
                 "publish", "--app", "notes.contoso.com", "--user", "alice", "--title", "x", "--url", hub.baseURL,
                 "--key", "file:wrong.key",
-            ], in: workspace)
+            ], in: hub.directory)
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("401"), "\(refused.stderr)")
         #expect(!refused.stderr.contains("wrong-key-0123456789"))
@@ -108,15 +104,13 @@ struct ToolCommandsTests {
 
     @Test("hub health exits 0 for a ready hub and 1 for one that is down")
     func health() async throws {
-        let workspace = try makeWorkspace()
-        try writeServeConfig(in: workspace)
-        let hub = try await RunningHub(directory: workspace)
-        let up = try await HubProcess.run(["health", "--url", hub.baseURL], in: workspace)
+        let hub = try await RunningHub.served()
+        let up = try await HubProcess.run(["health", "--url", hub.baseURL], in: hub.directory)
         #expect(up.status == 0, "\(up.stderr)")
         let base = hub.baseURL
         hub.signal(SIGTERM)
         #expect(await hub.waitForExit() == 0)
-        let down = try await HubProcess.run(["health", "--url", base, "--timeout", "2"], in: workspace)
+        let down = try await HubProcess.run(["health", "--url", base, "--timeout", "2"], in: hub.directory)
         #expect(down.status == 1)
         #expect(down.stderr.contains("not ready"), "\(down.stderr)")
     }
