@@ -11,14 +11,23 @@ import Testing
 /// as scheduled, cancelled by DELETE.
 @Suite("Scheduled send")
 struct ScheduledSendTests {
-    @Test("held from devices until its time, shown to the publisher as scheduled, then released and tapped")
-    func heldThenReleased() async throws {
+    /// A hub on a manual clock, serving, with alice's Android device `pixel` on the recording transport.
+    static func withAlicesPixel(
+        _ test: @Sendable @escaping (ManualClock, Harness, String, any TestClientProtocol) async throws -> Void
+    ) async throws {
         let clock = ManualClock()
         let harness = try await Harness(clock: clock)
         let alice = try await harness.token(user: "alice")
         try await harness.run { client in
             try await ReadViewTests.register(
                 "pixel", platform: "android", transport: "recording", token: alice, on: client)
+            try await test(clock, harness, alice, client)
+        }
+    }
+
+    @Test("held from devices until its time, shown to the publisher as scheduled, then released and tapped")
+    func heldThenReleased() async throws {
+        try await Self.withAlicesPixel { clock, harness, alice, client in
             // Whole seconds: a time with milliseconds may read back 1 ms earlier (see the note of
             // this change: the writer truncates what the parser's Double holds).
             let at = JSONDateText.format(
@@ -53,12 +62,7 @@ struct ScheduledSendTests {
 
     @Test("DELETE before its time cancels it: never tapped, never in a device's feed")
     func cancelled() async throws {
-        let clock = ManualClock()
-        let harness = try await Harness(clock: clock)
-        let alice = try await harness.token(user: "alice")
-        try await harness.run { client in
-            try await ReadViewTests.register(
-                "pixel", platform: "android", transport: "recording", token: alice, on: client)
+        try await Self.withAlicesPixel { clock, harness, alice, client in
             let at = JSONDateText.format(clock.date.addingTimeInterval(600))
             let published = try await client.publish(
                 notification("never", extra: #","scheduledDateTime":"\#(at)""#), user: "alice")
