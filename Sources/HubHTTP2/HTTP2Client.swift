@@ -62,6 +62,10 @@ public final class HTTP2Client: Sendable {
         /// Whether NIO checks every header block sent and received. A caller that checks the values
         /// it sends (APNs' transport does) saves a tenth of a small request's cost by turning it off.
         public var validatesHeaders: Bool
+        /// Whether requests declare their body's length in `content-length`. HTTP/2 frames carry the
+        /// length already (RFC 9113 §8.1.1: a request *can* include it); a provider that does not ask
+        /// for it (APNs) is spared a header to encode, decode and check on every request.
+        public var sendsContentLength: Bool = true
 
         public init(
             trustRoots: HTTP2TrustRoots = .system, trustRootsPEM: [String] = [],
@@ -123,7 +127,7 @@ public final class HTTP2Client: Sendable {
     ) async throws(HTTP2ClientError) -> HTTP2Response {
         let deadline = NIODeadline.now() + .nanoseconds(Self.nanoseconds(timeout))
         let pool = try pool(for: origin)
-        let headers = Self.headers(of: request, origin: origin)
+        let headers = Self.headers(of: request, origin: origin, sendsContentLength: configuration.sendsContentLength)
         var retries = 0
         while true {
             let connection = try await pool.lease(deadline: deadline)
@@ -198,8 +202,13 @@ public final class HTTP2Client: Sendable {
         return found
     }
 
-    /// Pseudo-headers first (RFC 9113 §8.3), then the request's, then `content-length`.
-    private static func headers(of request: HTTP2Request, origin: HTTP2Origin) -> HPACKHeaders {
+    /// Pseudo-headers first (RFC 9113 §8.3), then the request's, then `content-length` (unless the
+    /// configuration leaves it out).
+    private static func headers(
+        of request: HTTP2Request, origin: HTTP2Origin, sendsContentLength: Bool
+    )
+        -> HPACKHeaders
+    {
         var headers = HPACKHeaders()
         headers.reserveCapacity(request.headers.count + 5)
         headers.add(name: ":method", value: request.method)
@@ -207,7 +216,8 @@ public final class HTTP2Client: Sendable {
         headers.add(name: ":authority", value: origin.authority)
         headers.add(name: ":path", value: request.path, indexing: request.pathIndexing)
         headers.add(contentsOf: request.headers)
-        if request.body.readableBytes > 0 || request.method == "POST" || request.method == "PUT" {
+        if sendsContentLength && (request.body.readableBytes > 0 || request.method == "POST" || request.method == "PUT")
+        {
             headers.add(name: "content-length", value: String(request.body.readableBytes))
         }
         return headers

@@ -212,6 +212,8 @@ struct APNSHeaderTests {
             #expect(Set(requests.map(\.connectionID)).count == 1, "one connection")
             // :path and authorization are never indexed; the three per-request fields only at first.
             #expect(requests[0].unindexedHeaders == [":path", "authorization"])
+            // HTTP/2 frames carry the length; APNs does not ask for content-length.
+            #expect(requests.allSatisfy { $0.header("content-length") == nil })
             for request in requests.dropFirst() {
                 #expect(
                     request.unindexedHeaders == [
