@@ -43,9 +43,9 @@ final class HTTP2ConnectionPool: Sendable {
             if let refusal = ledger.refusal(at: now) { return .failure(refusal) }
             return ledger.lease().map { .success($0) }
         }
-        let outcome = await immediate.asyncOr {
-            await withCheckedContinuation { queue(Waiter(id: 0, resume: $0), until: deadline) }
-        }
+        // A free slot returns without suspending: no task job for the common case.
+        if let immediate { return try immediate.get() }
+        let outcome = await withCheckedContinuation { queue(Waiter(id: 0, resume: $0), until: deadline) }
         return try outcome.get()
     }
 
@@ -197,13 +197,5 @@ final class HTTP2ConnectionPool: Sendable {
                     eventLoop: ObjectIdentifier($0.connection.channel.eventLoop))
             }
         }
-    }
-}
-
-extension Optional {
-    /// The wrapped value, or what `fallback` produces.
-    fileprivate func asyncOr(_ fallback: () async -> Wrapped) async -> Wrapped {
-        if let self { return self }
-        return await fallback()
     }
 }
