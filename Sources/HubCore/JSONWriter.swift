@@ -10,8 +10,14 @@ package struct JSONWriter {
     package var bytes: [UInt8] = []
     /// Whether the next member or element needs a comma first.
     @usableFromInline var needsComma = false
+    /// Whether strings write `/` as `\/`, as `JSONEncoder` does by default (the stores' payload
+    /// text); the API's resources leave it as it is.
+    @usableFromInline let escapingSlashes: Bool
 
-    @inlinable package init(capacity: Int = 512) { bytes.reserveCapacity(capacity) }
+    @inlinable package init(capacity: Int = 512, escapingSlashes: Bool = false) {
+        self.escapingSlashes = escapingSlashes
+        bytes.reserveCapacity(capacity)
+    }
 
     @inlinable package mutating func object(_ body: (inout JSONWriter) -> Void) {
         beginObject()
@@ -71,14 +77,14 @@ package struct JSONWriter {
     /// A member's key that is not a literal (a map's keys), escaped; the value follows.
     @inlinable package mutating func key(_ key: String) {
         separate()
-        Self.appendQuoted(key, to: &bytes)
+        JSONEscaping.appendQuoted(key, escapingSlashes: escapingSlashes, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
         needsComma = false
     }
 
     @inlinable package mutating func string(_ value: String) {
         separate()
-        Self.appendQuoted(value, to: &bytes)
+        JSONEscaping.appendQuoted(value, escapingSlashes: escapingSlashes, to: &bytes)
         needsComma = true
     }
 

@@ -5,71 +5,37 @@
 /// generic code the runtime resolves per call).
 extension NotificationPayload {
     public var storedJSON: String {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(
-            32 + (rawContent?.utf8.count ?? 0)
+        var json = JSONWriter(
+            capacity: 32 + (rawContent?.utf8.count ?? 0)
                 + (visualContent.map { $0.title.utf8.count + ($0.body?.utf8.count ?? 0) } ?? 0)
-                + (visualContent?.localisationTexts.reduce(0) { $0 + $1.utf8.count + 3 } ?? 0))
-        bytes.append(UInt8(ascii: "{"))
-        var first = true
-        StoredJSON.appendMember("rawContent", rawContent, first: &first, to: &bytes)
-        if let visualContent {
-            StoredJSON.appendKey("visualContent", first: &first, to: &bytes)
-            bytes.append(UInt8(ascii: "{"))
-            var innerFirst = true
-            // Keys in JSONEncoder's sorted order.
-            if let badge = visualContent.badge {
-                StoredJSON.appendKey("badge", first: &innerFirst, to: &bytes)
-                bytes.append(contentsOf: String(badge).utf8)
+                + (visualContent?.localisationTexts.reduce(0) { $0 + $1.utf8.count + 3 } ?? 0),
+            escapingSlashes: true)
+        write(to: &json)
+        return String(decoding: json.bytes, as: UTF8.self)
+    }
+
+    /// The payload object, keys in `JSONEncoder`'s sorted order and absent fields left out: the
+    /// stores' text (``storedJSON``) and the API's `payload` member, which differ only in how the
+    /// writer escapes `/`.
+    package func write(to json: inout JSONWriter) {
+        json.object { json in
+            json.member("rawContent", rawContent)
+            guard let visualContent else { return }
+            json.key("visualContent")
+            json.object { json in
+                json.member("badge", visualContent.badge)
+                json.member("body", visualContent.body)
+                json.members("bodyLocArgs", visualContent.bodyLocArgs)
+                json.member("bodyLocKey", visualContent.bodyLocKey)
+                if let tile = visualContent.tile {
+                    json.key("tile")
+                    json.bool(tile)
+                }
+                json.member("title", visualContent.title)
+                json.members("titleLocArgs", visualContent.titleLocArgs)
+                json.member("titleLocKey", visualContent.titleLocKey)
             }
-            StoredJSON.appendMember("body", visualContent.body, first: &innerFirst, to: &bytes)
-            StoredJSON.appendMember("bodyLocArgs", visualContent.bodyLocArgs, first: &innerFirst, to: &bytes)
-            StoredJSON.appendMember("bodyLocKey", visualContent.bodyLocKey, first: &innerFirst, to: &bytes)
-            if let tile = visualContent.tile {
-                StoredJSON.appendKey("tile", first: &innerFirst, to: &bytes)
-                bytes.append(contentsOf: (tile ? "true" : "false").utf8)
-            }
-            StoredJSON.appendMember("title", visualContent.title, first: &innerFirst, to: &bytes)
-            StoredJSON.appendMember("titleLocArgs", visualContent.titleLocArgs, first: &innerFirst, to: &bytes)
-            StoredJSON.appendMember("titleLocKey", visualContent.titleLocKey, first: &innerFirst, to: &bytes)
-            bytes.append(UInt8(ascii: "}"))
         }
-        bytes.append(UInt8(ascii: "}"))
-        return String(decoding: bytes, as: UTF8.self)
-    }
-}
-
-enum StoredJSON {
-    static func appendKey(_ key: StaticString, first: inout Bool, to bytes: inout [UInt8]) {
-        if !first { bytes.append(UInt8(ascii: ",")) }
-        first = false
-        bytes.append(UInt8(ascii: "\""))
-        key.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(UInt8(ascii: ":"))
-    }
-
-    /// `"key":"value"`, escaped as `JSONEncoder` does; nothing when `value` is `nil`.
-    static func appendMember(_ key: StaticString, _ value: String?, first: inout Bool, to bytes: inout [UInt8]) {
-        guard let value else { return }
-        appendKey(key, first: &first, to: &bytes)
-        JSONEscaping.appendQuoted(value, escapingSlashes: true, to: &bytes)
-    }
-
-    /// `"key":["value",…]`; nothing when `values` is `nil`.
-    static func appendMember(_ key: StaticString, _ values: [String]?, first: inout Bool, to bytes: inout [UInt8]) {
-        guard let values else { return }
-        appendKey(key, first: &first, to: &bytes)
-        appendStrings(values, to: &bytes)
-    }
-
-    static func appendStrings(_ values: [String], to bytes: inout [UInt8]) {
-        bytes.append(UInt8(ascii: "["))
-        for (index, value) in values.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            JSONEscaping.appendQuoted(value, escapingSlashes: true, to: &bytes)
-        }
-        bytes.append(UInt8(ascii: "]"))
     }
 }
 

@@ -27,25 +27,7 @@ extension NotificationResource: JSONWritable {
             json.member("id", id)
             json.member("lastModifiedDateTime", lastModifiedDateTime)
             json.key("payload")
-            json.object { json in
-                json.member("rawContent", payload.rawContent)
-                if let visual = payload.visualContent {
-                    json.key("visualContent")
-                    json.object { json in
-                        json.member("badge", visual.badge)
-                        json.member("body", visual.body)
-                        json.members("bodyLocArgs", visual.bodyLocArgs)
-                        json.member("bodyLocKey", visual.bodyLocKey)
-                        if let tile = visual.tile {
-                            json.key("tile")
-                            json.bool(tile)
-                        }
-                        json.member("title", visual.title)
-                        json.members("titleLocArgs", visual.titleLocArgs)
-                        json.member("titleLocKey", visual.titleLocKey)
-                    }
-                }
-            }
+            payload.write(to: &json)
             json.member("priority", priority.rawValue)
             json.member("readState", readState.rawValue)
             json.member("scheduledDateTime", scheduledDateTime)
