@@ -74,15 +74,14 @@ public enum ChildProcess {
         if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
         try stdin.fileHandleForWriting.close()
         // Read both pipes fully before waiting, so a chatty process cannot block on a full pipe.
-        let errorData = LockedData()
+        let errorData = DataHandOff()
         let errorReader = Thread { errorData.set(stderr.fileHandleForReading.readDataToEndOfFile()) }
         errorReader.start()
         let outData = stdout.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        while !errorData.isSet { usleep(1000) }
         return Output(
             status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errorData.value, as: UTF8.self))
+            stderr: String(decoding: errorData.wait(), as: UTF8.self))
     }
 }
 
@@ -173,24 +172,18 @@ public struct ListeningProcessDidNotStart: Error, CustomStringConvertible {
 }
 
 /// Data one thread sets once and another waits for.
-private final class LockedData: @unchecked Sendable {
-    private let lock = NSLock()
+private final class DataHandOff: @unchecked Sendable {
     private var data = Data()
-    private var done = false
+    private let done = DispatchSemaphore(value: 0)
+
     func set(_ value: Data) {
-        lock.lock()
         data = value
-        done = true
-        lock.unlock()
+        done.signal()
     }
-    var isSet: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return done
-    }
-    var value: Data {
-        lock.lock()
-        defer { lock.unlock() }
+
+    /// Blocks until ``set(_:)`` was called (the semaphore orders the write before this read).
+    func wait() -> Data {
+        done.wait()
         return data
     }
 }
