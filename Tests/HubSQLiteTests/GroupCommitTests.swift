@@ -13,24 +13,41 @@ private func itemsDatabase(_ configuration: Configuration = Configuration()) thr
     return queue
 }
 
+/// Holds the commit thread until `release` is signalled; returns once it holds it.
+private func hold(_ commit: GroupCommit, until release: DispatchSemaphore) async -> Task<Void, any Error> {
+    let (held, signal) = AsyncStream.makeStream(of: Void.self)
+    let blocker = Task {
+        try await commit.write { _ in
+            signal.yield()
+            release.wait()
+        }
+    }
+    var iterator = held.makeAsyncIterator()
+    _ = await iterator.next()
+    return blocker
+}
+
+/// Runs `job(0)` … `job(count - 1)` while another job holds the commit thread, and lets the thread
+/// go only once all of them are queued, so they share the next transaction whatever the machine's
+/// load; their results, in the order they finished.
+private func queuedBehindHold<T: Sendable>(
+    _ commit: GroupCommit, count: Int, _ job: @escaping @Sendable (Int) async throws -> T
+) async throws -> [T] {
+    let release = DispatchSemaphore(value: 0)
+    let blocker = await hold(commit, until: release)
+    let results = try await withThrowingTaskGroup(of: T.self) { group in
+        for index in 0..<count { group.addTask { try await job(index) } }
+        #expect(await eventually { commit.queued == count }, "queued: \(commit.queued) of \(count)")
+        release.signal()
+        return try await group.reduce(into: [T]()) { $0.append($1) }
+    }
+    try await blocker.value
+    return results
+}
+
 @Suite("Group commit")
 struct GroupCommitTests {
     struct Refused: Error {}
-
-    /// Starts a job that holds the commit thread for 0.2 s; returns once it holds it, so that the
-    /// writes that follow queue up and share the next transaction.
-    private func holdWriter(_ commit: GroupCommit) async -> Task<Void, any Error> {
-        let (held, hold) = AsyncStream.makeStream(of: Void.self)
-        let blocker = Task {
-            try await commit.write { _ in
-                hold.yield()
-                Thread.sleep(forTimeInterval: 0.2)
-            }
-        }
-        var iterator = held.makeAsyncIterator()
-        _ = await iterator.next()
-        return blocker
-    }
 
     private func names(_ queue: DatabaseQueue) throws -> Set<String> {
         try Set(queue.read { db in try String.fetchAll(db, sql: "SELECT name FROM item") })
@@ -62,25 +79,17 @@ struct GroupCommitTests {
     func sharedFailsAlone() async throws {
         let queue = try itemsDatabase()
         let commit = GroupCommit(writer: queue)
-        // Hold the writer so that the jobs below queue up and share one transaction.
-        let blocker = await holdWriter(commit)
-        let results = await withTaskGroup(of: (Int, Bool).self) { group in
-            for index in 0..<20 {
-                group.addTask {
-                    do {
-                        try await commit.write { db in
-                            try db.execute(sql: "INSERT INTO item (name) VALUES (?)", arguments: ["item-\(index)"])
-                            if index % 5 == 0 { throw Refused() }
-                        }
-                        return (index, true)
-                    } catch {
-                        return (index, false)
-                    }
+        let results = try await queuedBehindHold(commit, count: 20) { index in
+            do {
+                try await commit.write { db in
+                    try db.execute(sql: "INSERT INTO item (name) VALUES (?)", arguments: ["item-\(index)"])
+                    if index % 5 == 0 { throw Refused() }
                 }
+                return (index, true)
+            } catch {
+                return (index, false)
             }
-            return await group.reduce(into: [Int: Bool]()) { $0[$1.0] = $1.1 }
-        }
-        try await blocker.value
+        }.reduce(into: [Int: Bool]()) { $0[$1.0] = $1.1 }
         #expect(results.count == 20)
         for (index, succeeded) in results { #expect(succeeded == (index % 5 != 0), "job \(index)") }
         #expect(try names(queue) == Set((0..<20).filter { $0 % 5 != 0 }.map { "item-\($0)" }))
@@ -97,18 +106,11 @@ struct GroupCommitTests {
         }
         let queue = try itemsDatabase(configuration)
         let commit = GroupCommit(writer: queue)
-        let blocker = await holdWriter(commit)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for index in 0..<20 {
-                group.addTask {
-                    try await commit.write { db in
-                        try db.execute(sql: "INSERT INTO item (name) VALUES (?)", arguments: ["item-\(index)"])
-                    }
-                }
+        _ = try await queuedBehindHold(commit, count: 20) { index in
+            try await commit.write { db in
+                try db.execute(sql: "INSERT INTO item (name) VALUES (?)", arguments: ["item-\(index)"])
             }
-            try await group.waitForAll()
         }
-        try await blocker.value
         #expect(try names(queue) == Set((0..<20).map { "item-\($0)" }))
         let executed = statements.withLock { $0 }
         #expect(executed.filter { $0.hasPrefix("BEGIN") }.count < 20, "the jobs shared transactions: \(executed)")
@@ -131,22 +133,9 @@ struct GroupCommitTests {
         #expect(try await commit.write(.relaxed, Self.level) == 1)
 
         // A batch of relaxed jobs with one durable job among them commits with an fsync.
-        let (held, hold) = AsyncStream.makeStream(of: Void.self)
-        let blocker = Task {
-            try await commit.write(.relaxed) { _ in
-                hold.yield()
-                Thread.sleep(forTimeInterval: 0.2)
-            }
+        let levels = try await queuedBehindHold(commit, count: 10) { index in
+            try await commit.write(index == 7 ? .durable : .relaxed, Self.level)
         }
-        var iterator = held.makeAsyncIterator()
-        _ = await iterator.next()
-        let levels = try await withThrowingTaskGroup(of: Int.self) { group in
-            for index in 0..<10 {
-                group.addTask { try await commit.write(index == 7 ? .durable : .relaxed, Self.level) }
-            }
-            return try await group.reduce(into: [Int]()) { $0.append($1) }
-        }
-        try await blocker.value
         #expect(levels == Array(repeating: 2, count: 10))
     }
 
@@ -176,20 +165,6 @@ struct GroupCommitSchedulingTests {
         private let names = Mutex<[String]>([])
         func append(_ name: String) { names.withLock { $0.append(name) } }
         var all: [String] { names.withLock { $0 } }
-    }
-
-    /// Holds the commit thread until `release` is signalled; returns once it holds it.
-    private func hold(_ commit: GroupCommit, until release: DispatchSemaphore) async -> Task<Void, any Error> {
-        let (held, signal) = AsyncStream.makeStream(of: Void.self)
-        let blocker = Task {
-            try await commit.write { _ in
-                signal.yield()
-                release.wait()
-            }
-        }
-        var iterator = held.makeAsyncIterator()
-        _ = await iterator.next()
-        return blocker
     }
 
     @Test("queued relaxed jobs (claims, outcomes) run before queued durable ones")
