@@ -154,11 +154,14 @@ public final class WNSTransport: Transport {
             sends.append((.toast(toast), options))
             return sends
         }
-        var tap = Array(#"{"hub":"tap","app":"#.utf8)
-        JSONEscaping.appendQuoted(outbound.app.id, escapingSlashes: false, to: &tap)
-        tap += Array(#","v":"\#(delivery.changeVersion)"}"#.utf8)
+        var tap = JSONWriter(capacity: 64)
+        tap.object { json in
+            json.member("hub", "tap")
+            json.member("app", outbound.app.id)
+            json.member("v", String(delivery.changeVersion))
+        }
         options.timeToLive = configuration.tapTimeToLive
-        return [(.raw(WNSRaw(bytes: tap, cachePolicy: configuration.tapCachePolicy)), options)]
+        return [(.raw(WNSRaw(bytes: tap.bytes, cachePolicy: configuration.tapCachePolicy)), options)]
     }
 
     /// `visual`'s title and body cut by the hub's one rule (`VisibleTextFit`) to fit
