@@ -161,8 +161,15 @@ struct HTTP2ClientTests {
     func streamLimit() async throws {
         try await withServer(maxConcurrentStreams: 2, configure: { $0.maximumConnectionsPerOrigin = 3 }) {
             server, client, origin in
-            server.setScript { _, _ in .answer(delay: .milliseconds(100)) }
-            let statuses = await burst(client, origin, count: 12)
+            // Each connection answers its first request at once (the pool opens another only once
+            // every open one has answered) and holds the rest until every stream the limits allow
+            // is busy (3 connections × 2): the third connection is needed whatever the machine's speed.
+            server.setScript { _, request in request == 1 ? .answer() : .held }
+            let requests = Task { await burst(client, origin, count: 12) }
+            #expect(await eventually { server.heldCount == 6 }, "\(server.snapshot)")
+            server.setScript { _, _ in .answer() }
+            server.releaseHeld()
+            let statuses = await requests.value
             #expect(statuses.allSatisfy { $0 == "200" }, "\(statuses)")
             let statistics = server.snapshot
             #expect(statistics.peakActive.values.allSatisfy { $0 <= 2 }, "\(statistics.peakActive)")

@@ -21,6 +21,8 @@ final class ScriptedHTTP2Server: Sendable {
         case refuse
         /// Answers, then closes the connection.
         case answerAndClose
+        /// 200 once ``releaseHeld()`` is called.
+        case held
     }
 
     struct Statistics {
@@ -41,6 +43,22 @@ final class ScriptedHTTP2Server: Sendable {
     private let script: Mutex<@Sendable (Int, Int) -> Behaviour>
 
     var snapshot: Statistics { statistics.withLock { $0 } }
+
+    /// The answers of `.held` requests, waiting for ``releaseHeld()``.
+    private let heldAnswers = Mutex<[@Sendable () -> Void]>([])
+
+    /// Requests held by `.held` now.
+    var heldCount: Int { heldAnswers.withLock { $0.count } }
+
+    /// Answers every request held so far. Change the script first, or the requests that come next
+    /// are held too.
+    func releaseHeld() {
+        for answer in heldAnswers.withLock({ held in
+            defer { held = [] }; return held
+        }) { answer() }
+    }
+
+    fileprivate func hold(_ answer: @escaping @Sendable () -> Void) { heldAnswers.withLock { $0.append(answer) } }
 
     func setScript(_ script: @escaping @Sendable (_ connection: Int, _ request: Int) -> Behaviour) {
         self.script.withLock { $0 = script }
@@ -175,6 +193,9 @@ private final class ScriptedStreamHandler: ChannelInboundHandler {
                 payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: nil))
             let connection = self.connection
             connection.writeAndFlush(goAway).whenComplete { _ in connection.close(promise: nil) }
+        case .held:
+            let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+            server.hold { bound.eventLoop.execute { bound.value.handler.answer(context: bound.value.context) } }
         case .answerAndClose:
             answer(context: context)
             let connection = self.connection
