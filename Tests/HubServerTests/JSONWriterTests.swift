@@ -61,6 +61,29 @@ struct JSONWriterTests {
         #expect(String(decoding: bytes, as: UTF8.self) == String(decoding: try JSON.data(value), as: UTF8.self))
     }
 
+    @Test("integers are written as String(_:) writes them, at the edges of every width")
+    func integers() {
+        var generator = SystemRandomNumberGenerator()
+        var values: [Int64] = [0, 1, -1, 9, 10, -10, 99, 100, 1_000_000, .max, .min, .max - 1, .min + 1]
+        values += (0..<5_000).map { _ in Int64.random(in: .min ... .max, using: &generator) >> Int64.random(in: 0...63)
+        }
+        for value in values {
+            var bytes: [UInt8] = []
+            JSONWriter.appendDecimal(value, to: &bytes)
+            #expect(String(decoding: bytes, as: UTF8.self) == String(value))
+        }
+        for value in [UInt64.max, UInt64(Int64.max) + 1] {
+            var bytes: [UInt8] = []
+            JSONWriter.appendDecimal(value, to: &bytes)
+            #expect(String(decoding: bytes, as: UTF8.self) == String(value))
+        }
+        var writer = JSONWriter()
+        writer.beginArray()
+        for value in [Int8.min, 0, Int8.max] { writer.integer(value) }
+        writer.endArray()
+        #expect(String(decoding: writer.bytes, as: UTF8.self) == "[-128,0,127]")
+    }
+
     @Test("times are formatted as JSON.dateStyle formats them, across eras and fractions")
     func dates() throws {
         var generator = SystemRandomNumberGenerator()
