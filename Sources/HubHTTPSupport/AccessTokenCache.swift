@@ -1,5 +1,5 @@
 public import Foundation
-import Synchronization
+public import Synchronization
 
 /// Holds one credential's current access token: obtains it by an exchange, hands it out until its
 /// renewal time, and runs at most one exchange at a time — concurrent callers that find no fresh
@@ -23,24 +23,39 @@ public final class AccessTokenCache<Token: Sendable & Equatable>: Sendable {
     /// What an exchange returns: the token, and when to stop handing it out (before it expires).
     public typealias Exchange = @Sendable () async throws -> (token: Token, renewAt: Date)
 
-    private struct Held {
-        var token: Token
-        var renewAt: Date
+    // Internal but usable from inlinable code: the per-request paths below are specialized in
+    // the caller's module for its token type, instead of running generic code with metadata
+    // lookups on every request (measured on APNs' send path: ~30 % of a token lookup).
+    @usableFromInline
+    struct Held {
+        @usableFromInline var token: Token
+        @usableFromInline var renewAt: Date
+
+        @usableFromInline
+        init(token: Token, renewAt: Date) {
+            self.token = token
+            self.renewAt = renewAt
+        }
     }
 
-    private struct State {
-        var current: Held?
-        var exchange: Task<Token, any Error>?
-        var exchanges = 0
+    @usableFromInline
+    struct State {
+        @usableFromInline var current: Held?
+        @usableFromInline var exchange: Task<Token, any Error>?
+        @usableFromInline var exchanges = 0
+
+        @usableFromInline
+        init() {}
     }
 
-    private enum Next {
+    @usableFromInline
+    enum Next {
         case ready(Token)
         case wait(Task<Token, any Error>)
     }
 
-    private let now: @Sendable () -> Date
-    private let state = Mutex(State())
+    @usableFromInline let now: @Sendable () -> Date
+    @usableFromInline let state = Mutex(State())
 
     /// - Parameter now: the wall clock that renewal times are compared with.
     public init(now: @escaping @Sendable () -> Date) {
@@ -49,6 +64,7 @@ public final class AccessTokenCache<Token: Sendable & Equatable>: Sendable {
 
     /// The token while it is fresh (before its renewal time), without waiting: the per-request
     /// fast path. `nil` when there is none or it is due for renewal.
+    @inlinable
     public func cached() -> Token? {
         let time = now()
         return state.withLock { state in
@@ -67,6 +83,7 @@ public final class AccessTokenCache<Token: Sendable & Equatable>: Sendable {
     /// exchange run with `exchange`.
     /// - Parameter exchange: obtains a new token; used only when no exchange is in flight.
     /// - Throws: what the exchange threw (every caller waiting on it gets the same error).
+    @inlinable
     public func token(exchange: @escaping Exchange) async throws -> Token {
         let time = now()
         let next: Next = state.withLock { state in
