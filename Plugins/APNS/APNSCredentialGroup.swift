@@ -70,16 +70,12 @@ extension APNSTransport.Configuration {
     /// guidance (PROVIDERS.md §1.2); no header validation by NIO, since ``APNSRequest/headerProblem``
     /// checks what an embedder can pass in before sending.
     func http2(identity: HTTP2ClientIdentity?) -> HTTP2Client.Configuration {
-        var configuration = HTTP2Client.Configuration(
+        HTTP2Client.Configuration(
             trustRoots: trustRoots, clientIdentity: identity, maximumConnectionsPerOrigin: maxConnections,
             maximumStreamsPerConnection: maxStreamsPerConnection, connectTimeout: connectTimeout,
             pingInterval: pingInterval, pingTimeout: pingTimeout,
             // APNs answers with at most a small JSON object.
             maximumResponseBodyBytes: 16_384, refusedStreamRetries: 2,
             headersIndexedOnce: ["apns-id", "apns-expiration", "apns-collapse-id"], validatesHeaders: false)
-        // APNs does not ask for content-length (PROVIDERS.md §1.2 lists the headers it reads) and
-        // the APNs stack before HubHTTP2 sent none: one header less to encode per notification.
-        configuration.sendsContentLength = false
-        return configuration
     }
 }

@@ -52,6 +52,7 @@ extension APNSTransport {
         _ request: APNSRequest, body: [UInt8], group: APNSCredentialGroup, deadline: ContinuousClock.Instant
     ) async -> Exchange {
         let server = configuration.server(for: request.environment)
+        let origin = origin(for: request.environment)
         let body = ByteBuffer(bytes: body)
         var token: APNSTokenProvider.Token?
         var renewed = false
@@ -63,13 +64,12 @@ extension APNSTransport {
                 return .failed(
                     APNSError(.invalidCredentials, "signing the APNs provider token failed", underlying: error))
             }
-            let http2 = Self.http2Request(for: request, token: token, body: body)
+            let http2 = Self.http2Request(for: request, to: origin, token: token, body: body)
             let response: HTTP2Response
             do {
                 // The client sends a stream the server refused unprocessed (GOAWAY, REFUSED_STREAM)
                 // again on another connection by itself.
-                response = try await group.client.execute(
-                    http2, to: server.origin, timeout: max(deadline - .now, .zero))
+                response = try await group.client.execute(http2, timeout: max(deadline - .now, .zero))
             } catch {
                 return .failed(Self.error(for: error, server: server))
             }
@@ -129,27 +129,28 @@ extension APNSTransport {
     /// and `authorization` are never added to APNs' small dynamic table; `apns-id`,
     /// `apns-expiration` and `apns-collapse-id` only the first time on a connection (their names
     /// are then reused), which the HTTP/2 client sees to
-    /// (``HTTP2Client/Configuration/headersIndexedOnce``); everything else is indexed.
+    /// (``HTTP2Client/Configuration/headersIndexedOnce``); everything else is indexed. No
+    /// `content-length`: APNs does not ask for it (PROVIDERS.md §1.2) and HTTP/2 frames carry the
+    /// length. Written once, pseudo-headers included, rather than copied behind them by the client.
     static func http2Request(
-        for request: APNSRequest, token: APNSTokenProvider.Token?, body: ByteBuffer
-    ) -> HTTP2Request {
-        var headers = HPACKHeaders()
-        headers.reserveCapacity(7)
-        headers.add(name: "apns-push-type", value: request.payload.pushType.rawValue)
-        headers.add(name: "apns-topic", value: request.topic)
-        headers.add(name: "apns-priority", value: request.payload.priority.description)
+        for request: APNSRequest, to origin: HTTP2Origin, token: APNSTokenProvider.Token?, body: ByteBuffer
+    ) -> HTTP2PreparedRequest {
+        var prepared = HTTP2PreparedRequest(
+            origin: origin, path: "/3/device/" + request.deviceToken, pathIndexing: .nonIndexable, headerCapacity: 7,
+            body: body)
+        prepared.addHeader(name: "apns-push-type", value: request.payload.pushType.rawValue)
+        prepared.addHeader(name: "apns-topic", value: request.topic)
+        prepared.addHeader(name: "apns-priority", value: request.payload.priority.description)
         if let expiration = request.expiration {
-            headers.add(name: "apns-expiration", value: expiration.description, indexing: .nonIndexable)
+            prepared.addHeader(name: "apns-expiration", value: expiration.description, indexing: .nonIndexable)
         }
         if let collapseID = request.collapseID {
-            headers.add(name: "apns-collapse-id", value: collapseID.value, indexing: .nonIndexable)
+            prepared.addHeader(name: "apns-collapse-id", value: collapseID.value, indexing: .nonIndexable)
         }
-        headers.add(name: "apns-id", value: request.apnsID, indexing: .nonIndexable)
+        prepared.addHeader(name: "apns-id", value: request.apnsID, indexing: .nonIndexable)
         if let token {
-            headers.add(name: "authorization", value: token.authorization, indexing: .nonIndexable)
+            prepared.addHeader(name: "authorization", value: token.authorization, indexing: .nonIndexable)
         }
-        return HTTP2Request(
-            method: "POST", path: "/3/device/" + request.deviceToken, pathIndexing: .nonIndexable, headers: headers,
-            body: body)
+        return prepared
     }
 }

@@ -1,4 +1,5 @@
 public import HubCore
+import HubHTTP2
 public import Logging
 import Synchronization
 
@@ -25,6 +26,9 @@ public final class APNSTransport: Transport {
     let problems = ProblemLog()
     private let groups = Mutex<[APNSCredentials: Result<APNSCredentialGroup, APNSError>]>([:])
     private let lastGroup = Mutex<(APNSCredentials, APNSCredentialGroup)?>(nil)
+    /// Where requests go, per environment; built once, with their `:authority`.
+    private let productionOrigin: HTTP2Origin
+    private let developmentOrigin: HTTP2Origin
 
     /// - Parameters:
     ///   - configuration: servers, trust roots, timeouts and limits; Apple's servers by default.
@@ -34,6 +38,13 @@ public final class APNSTransport: Transport {
         self.configuration = configuration
         self.id = id
         self.logger = logger
+        productionOrigin = configuration.production.origin
+        developmentOrigin = configuration.development.origin
+    }
+
+    /// The origin of the server for `environment` (see ``Configuration/server(for:)``).
+    func origin(for environment: APNSEnvironment) -> HTTP2Origin {
+        environment == .development ? developmentOrigin : productionOrigin
     }
 
     /// Sends one hub delivery to its endpoint.

@@ -62,7 +62,8 @@ public final class HTTP2Client: Sendable {
         /// Whether NIO checks every header block sent and received. A caller that checks the values
         /// it sends (APNs' transport does) saves a tenth of a small request's cost by turning it off.
         public var validatesHeaders: Bool
-        /// Whether requests declare their body's length in `content-length`. HTTP/2 frames carry the
+        /// Whether ``HTTP2Request``s declare their body's length in `content-length` (an
+        /// ``HTTP2PreparedRequest`` is sent as it is). HTTP/2 frames carry the
         /// length already (RFC 9113 §8.1.1: a request *can* include it); a provider that does not ask
         /// for it (APNs) is spared a header to encode, decode and check on every request.
         public var sendsContentLength: Bool = true
@@ -125,9 +126,22 @@ public final class HTTP2Client: Sendable {
     public func execute(
         _ request: HTTP2Request, to origin: HTTP2Origin, timeout: Duration
     ) async throws(HTTP2ClientError) -> HTTP2Response {
+        try await execute(
+            request.prepared(for: origin, contentLength: configuration.sendsContentLength), timeout: timeout)
+    }
+
+    /// Sends a request whose header block is complete (see ``HTTP2PreparedRequest``) to its origin
+    /// and returns the complete response, whatever its status. The block goes out as it is.
+    ///
+    /// - Parameter timeout: the longest the whole call may take, waiting for a stream included.
+    /// - Throws: as ``execute(_:to:timeout:)``.
+    public func execute(
+        _ request: HTTP2PreparedRequest, timeout: Duration
+    ) async throws(HTTP2ClientError) -> HTTP2Response {
         let deadline = NIODeadline.now() + .nanoseconds(Self.nanoseconds(timeout))
+        let origin = request.origin
         let pool = try pool(for: origin)
-        let headers = Self.headers(of: request, origin: origin, sendsContentLength: configuration.sendsContentLength)
+        let headers = request.headers
         var retries = 0
         while true {
             let connection = try await pool.lease(deadline: deadline)
@@ -200,27 +214,6 @@ public final class HTTP2Client: Sendable {
         }
         guard let found else { throw HTTP2ClientError(.shutdown, "the HTTP/2 client is shut down") }
         return found
-    }
-
-    /// Pseudo-headers first (RFC 9113 §8.3), then the request's, then `content-length` (unless the
-    /// configuration leaves it out).
-    private static func headers(
-        of request: HTTP2Request, origin: HTTP2Origin, sendsContentLength: Bool
-    )
-        -> HPACKHeaders
-    {
-        var headers = HPACKHeaders()
-        headers.reserveCapacity(request.headers.count + 5)
-        headers.add(name: ":method", value: request.method)
-        headers.add(name: ":scheme", value: origin.scheme)
-        headers.add(name: ":authority", value: origin.authority)
-        headers.add(name: ":path", value: request.path, indexing: request.pathIndexing)
-        headers.add(contentsOf: request.headers)
-        if sendsContentLength && (request.body.readableBytes > 0 || request.method == "POST" || request.method == "PUT")
-        {
-            headers.add(name: "content-length", value: String(request.body.readableBytes))
-        }
-        return headers
     }
 
     private static func error(for end: HTTP2StreamEnd, origin: HTTP2Origin) -> HTTP2ClientError {

@@ -102,13 +102,19 @@ struct HTTP2PoolLedger {
     /// Opens one connection at a time, only for waiters, within the limit, and only once every
     /// open connection has answered once (so a connection that starts at one stream does not
     /// set off a connection per waiter before its limit is raised).
+    ///
+    /// Runs on every release: the common case (nobody waits) returns before looking at members.
     private mutating func openIfNeeded(into actions: inout Actions) {
-        let usable = members.values.filter { !$0.retired }
-        let pending = actions.contains { if case .open = $0 { true } else { false } }
-        guard !pending, !waiters.isEmpty, !isShutdown, opening == 0, usable.count < maximumConnections,
-            usable.allSatisfy(\.warm),
+        guard !waiters.isEmpty, !isShutdown, opening == 0,
+            !actions.contains(where: { if case .open = $0 { true } else { false } }),
             backoffUntil.map({ NIODeadline.now() >= $0 }) ?? true
         else { return }
+        var usable = 0
+        for member in members.values where !member.retired {
+            guard member.warm else { return }
+            usable += 1
+        }
+        guard usable < maximumConnections else { return }
         opening += 1
         actions.append(.open(nextID()))
     }

@@ -82,6 +82,40 @@ struct HTTP2ClientTests {
         }
     }
 
+    @Test("a request's header block: pseudo-headers first, then its fields, then content-length when configured")
+    func requestHeaderBlock() async throws {
+        try await withServer { server, client, origin in
+            _ = try await post(client, origin)
+            #expect(
+                server.snapshot.lastRequestHeaders == [
+                    ":method: POST", ":scheme: https", ":authority: 127.0.0.1:\(server.port)", ":path: /echo",
+                    "content-type: application/json", "content-length: 7",
+                ])
+        }
+    }
+
+    @Test("a prepared request goes out as written: its pseudo-headers, its fields, no content-length added")
+    func preparedRequest() async throws {
+        try await withServer { server, client, origin in
+            var request = HTTP2PreparedRequest(origin: origin, path: "/3/device/abc", pathIndexing: .nonIndexable)
+            request.addHeader(name: "apns-topic", value: "com.example")
+            request.addHeader(name: "authorization", value: "bearer x", indexing: .neverIndexed)
+            request.body = ByteBuffer(string: "{}")
+            // content-length is for HTTP2Request only; a prepared block is never added to.
+            #expect(client.configuration.sendsContentLength)
+            let response = try await client.execute(request, timeout: .seconds(10))
+            #expect(response.status == 200 && String(buffer: response.body) == "ok")
+            #expect(
+                server.snapshot.lastRequestHeaders == [
+                    ":method: POST", ":scheme: https", ":authority: 127.0.0.1:\(server.port)",
+                    ":path: /3/device/abc", "apns-topic: com.example", "authorization: bearer x",
+                ])
+            // The same connection serves both kinds of request.
+            _ = try await post(client, origin)
+            #expect(server.snapshot.connections == 1)
+        }
+    }
+
     @Test("after the server closes the connection, the next request opens a new one")
     func serverClose() async throws {
         try await withServer { server, client, origin in
@@ -267,5 +301,17 @@ struct HTTP2ClientTests {
         let local = try HTTP2Origin.split(url: "https://127.0.0.1:8443")
         #expect(local.origin.port == 8443 && local.origin.authority == "127.0.0.1:8443" && local.path == "/")
         #expect(throws: HTTP2ClientError.self) { try HTTP2Origin.split(url: "ftp://example.com/") }
+        // The authority is kept with the origin and follows every change to it.
+        var changed = HTTP2Origin(host: "api.push.apple.com")
+        changed.port = 2197
+        #expect(changed.authority == "api.push.apple.com:2197")
+        changed.host = "::1"
+        #expect(changed.authority == "[::1]:2197")
+        changed.scheme = "http"
+        changed.port = 80
+        #expect(changed.authority == "[::1]")
+        #expect(
+            changed == HTTP2Origin(scheme: "http", host: "::1")
+                && changed.hashValue == HTTP2Origin(scheme: "http", host: "::1").hashValue)
     }
 }

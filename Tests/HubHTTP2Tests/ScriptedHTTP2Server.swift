@@ -33,6 +33,8 @@ final class ScriptedHTTP2Server: Sendable {
         var active: [ObjectIdentifier: Int] = [:]
         var peakActive: [ObjectIdentifier: Int] = [:]
         var connectionNumbers: [ObjectIdentifier: Int] = [:]
+        /// The header block of the last request, in wire order, as `name: value`.
+        var lastRequestHeaders: [String] = []
     }
 
     let authority: TestCertificateAuthority
@@ -59,6 +61,10 @@ final class ScriptedHTTP2Server: Sendable {
     }
 
     fileprivate func hold(_ answer: @escaping @Sendable () -> Void) { heldAnswers.withLock { $0.append(answer) } }
+
+    fileprivate func recordHeaders(_ headers: HPACKHeaders) {
+        statistics.withLock { $0.lastRequestHeaders = headers.map { "\($0.name): \($0.value)" } }
+    }
 
     func setScript(_ script: @escaping @Sendable (_ connection: Int, _ request: Int) -> Behaviour) {
         self.script.withLock { $0 = script }
@@ -165,7 +171,9 @@ private final class ScriptedStreamHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let ended: Bool
         switch unwrapInboundIn(data) {
-        case .headers(let frame): ended = frame.endStream
+        case .headers(let frame):
+            ended = frame.endStream
+            server.recordHeaders(frame.headers)
         case .data(let frame): ended = frame.endStream
         default: ended = false
         }
