@@ -28,7 +28,7 @@ let releaseLinking: [LinkerSetting] = [
 
 let package = Package(
     name: "NotificationHub",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "hub", targets: ["hub"]),
         .executable(name: "hub-bench", targets: ["hub-bench"]),

@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import Foundation
-public import HubCore
+import HubCore
 import HubHTTPSupport
 public import Logging
 import NIOCore

@@ -150,11 +150,10 @@ public final class ListeningProcess: @unchecked Sendable {
     /// Sends it the signal `number` (`SIGTERM`, `SIGKILL`, …).
     public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
-    /// Waits for the process to exit, at most `timeout` seconds. - Returns: its status, or nil.
+    /// Waits for the process to exit, at most `timeout` seconds.
+    /// - Returns: its exit status, minus the signal's number after a death by signal, or `nil`.
     public func waitForExit(timeout: TimeInterval = 20) async -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-        return process.isRunning ? nil : process.terminationStatus
+        await process.waitForExit(timeout: timeout)
     }
 
     deinit {
@@ -185,5 +184,18 @@ private final class DataHandOff: @unchecked Sendable {
     func wait() -> Data {
         done.wait()
         return data
+    }
+}
+
+extension Process {
+    /// Waits for the process to exit, at most `timeout` seconds, suspending (not blocking a task
+    /// thread) between looks.
+    /// - Returns: its exit status; after a death by signal, minus the signal's number (that is not
+    ///   a clean exit, whatever the number); `nil` while it still runs.
+    public func waitForExit(timeout: TimeInterval = 20) async -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while isRunning && Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        guard !isRunning else { return nil }
+        return terminationReason == .exit ? terminationStatus : -terminationStatus
     }
 }

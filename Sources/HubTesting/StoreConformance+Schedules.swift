@@ -9,7 +9,7 @@ extension StoreConformance {
     public static func scheduledRelease(_ store: any Store) async throws {
         let expect = Expect()
         try await store.migrate()
-        try await store.upsertEndpoint(Fixture.endpoint("phone"))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("phone"))
         var draft = Fixture.draft("later")
         draft.scheduledDateTime = Fixture.at(60)
         let (scheduled, created) = try await Fixture.publish(store, draft, mode: .visible)
@@ -46,7 +46,7 @@ extension StoreConformance {
     public static func scheduledCancel(_ store: any Store) async throws {
         let expect = Expect()
         try await store.migrate()
-        try await store.upsertEndpoint(Fixture.endpoint("phone"))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("phone"))
         var draft = Fixture.draft("never")
         draft.scheduledDateTime = Fixture.at(100)
         try await Fixture.publish(store, draft)

@@ -1,4 +1,4 @@
-public import HubCore
+import HubCore
 
 // The first-party transports' names, for the fixtures of the conformance suites (which depend on
 // HubCore only, not on the plugins that declare them).

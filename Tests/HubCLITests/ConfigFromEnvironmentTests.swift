@@ -32,7 +32,7 @@ struct ConfigFromEnvironmentTests {
         let workspace = try makeWorkspace()
         try writeServeConfig(in: workspace)
         let hub = try await RunningHub(directory: workspace, environment: environment)
-        #expect(try await eventually { hub.log.contains("dispatcher started") }, "\(hub.log)")
+        #expect(await eventually { hub.log.contains("dispatcher started") }, "\(hub.log)")
         let line = try #require(hub.log.split(separator: "\n").first { $0.contains("dispatcher started") })
         #expect(line.contains("lanes=\(lane),other:4"), "\(line)")
     }

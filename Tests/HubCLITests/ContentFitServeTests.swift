@@ -112,7 +112,7 @@ struct ContentFitServeTests {
         let published = try await http.request(
             .POST, "/v1/apps/notes.contoso.com/users/alice/notifications", bearer: http.publisherKey, json: publish)
         #expect(published.status == 201, "\(published.body)")
-        let arrived = try await eventually {
+        let arrived = await eventually {
             !apns.requests.isEmpty && !fcm.messages.isEmpty && wns.received(on: channel).count == 3
                 && !push.received(by: subscription).isEmpty
         }

@@ -96,7 +96,7 @@ struct DeploymentTests {
                 .replacingOccurrences(of: ":9464", with: ":\(metricsPort)")
         }
         #expect(environment["HUB_DATABASE_URL"]?.contains("@postgres:5432/") == true)
-        environment["HUB_DATABASE_URL"] = try #require(Self.databaseURL)
+        environment["HUB_DATABASE_URL"] = Self.databaseURL  // the suite runs only when it is set
         let command = (compose.command.isEmpty ? image.command : compose.command).map(local)
         let hub = try await RunningHub(
             directory: workspace.appendingPathComponent("var/lib/hub"), environment: environment,

@@ -308,13 +308,10 @@ final class RunningEmulator: @unchecked Sendable {
 
     func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
-    /// Waits for the process to exit, at most `timeout` seconds. - Returns: its status, or nil.
+    /// Waits for the process to exit, at most `timeout` seconds. - Returns: its status (negative
+    /// after a death by signal), or nil.
     func waitForExit(timeout: TimeInterval = 20) async -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-        guard !process.isRunning else { return nil }
-        // A death by signal is not a clean exit, whatever its number.
-        return process.terminationReason == .exit ? process.terminationStatus : -process.terminationStatus
+        await process.waitForExit(timeout: timeout)
     }
 
     deinit {

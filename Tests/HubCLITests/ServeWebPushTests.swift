@@ -43,7 +43,7 @@ struct ServeWebPushTests {
         #expect(notJSON.status == 400)
 
         #expect(try await http.publish(user: "alice", id: "welcome") == 201)
-        let tapped = try await eventually { !push.received(by: subscription).isEmpty }
+        let tapped = await eventually { !push.received(by: subscription).isEmpty }
         #expect(tapped, "\(hub.log)")
         let tap = try #require(push.received(by: subscription).first)
         let fields = try JSONSerialization.jsonObject(with: Data(tap.plaintext)) as? [String: String]

@@ -190,12 +190,16 @@ struct PostgresStoreTests {
         try await PostgresTestDatabase.running([store]) {
             try await store.migrate()
             let key = FeedKey(appId: "a", userId: "b")
-            try await Self.retryingUnavailable { try await store.rows("ALTER TABLE hub_notification RENAME TO away") }
+            _ = try await Self.retryingUnavailable {
+                try await store.rows("ALTER TABLE hub_notification RENAME TO away")
+            }
             let error = await #expect(throws: PostgresStoreError.self) {
                 try await store.feed(key, after: 0, limit: 1)
             }
             #expect(error?.sqlState == "42P01")
-            try await Self.retryingUnavailable { try await store.rows("ALTER TABLE away RENAME TO hub_notification") }
+            _ = try await Self.retryingUnavailable {
+                try await store.rows("ALTER TABLE away RENAME TO hub_notification")
+            }
             let page = try await Self.retryingUnavailable { try await store.feed(key, after: 0, limit: 1) }
             #expect(page.changes.isEmpty)
         }
