@@ -149,7 +149,7 @@ public final class HTTP2Client: Sendable {
             pool.release(connection)
             switch result {
             case .success(var response):
-                response.connection = HTTP2ConnectionKey(origin: origin, id: connection.id)
+                response.connection = HTTP2ConnectionKey(pool: pool, id: connection.id)
                 return response
             case .failure(.refused(let reason)):
                 // Not processed: the server will not take more on that connection; use a fresh one.
@@ -172,7 +172,7 @@ public final class HTTP2Client: Sendable {
     /// `IdleTimeout`, a 503 that asks to reconnect).
     public func retireConnection(of response: HTTP2Response) {
         guard let key = response.connection else { return }
-        pools.withLock { $0.byOrigin[key.origin] }?.retire(key.id)
+        key.pool.retire(key.id)
     }
 
     /// Fails waiting requests, lets running ones finish for up to `grace`, then closes every

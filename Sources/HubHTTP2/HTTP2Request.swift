@@ -185,8 +185,9 @@ public struct HTTP2Response: Sendable {
     }
 }
 
-/// Names one connection of a client: its origin and its ID within the origin's pool.
-struct HTTP2ConnectionKey: Hashable, Sendable {
-    var origin: HTTP2Origin
-    var id: Int
+/// Names one connection of a client: its pool and its ID there (a reference, not the origin: a
+/// response carries it, and copying an origin's strings into every response cost more).
+struct HTTP2ConnectionKey: Sendable {
+    let pool: HTTP2ConnectionPool
+    let id: Int
 }
