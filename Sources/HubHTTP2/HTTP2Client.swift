@@ -133,7 +133,9 @@ public final class HTTP2Client: Sendable {
     /// Sends a request whose header block is complete (see ``HTTP2PreparedRequest``) to its origin
     /// and returns the complete response, whatever its status. The block goes out as it is.
     ///
-    /// - Parameter timeout: the longest the whole call may take, waiting for a stream included.
+    /// - Parameters:
+    ///   - request: the header block and body; its ``HTTP2PreparedRequest/origin`` says where it goes.
+    ///   - timeout: the longest the whole call may take, waiting for a stream included.
     /// - Throws: as ``execute(_:to:timeout:)``.
     public func execute(
         _ request: HTTP2PreparedRequest, timeout: Duration

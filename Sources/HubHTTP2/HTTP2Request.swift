@@ -141,9 +141,13 @@ public struct HTTP2PreparedRequest: Sendable {
     @usableFromInline var block: HPACKHeaders
 
     /// - Parameters:
-    ///   - headerCapacity: how many regular fields will be added (room is reserved for them).
+    ///   - method: `:method`.
+    ///   - origin: where it goes; gives `:scheme` and `:authority`.
+    ///   - path: `:path`, the request target.
     ///   - pathIndexing: `.nonIndexable` for a path that names one device (see
     ///     ``HTTP2Request/pathIndexing``).
+    ///   - headerCapacity: how many regular fields will be added (room is reserved for them).
+    ///   - body: sent in one piece after the headers.
     @inlinable
     public init(
         method: String = "POST", origin: HTTP2Origin, path: String, pathIndexing: HPACKIndexing = .indexable,
