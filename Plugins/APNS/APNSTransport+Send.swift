@@ -34,7 +34,10 @@ extension APNSTransport {
         let outcome = outcome(of: exchange, request: request, group: group)
         switch exchange {
         case .answered(let response), .tokenTooYoungToRenew(let response, _):
-            return ProviderReply(outcome, messageId: response.headers.first(name: "apns-id") ?? request.apnsID)
+            // HTTP/2 field names are lower-case (RFC 9113 §8.2.1): a plain compare, not
+            // `first(name:)`'s case-insensitive one, on every notification.
+            let apnsID = response.headers.first { $0.name == "apns-id" }?.value
+            return ProviderReply(outcome, messageId: apnsID ?? request.apnsID)
         case .failed:
             return ProviderReply(outcome)
         }

@@ -38,6 +38,9 @@ struct HTTP2PoolLedger {
     let streamCap: Int
     private(set) var members: [Int: Member] = [:]
     private(set) var waiters = CircularBuffer<Waiter>()
+    /// The expiry of every queued waiter, by ID (`nil` until ``setExpiry(_:ofWaiter:)``): set and
+    /// found without searching the queue, which can hold hundreds of waiters under the lock.
+    private var expiries: [Int: Scheduled<Void>?] = [:]
     private(set) var opening = 0
     private var lastID = 0
     private(set) var isShutdown = false
@@ -85,18 +88,39 @@ struct HTTP2PoolLedger {
 
     mutating func enqueue(_ waiter: Waiter, into actions: inout Actions) {
         waiters.append(waiter)
+        expiries[waiter.id] = .some(nil)
         openIfNeeded(into: &actions)
     }
 
+    /// Records `expiry` for waiter `id`; `false` when it is no longer queued (already handed a
+    /// stream or failed), so the caller cancels the expiry.
     mutating func setExpiry(_ expiry: Scheduled<Void>, ofWaiter id: Int) -> Bool {
-        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return false }
-        waiters[index].expiry = expiry
+        guard expiries[id] != nil else { return false }
+        expiries[id] = .some(expiry)
         return true
     }
 
+    /// Takes waiter `id` out of the queue at its deadline (the queue is searched only then).
     mutating func removeWaiter(_ id: Int) -> Waiter? {
-        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return nil }
+        guard expiries.removeValue(forKey: id) != nil,
+            let index = waiters.firstIndex(where: { $0.id == id })
+        else { return nil }
         return waiters.remove(at: index)
+    }
+
+    /// The next waiter in arrival order, with its expiry, out of the queue.
+    private mutating func dequeue() -> Waiter {
+        var waiter = waiters.removeFirst()
+        waiter.expiry = expiries.removeValue(forKey: waiter.id) ?? nil
+        return waiter
+    }
+
+    /// Every waiter, with its expiry, out of the queue.
+    private mutating func dequeueAll() -> [Waiter] {
+        var all: [Waiter] = []
+        all.reserveCapacity(waiters.count)
+        while !waiters.isEmpty { all.append(dequeue()) }
+        return all
     }
 
     /// Opens one connection at a time, only for waiters, within the limit, and only once every
@@ -122,7 +146,7 @@ struct HTTP2PoolLedger {
     /// Hands free slots to waiters in arrival order; opens a connection for those still waiting.
     mutating func dispatch(into actions: inout Actions) {
         while !waiters.isEmpty, let connection = lease() {
-            actions.append(.hand(waiters.removeFirst(), .success(connection)))
+            actions.append(.hand(dequeue(), .success(connection)))
         }
         openIfNeeded(into: &actions)
     }
@@ -148,8 +172,7 @@ struct HTTP2PoolLedger {
         if members.values.contains(where: { !$0.retired }) {
             dispatch(into: &actions)
         } else {
-            actions += waiters.map { .hand($0, .failure(error)) }
-            waiters.removeAll()
+            actions += dequeueAll().map { .hand($0, .failure(error)) }
         }
     }
 
@@ -186,7 +209,6 @@ struct HTTP2PoolLedger {
     mutating func shutDown(into actions: inout Actions) {
         isShutdown = true
         let error = HTTP2ClientError(.shutdown, "the HTTP/2 client is shut down")
-        actions += waiters.map { .hand($0, .failure(error)) }
-        waiters.removeAll()
+        actions += dequeueAll().map { .hand($0, .failure(error)) }
     }
 }

@@ -242,6 +242,30 @@ struct HTTP2ClientTests {
         }
     }
 
+    @Test("a request waiting for a stream fails at its deadline; the queue goes on without it")
+    func queueDeadline() async throws {
+        try await withServer(maxConcurrentStreams: 1, configure: { $0.maximumConnectionsPerOrigin = 1 }) {
+            server, client, origin in
+            server.setScript { _, request in request == 1 ? .held : .answer() }
+            async let first = post(client, origin)
+            #expect(await eventually { server.heldCount == 1 })
+            async let patient = post(client, origin, timeout: .seconds(20))
+            do throws(HTTP2ClientError) {
+                _ = try await post(client, origin, timeout: .milliseconds(300))
+                Issue.record("a request was served while the only stream was held")
+            } catch {
+                #expect(error.code == .timedOut, "\(error)")
+            }
+            server.releaseHeld()
+            let firstStatus = try await first.status
+            // Handed the stream after the expired waiter left the queue (handing it to that one
+            // would resume its continuation twice and crash).
+            let patientStatus = try await patient.status
+            #expect(firstStatus == 200 && patientStatus == 200)
+            #expect(server.snapshot.requests == 2)
+        }
+    }
+
     @Test("with one connection allowed, requests beyond the stream limit wait for a free stream")
     func streamLimitQueue() async throws {
         try await withServer(maxConcurrentStreams: 2, configure: { $0.maximumConnectionsPerOrigin = 1 }) {
