@@ -75,7 +75,7 @@ struct APNSBench: AsyncParsableCommand {
             rates.append(rate)
             print(
                 String(
-                    format: "round %d transport: %d accepted of %d in %.2f s = %.0f notifications/s; %.3f CPU-s per "
+                    format: "round %d transport: %d accepted of %d in %.2f s = %.0f notifications/s; %.4f CPU-s per "
                         + "1,000 (transport and emulator, one process)", round, accepted, notifications, seconds, rate,
                     cpu / Double(notifications) * 1000))
             Self.report(refusals, of: "round \(round) transport")
@@ -198,7 +198,7 @@ extension APNSBench {
         print(
             String(
                 format:
-                    "round %d h2load:    %.0f requests/s (%@); %.3f CPU-s per 1,000 in the emulator, %.3f in h2load",
+                    "round %d h2load:    %.0f requests/s (%@); %.4f CPU-s per 1,000 in the emulator, %.4f in h2load",
                 round, rate, succeeded.trimmingCharacters(in: .whitespaces),
                 emulatorCPU / Double(bench.notifications) * 1000,
                 h2loadCPU / Double(bench.notifications) * 1000))
