@@ -42,7 +42,7 @@ extension JSONWriter {
             throw APNSError(.invalidPayload, "the number \(value) cannot be written as JSON")
         }
         if value == value.rounded(.towardZero), abs(value) < 1e15 {
-            literal(String(Int64(value)))
+            integer(Int64(value))
         } else {
             literal("\(value)")
         }
