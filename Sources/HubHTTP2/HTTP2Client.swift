@@ -62,11 +62,6 @@ public final class HTTP2Client: Sendable {
         /// Whether NIO checks every header block sent and received. A caller that checks the values
         /// it sends (APNs' transport does) saves a tenth of a small request's cost by turning it off.
         public var validatesHeaders: Bool
-        /// Whether ``HTTP2Request``s declare their body's length in `content-length` (an
-        /// ``HTTP2PreparedRequest`` is sent as it is). HTTP/2 frames carry the
-        /// length already (RFC 9113 §8.1.1: a request *can* include it); a provider that does not ask
-        /// for it (APNs) is spared a header to encode, decode and check on every request.
-        public var sendsContentLength: Bool = true
 
         public init(
             trustRoots: HTTP2TrustRoots = .system, trustRootsPEM: [String] = [],
@@ -126,8 +121,7 @@ public final class HTTP2Client: Sendable {
     public func execute(
         _ request: HTTP2Request, to origin: HTTP2Origin, timeout: Duration
     ) async throws(HTTP2ClientError) -> HTTP2Response {
-        try await execute(
-            request.prepared(for: origin, contentLength: configuration.sendsContentLength), timeout: timeout)
+        try await execute(request.prepared(for: origin), timeout: timeout)
     }
 
     /// Sends a request whose header block is complete (see ``HTTP2PreparedRequest``) to its origin

@@ -102,14 +102,14 @@ public struct HTTP2Request: Sendable {
 
 extension HTTP2Request {
     /// The request as the client sends it to `origin`: pseudo-headers first (RFC 9113 §8.3), then
-    /// the request's, then `content-length` when `contentLength` says so and there is a body to
-    /// declare (or the method is POST or PUT).
-    func prepared(for origin: HTTP2Origin, contentLength: Bool) -> HTTP2PreparedRequest {
+    /// the request's, then `content-length` when there is a body to declare (or the method is POST
+    /// or PUT). A caller that wants no `content-length` (APNs) builds an ``HTTP2PreparedRequest``.
+    func prepared(for origin: HTTP2Origin) -> HTTP2PreparedRequest {
         var prepared = HTTP2PreparedRequest(
             method: method, origin: origin, path: path, pathIndexing: pathIndexing,
             headerCapacity: headers.count + 1, body: body)
         prepared.block.add(contentsOf: headers)
-        if contentLength && (body.readableBytes > 0 || method == "POST" || method == "PUT") {
+        if body.readableBytes > 0 || method == "POST" || method == "PUT" {
             prepared.block.add(name: "content-length", value: String(body.readableBytes))
         }
         return prepared

@@ -104,8 +104,8 @@ struct HTTP2ClientTests {
             request.addHeader(name: "apns-topic", value: "com.example")
             request.addHeader(name: "authorization", value: "bearer x", indexing: .neverIndexed)
             request.body = ByteBuffer(string: "{}")
-            // content-length is for HTTP2Request only; a prepared block is never added to.
-            #expect(client.configuration.sendsContentLength)
+            // content-length is added to HTTP2Request's block only (requestHeaderBlock); a prepared
+            // block is never added to.
             let response = try await client.execute(request, timeout: .seconds(10))
             #expect(response.status == 200 && String(buffer: response.body) == "ok")
             #expect(
