@@ -29,6 +29,10 @@ public struct InterceptedStore<Interceptor: StoreInterceptor>: Store {
         try await call("publish") { try await $0.publish(request) }
     }
 
+    public func publish(batch requests: [PublishRequest]) async throws -> [PublishResult] {
+        try await call("publishBatch") { try await $0.publish(batch: requests) }
+    }
+
     public func delete(
         _ key: FeedKey, appNotificationId: String, at now: Date, planner: DeliveryPlanner
     ) async throws -> UserNotification? {

@@ -38,6 +38,14 @@ public protocol FeedStore: Sendable {
     ///   deliveries handed off.
     func publish(_ request: PublishRequest) async throws -> PublishResult
 
+    /// Publishes several notifications, each exactly as ``publish(_:)`` would, in request order:
+    /// a later request for the same `(app, user, appNotificationId)` updates what an earlier one
+    /// stored. Stores write a batch in as few transactions as they can (batch publish and the
+    /// chunks of a broadcast come here); when this returns, every one is durable. The default
+    /// publishes them one by one.
+    /// - Returns: one result per request, in request order.
+    func publish(batch requests: [PublishRequest]) async throws -> [PublishResult]
+
     /// Marks a notification deleted (a tombstone in the feed) and enqueues the planned taps.
     /// - Returns: the tombstone, or `nil` if no such notification.
     func delete(
@@ -74,6 +82,13 @@ public protocol FeedStore: Sendable {
 
 extension FeedStore {
     public func nextScheduledRelease() async throws -> Date? { nil }
+
+    public func publish(batch requests: [PublishRequest]) async throws -> [PublishResult] {
+        var results: [PublishResult] = []
+        results.reserveCapacity(requests.count)
+        for request in requests { results.append(try await publish(request)) }
+        return results
+    }
 
     /// ``delete(_:appNotificationId:at:planner:)`` with the standard planner.
     public func delete(_ key: FeedKey, appNotificationId: String, at now: Date) async throws -> UserNotification? {
