@@ -81,8 +81,8 @@ extension ReadmeTourTests {
 }
 
 /// Pastes a script into a fresh interactive bash on a terminal, as a person pastes a README block:
-/// `script` (util-linux) gives bash a pseudo-terminal, so it has job control (`%1`, `wait $!`),
-/// background jobs and prompts as in a terminal, and every line is typed into it. Before the
+/// `script` (util-linux; see ``terminal``) gives bash a pseudo-terminal, so it has job control
+/// (`%1`, `wait $!`), background jobs and prompts as in a terminal, and every line is typed into it. Before the
 /// script, the paste sets `pipefail` and an ERR trap that prints ``failed`` for every command that
 /// exits non-zero (so does `curl --fail-with-body` on an HTTP error); after it, it waits for job
 /// %1 (the README's hub) and prints its exit status, then leaves.
@@ -92,6 +92,20 @@ enum PastedShell {
     static let failed = "TOUR-COMMAND-FAILED"
     static let hubExited = "TOUR-HUB-EXIT "
     static let ended = "TOUR-END"
+
+    /// Starts `script` as a terminal starts a shell: no signals blocked or ignored and no open
+    /// files but the standard three. A child of the test process inherits its signal mask (SIGHUP,
+    /// SIGINT, SIGTERM, … blocked) and some of its descriptors; a bash that cannot see SIGHUP
+    /// outlives a killed `script`, and so does its hub.
+    static let terminal = """
+        import os, signal
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        for number in range(1, signal.NSIG):
+            try: signal.signal(number, signal.SIG_DFL)
+            except (OSError, ValueError): pass
+        os.closerange(3, 65536)
+        os.execvp("script", ["script", "-qec", "bash --norc --noprofile -i", "/dev/null"])
+        """
 
     struct Run {
         /// Everything the terminal showed: the typed lines, the prompts and what commands printed.
@@ -114,8 +128,8 @@ enum PastedShell {
 
             """
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
-        process.arguments = ["-qec", "bash --norc --noprofile -i", "/dev/null"]
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", terminal]
         process.currentDirectoryURL = directory
         var environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
         environment["TERM"] = "dumb"
