@@ -75,7 +75,7 @@ public final class APNSTransport: Transport {
     /// 512 sends in flight: APNs multiplexes up to 1,000 streams on each HTTP/2 connection, and
     /// the transport sends at the pace its answers come back, so a lane's depth, not the
     /// connections, bounds its rate. With 100 endpoints per user, 512 moved the pipeline from 0.43
-    /// to 0.52 of the transport's own rate (README, "Whole path").
+    /// to 0.52 of the transport's own rate (docs/benchmarks.md, "Whole path").
     public var preferredConcurrency: Int? { 512 }
 
     /// `environment`: the APNs environment of the device token.

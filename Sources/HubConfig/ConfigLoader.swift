@@ -11,8 +11,8 @@ import Yams
 /// ```
 public struct ConfigLoader: Sendable {
     public let environment: [String: String]
-    /// Whether `HUB_<SECTION>_…` variables of `environment` override hub.yaml keys (see the README's
-    /// hub.yaml reference); `hub map-app` edits the file as written and turns it off.
+    /// Whether `HUB_<SECTION>_…` variables of `environment` override hub.yaml keys (see docs/configuration.md,
+    /// "hub.yaml"); `hub map-app` edits the file as written and turns it off.
     public var applyEnvironment: Bool
     /// The transport plugins of this build: each reads its `transports.<id>` and `credentials.<id>`;
     /// keys naming other transports are errors.

@@ -126,7 +126,7 @@ extension HTTPServerBuilder {
 }
 
 /// What every route handler needs. One reference wide: a parked long-poll or event stream keeps
-/// a copy, and the server's configuration is not copied into each (README, "Waiting").
+/// a copy, and the server's configuration is not copied into each (docs/benchmarks.md, "Waiting").
 struct HubAPI: Sendable {
     private final class Storage: Sendable {
         let hub: Hub

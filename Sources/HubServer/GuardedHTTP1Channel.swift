@@ -10,7 +10,7 @@ import Synchronization
 /// of Hummingbird's task per connection, which hands requests to Hummingbird's responder (routes
 /// and middleware are Hummingbird's) as the ``RequestGate`` lets them run.
 ///
-/// What a waiting connection costs is kept small (README, "Waiting"):
+/// What a waiting connection costs is kept small (docs/benchmarks.md, "Waiting"):
 /// - a connection has no task of its own: its requests are parsed in the pipeline and each runs
 ///   in a task that ends with it (Hummingbird's task per connection, with its frame slabs and its
 ///   `NIOAsyncChannel`, cost ~10 KiB per connection even before its first request);

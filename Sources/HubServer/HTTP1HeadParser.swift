@@ -29,7 +29,7 @@ struct HTTP1RequestHead: Sendable {
 }
 
 /// Parses HTTP/1.1 request heads (RFC 9112), strictly: the hub's own parser, so that a connection
-/// keeps no parser state between requests (NIO's decoder kept ~2 KiB per connection; README,
+/// keeps no parser state between requests (NIO's decoder kept ~2 KiB per connection; docs/benchmarks.md,
 /// "Waiting").
 ///
 /// What it refuses, each with 400 and the reason: a line ending other than CRLF (bare CR or LF),

@@ -6,7 +6,7 @@ import NIOHTTPTypes
 /// The hub's HTTP/1.1 server codec: bytes in, `HTTPRequestPart`s out; `HTTPResponsePart`s in,
 /// bytes out. One handler instead of NIO's decoder and encoder, the HTTP types codec and the
 /// head guards around them, holding nothing between requests but its state, so a waiting
-/// connection costs little (README, "Waiting").
+/// connection costs little (docs/benchmarks.md, "Waiting").
 ///
 /// Reading: heads are parsed by ``HTTP1HeadParser`` once they arrived whole (empty lines before a
 /// request line are skipped); bodies are framed by `Content-Length` or chunked coding (chunk

@@ -7,7 +7,7 @@ import NIOHTTPTypes
 
 /// The last handler of a hub connection: hands each request to the responder in a task of its
 /// own, which ends with the request, so a connection between requests (idle, or with a parked
-/// long-poll or event stream) has no task at all (README, "Waiting").
+/// long-poll or event stream) has no task at all (docs/benchmarks.md, "Waiting").
 ///
 /// It does what Hummingbird's connection task did (`HTTPChannelHandler.handleHTTP`):
 /// - one request at a time: the parts of later (pipelined) requests wait, and reads stop while

@@ -10,7 +10,7 @@ import Synchronization
 /// time, so thousands of tasks, with their frame slabs, live at the same moment; when they end,
 /// their memory is freed between the objects the requests left behind (parked long-polls and
 /// streams), and the heap stays fragmented: 1–3 KiB more per waiting connection after a burst of
-/// 10,000 (README, "Waiting"). Bounded, the same few slabs are used over and over.
+/// 10,000 (docs/benchmarks.md, "Waiting"). Bounded, the same few slabs are used over and over.
 ///
 /// A request whose body is still arriving when its head is read starts at once and is not
 /// counted: it would hold its place for as long as its client takes to send the body, and a few

@@ -16,7 +16,7 @@ import Synchronization
 ///
 /// Before, every response was streamed: a task group and a second task per request, woken for
 /// each part, were ~20% of the task pool's CPU for `GET /healthz` and a few percent of a
-/// publish's (README, "Whole path").
+/// publish's (docs/benchmarks.md, "Whole path").
 ///
 /// `done` runs once, on the channel's event loop, when the end was written (`true`), or when the
 /// response could not be written whole (`false`).

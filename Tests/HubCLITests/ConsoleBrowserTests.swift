@@ -9,7 +9,7 @@ import Testing
 ///
 /// `.ci/run` installs Chromium and Playwright; elsewhere the test runs when both are there, and
 /// always under `CI=true`, where a missing browser fails it. The screenshots go to
-/// `HUB_CONSOLE_SCREENSHOTS` (`docs/screenshots` refreshes the README's), else a temporary folder.
+/// `HUB_CONSOLE_SCREENSHOTS` (`docs/screenshots` refreshes docs/operating.md's), else a temporary folder.
 @Suite("console in a real browser", .serialized)
 struct ConsoleBrowserTests {
     static let chromium = ProcessInfo.processInfo.environment["HUB_CHROMIUM"] ?? "/usr/bin/chromium"

@@ -9,7 +9,7 @@ import Testing
 
 @testable import HubServer
 
-/// A connection of the hub's server has no task of its own (README, "Waiting"): Hummingbird's
+/// A connection of the hub's server has no task of its own (docs/benchmarks.md, "Waiting"): Hummingbird's
 /// server gives each connection a task that runs `handle(value:)`, and the hub's returns at once.
 @Suite("Taskless connections")
 struct TasklessConnectionTests {
