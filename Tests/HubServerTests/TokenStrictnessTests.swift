@@ -90,4 +90,29 @@ struct TokenStrictnessTests {
             }
         }
     }
+
+    @Test("an HS256 secret under 32 bytes is not loaded (not-configured, no assertion); its tokens get 503, never 200")
+    func shortSecretIsNotLoaded() async throws {
+        let short = IdentityRegistration(
+            issuer: "https://short.contoso.com", audiences: [Harness.notesAudience],
+            keys: .secret(Secret("one-byte-would-do", source: "env:SHORT_SECRET")))
+        // JWTKit asserts (a debug build dies) on a key shorter than the hash: checked before.
+        let harness = try await Harness(extraIdentity: [short])
+        let error = try #require(harness.keyLoadingError)
+        #expect(error.code == .notConfigured)
+        #expect(error.message.contains("HS256 secret (env:SHORT_SECRET) is 17 bytes long"), "\(error.message)")
+        #expect(!error.message.contains("one-byte-would-do"))
+        // Signed by hand: JWTKit would assert on this key here too.
+        let claims =
+            #"{"iss":"https://short.contoso.com","aud":"\#(Harness.notesAudience)","sub":"alice","exp":\#(Int(Date().timeIntervalSince1970) + 600)}"#
+        let input =
+            Base64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
+        let mac = HMAC<SHA256>.authenticationCode(
+            for: Array(input.utf8), using: SymmetricKey(data: Array("one-byte-would-do".utf8)))
+        let token = input + "." + Base64URL.encode(Array(mac))
+        try await harness.run(.live) { client in
+            let response = try await client.send(.get, "/v1/apps/\(Harness.notes)/me/endpoints", bearer: token)
+            #expect(response.status == .serviceUnavailable, "\(response.text)")
+        }
+    }
 }
