@@ -125,7 +125,7 @@ extension ConfigReader {
         if let cursorSecret = server.cursorSecret, let problem = SecretStrength.keyProblem(cursorSecret) {
             error(
                 entries["cursorSecret"],
-                "'server.cursorSecret' \(problem); use 32 random bytes (openssl rand -out cursor.key 32), or leave it out to have one generated"
+                "'server.cursorSecret' \(problem); use 32 random bytes or more (openssl rand -hex 32 > cursor.key), or leave it out to have one generated"
             )
         }
         if let bytes = integer(entries["maxBodyBytes"], at: "server.maxBodyBytes", in: 1024...(16 << 20)) {
