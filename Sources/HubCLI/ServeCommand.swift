@@ -113,16 +113,20 @@ struct ServeCommand: AsyncParsableCommand {
     }
 }
 
-/// A random key kept in a file with mode 0600, created on first use.
+/// A random key kept in a file with mode 0600 (its folder 0700 when created), made on first use.
 enum KeyFile {
     static func load(beside databasePath: String) throws -> [UInt8] {
         let path = databasePath + ".cursor-key"
-        if let data = FileManager.default.contents(atPath: path), data.count >= 32 { return Array(data) }
-        let key = (0..<32).map { _ in UInt8.random(in: 0...255) }
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        guard FileManager.default.createFile(atPath: path, contents: Data(key), attributes: [.posixPermissions: 0o600])
-        else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path]) }
+        if let data = FileManager.default.contents(atPath: path), data.count >= SecretStrength.minimumKeyBytes {
+            return Array(data)
+        }
+        let key = (0..<SecretStrength.minimumKeyBytes).map { _ in UInt8.random(in: 0...255) }
+        try OwnerOnlyFiles.createDirectories(URL(fileURLWithPath: path).deletingLastPathComponent().path)
+        // A short key file is no key: replace it.
+        if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
+        guard try OwnerOnlyFiles.createFile(path, contents: key) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+        }
         return key
     }
 }

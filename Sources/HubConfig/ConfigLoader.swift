@@ -120,8 +120,14 @@ extension ConfigReader {
         }
         server.metricsListen = address(entries["metricsListen"], at: "server.metricsListen")
         server.instanceID = string(entries["instanceId"], at: "server.instanceId")
-        server.adminToken = secret(entries["adminToken"], at: "server.adminToken")
+        server.adminToken = bearerSecret(entries["adminToken"], at: "server.adminToken")
         server.cursorSecret = secret(entries["cursorSecret"], at: "server.cursorSecret")
+        if let cursorSecret = server.cursorSecret, let problem = SecretStrength.keyProblem(cursorSecret) {
+            error(
+                entries["cursorSecret"],
+                "'server.cursorSecret' \(problem); use 32 random bytes or more (openssl rand -hex 32 > cursor.key), or leave it out to have one generated"
+            )
+        }
         if let bytes = integer(entries["maxBodyBytes"], at: "server.maxBodyBytes", in: 1024...(16 << 20)) {
             server.maxBodyBytes = bytes
         }

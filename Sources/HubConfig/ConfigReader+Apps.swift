@@ -138,6 +138,12 @@ extension ConfigReader {
                 keys = readJWKS(jwks, at: "\(here).jwks")
             case (nil, let secretNode?):
                 keys = secret(secretNode, at: "\(here).secret").map { .secret($0) }
+                if case .secret(let secret) = keys, let problem = SecretStrength.keyProblem(secret) {
+                    error(
+                        secretNode,
+                        "'\(here).secret' \(problem) for HS256; use 32 random bytes or more (openssl rand -hex 32)")
+                    keys = nil
+                }
             case (let jwks?, let secretNode?):
                 error(item, "'\(here)' takes jwks (RS256/ES256) or secret (HS256), not both")
                 // Still check both references, so that every problem of the file shows at once.
@@ -204,13 +210,10 @@ extension ConfigReader {
             }
             // Both are read before either is required, so a bad name does not hide a bad key.
             let name = string(entries["name"], at: "\(here).name")
-            let key = secret(entries["key"], at: "\(here).key")
+            let key = bearerSecret(entries["key"], at: "\(here).key")
             guard let name, let key else { continue }
             if publishers.contains(where: { $0.name == name }) {
                 error(entries["name"], "the publisher '\(name)' is listed twice")
-            }
-            if key.reveal().utf8.count < 16 {
-                error(entries["key"], "'\(here).key' is shorter than 16 characters; use a long random key")
             }
             publishers.append(Publisher(name: name, key: key))
         }

@@ -30,4 +30,25 @@ extension ConfigReader {
             return nil
         }
     }
+
+    /// A bearer secret (the admin token, a publisher key): resolved as ``secret(_:at:inline:binary:)``,
+    /// then refused when it is weaker than ``SecretStrength`` asks or when another bearer secret
+    /// of this file has the same value (a key names one publisher of one app; the admin token is
+    /// no publisher's). Diagnostics name the places, never the value.
+    mutating func bearerSecret(_ node: Node?, at path: String) -> Secret? {
+        guard let value = secret(node, at: path) else { return nil }
+        if let problem = SecretStrength.bearerProblem(value) {
+            error(node, "'\(path)' \(problem); use a long random value (openssl rand -hex 32)")
+            return value
+        }
+        if let first = bearerSecrets.first(where: { $0.secret.revealBytes() == value.revealBytes() }) {
+            let place = overrideName(line: first.line).map { "from \($0)" } ?? "line \(first.line)"
+            error(
+                node,
+                "'\(path)' has the same value as '\(first.path)' (\(place)); give each publisher of each app and the admin token a value of its own"
+            )
+        }
+        bearerSecrets.append((value, path, node?.mark?.line ?? 0))
+        return value
+    }
 }

@@ -12,6 +12,8 @@ struct ConfigReader {
     var diagnostics: [ConfigDiagnostic] = []
     /// The environment overrides applied to the document, to name them in diagnostics.
     var overrides: [EnvironmentOverrides.Applied] = []
+    /// The bearer secrets read so far (admin token, publisher keys), so that one value used twice is refused.
+    var bearerSecrets: [(secret: Secret, path: String, line: Int)] = []
 
     init(file: String, baseDirectory: String, environment: [String: String]) {
         self.file = file

@@ -33,7 +33,8 @@ public final class SQLiteStore: Store {
 
     /// Opens (creating if needed) the database file at `path` and migrates it.
     ///
-    /// The parent directory is created if missing. Several processes may open the same file;
+    /// The parent directory is created if missing (mode 0700), and the database file with mode
+    /// 0600, as SQLite then makes its WAL and shared-memory files. Several processes may open the same file;
     /// they take turns to write (waiting up to ``busyTimeout`` for the lock).
     public convenience init(path: String) throws {
         try self.init(path: path, checkpointInterval: .milliseconds(200))
@@ -42,8 +43,11 @@ public final class SQLiteStore: Store {
     /// A file store whose checkpointer runs every `checkpointInterval` while commits come in.
     convenience init(path: String, checkpointInterval: Duration) throws {
         let url = URL(fileURLWithPath: path)
-        try FileManager.default.createDirectory(
-            at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        // Private to the hub's user (OwnerOnlyFiles): missing folders 0700, a new database file
+        // 0600 (an empty file is an empty database), and SQLite gives its WAL and shared-memory
+        // files the database file's mode.
+        try OwnerOnlyFiles.createDirectories(url.deletingLastPathComponent().path)
+        try OwnerOnlyFiles.createFile(url.path)
         let pool = try Self.translatingErrors {
             let pool = try DatabasePool(path: url.path, configuration: Self.configuration())
             try pool.writeWithoutTransaction { db in

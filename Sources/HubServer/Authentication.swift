@@ -24,20 +24,54 @@ extension HubAPI {
     /// constant time, so the answer time tells nothing about which key came close.
     func authenticatePublisher(_ request: Request, app: CrossDeviceApp) throws {
         let token = try bearerToken(request, expecting: "publisher key")
-        guard Self.isPublisherKey(token, of: app) else {
-            throw Problem.unauthorized("The publisher key is not one of the app '\(app.id)'.")
-        }
+        guard Self.isPublisherKey(token, of: app) else { throw Self.notPublisherKey(of: app.id) }
     }
 
     /// Accepts a publisher key of `app` or the admin token (operators read what publishers read):
     /// the receipts and the statistics history. Both are compared in constant time.
     func authenticatePublisherOrAdmin(_ request: Request, app: CrossDeviceApp) throws {
         let token = try bearerToken(request, expecting: "publisher key or admin token")
-        let isAdmin = configuration.adminToken.map { !$0.isEmpty && $0.constantTimeEquals(token) } ?? false
-        guard Self.isPublisherKey(token, of: app) || isAdmin else {
-            throw Problem.unauthorized(
-                "The token is neither a publisher key of the app '\(app.id)' nor the admin token.")
+        guard Self.isPublisherKey(token, of: app) || isAdminToken(token) else {
+            throw Self.neitherPublisherNorAdmin(of: app.id)
         }
+    }
+
+    /// Which callers a route with an `{app}` path parameter takes, for ``pathApp(_:context:caller:)``.
+    enum AppCaller {
+        /// A publisher key of the app.
+        case publisher
+        /// A publisher key of the app or the admin token.
+        case publisherOrAdmin
+    }
+
+    /// The configured app the path names. For an app ID that is not configured, the answer is the
+    /// one a configured app gives a caller without valid credentials (401, same detail), so that
+    /// app IDs cannot be probed; only the admin token, where the route takes it, learns that
+    /// there is no such app (404). The caller still authenticates for a configured app.
+    func pathApp(_ request: Request, context: HubRequestContext, caller: AppCaller) throws -> CrossDeviceApp {
+        let id = try context.pathParameter("app")
+        if let app = try? hub.app(id) { return app }
+        switch caller {
+        case .publisher:
+            _ = try bearerToken(request, expecting: "publisher key")
+            throw Self.notPublisherKey(of: id)
+        case .publisherOrAdmin:
+            let token = try bearerToken(request, expecting: "publisher key or admin token")
+            guard isAdminToken(token) else { throw Self.neitherPublisherNorAdmin(of: id) }
+            return try hub.app(id)
+        }
+    }
+
+    private func isAdminToken(_ token: String) -> Bool {
+        configuration.adminToken.map { !$0.isEmpty && $0.constantTimeEquals(token) } ?? false
+    }
+
+    private static func notPublisherKey(of app: String) -> Problem {
+        Problem.unauthorized("The publisher key is not one of the app '\(app)'.")
+    }
+
+    private static func neitherPublisherNorAdmin(of app: String) -> Problem {
+        Problem.unauthorized("The token is neither a publisher key of the app '\(app)' nor the admin token.")
     }
 
     /// The apps whose publisher keys include the request's bearer token (Graph's publish names
@@ -55,16 +89,18 @@ extension HubAPI {
         app.publishers.reduce(false) { found, publisher in publisher.key.constantTimeEquals(token) || found }
     }
 
-    /// The app named by the path and the user its token signs in.
+    /// The app named by the path and the user its token signs in. The token is verified before
+    /// the app is looked up: an app ID that is not configured has no identity registration, so
+    /// its answer is the 401 a configured app gives a token it does not accept.
     func authenticateDevice(
         _ request: Request, context: HubRequestContext
     ) async throws -> (
         app: CrossDeviceApp, user: String
     ) {
-        let app = try hub.app(try context.pathParameter("app"))
+        let id = try context.pathParameter("app")
         let token = try bearerToken(request, expecting: "user token")
-        let user = try await identity.verify(token: token, app: app.id)
-        return (app, user)
+        let user = try await identity.verify(token: token, app: id)
+        return (try hub.app(id), user)
     }
 
     /// Checks the admin token; without one configured, admin routes are off (403).

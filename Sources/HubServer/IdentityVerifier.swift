@@ -10,9 +10,11 @@ import Synchronization
 /// A token is accepted for app `A` when one of `A`'s registrations has the token's `iss` as its
 /// issuer, the signature verifies with that registration's keys (RS256 / ES256 / PS256 … from
 /// its JWKS file or URL; HS256 with its shared secret), `aud` names one of its audiences, and
-/// `exp` (required) and `nbf` hold with 60 seconds of leeway. The user is the registration's
-/// user claim (`sub` unless configured), which must be an ``Identifier`` (otherwise 401). Registrations are per app, so a token for one app never
-/// opens another.
+/// `exp` (required) and `nbf` hold with 60 seconds of leeway. `exp`, `nbf` and `iat` must be
+/// numbers when present, the header must not name critical extensions (`crit`), and every segment
+/// must be canonical base64url without padding. The user is the registration's user claim (`sub`
+/// unless configured), which must be an ``Identifier`` (otherwise 401). Registrations are per app,
+/// so a token for one app never opens another; an HS256 secret shorter than 32 bytes is not loaded.
 ///
 /// ```swift
 /// let identity = IdentityVerifier(apps: configuration.apps, httpClient: .shared)
@@ -97,6 +99,10 @@ public final class IdentityVerifier: Sendable {
         case .jwksURL(let url):
             keyIDs = try await add(jwks: try await fetch(url), to: keys)
         case .secret(let secret):
+            // Checked before the key is made: JWTKit asserts on a key shorter than the hash.
+            if let problem = SecretStrength.keyProblem(secret) {
+                throw HubError(.notConfigured, "the HS256 secret (\(secret.source)) \(problem)")
+            }
             await keys.add(hmac: HMACKey(from: secret.revealBytes()), digestAlgorithm: .sha256)
         }
         return Entry(registration: registration, keys: keys, keyIDs: keyIDs, loadedAt: now())
@@ -131,9 +137,7 @@ public final class IdentityVerifier: Sendable {
     ///   the keys of the token's issuer could not be loaded.
     func verify(token: String, app: String) async throws -> String {
         if entries.withLock({ $0 == nil }) { try? await loadKeys() }
-        guard let parts = TokenParts(token) else {
-            throw Problem.unauthorized("The bearer token is not a JSON Web Token.")
-        }
+        let parts = try TokenParts(token)
         guard let issuer = parts.claims["iss"].flatMap(\.stringValue) else {
             throw Problem.unauthorized("The bearer token has no 'iss' claim.")
         }
@@ -213,6 +217,16 @@ public final class IdentityVerifier: Sendable {
         guard audiences.contains(where: registration.audiences.contains) else {
             throw Problem.unauthorized("The bearer token is not meant for this app (its 'aud' is not accepted).")
         }
+        // The time claims are NumericDate (RFC 7519 §2): a number of seconds. Any other type is
+        // refused, never skipped, so that a string 'nbf' cannot pass as no 'nbf' at all.
+        for name in ["exp", "nbf", "iat"] {
+            guard let value = claims[name] else { continue }
+            guard case .number = value else {
+                throw Problem.unauthorized(
+                    "The bearer token's '\(name)' claim is not a number; it must be seconds since 1970-01-01 (NumericDate)."
+                )
+            }
+        }
         let current = now().timeIntervalSince1970
         guard case .number(let expiry) = claims["exp"] else {
             throw Problem.unauthorized("The bearer token has no 'exp' claim; tokens must expire.")
@@ -250,26 +264,48 @@ public final class IdentityVerifier: Sendable {
 }
 
 /// A token's header fields and claims, read before verification only to pick the registration.
+///
+/// The token must be a compact JWS whose three segments are canonical base64url without padding
+/// (RFC 7515 §2: one encoding per value, so a token cannot be varied without changing its bytes
+/// under the signature), and whose header names no critical extension (`crit`, RFC 7515 §4.1.11:
+/// this hub understands none, so it must refuse any).
 private struct TokenParts {
     var algorithm: String
     var keyID: String?
     var claims: [String: JSONValue]
 
-    init?(_ token: String) {
+    /// - Throws: ``Problem`` 401 saying what is wrong with the token (never echoing it).
+    init(_ token: String) throws {
         let segments = token.split(separator: ".", omittingEmptySubsequences: false)
         guard token.utf8.count <= 16 * 1024, segments.count == 3,
             let header = Self.object(segments[0]), let claims = Self.object(segments[1]),
             let algorithm = header["alg"]?.stringValue
-        else { return nil }
+        else { throw Problem.unauthorized("The bearer token is not a JSON Web Token.") }
+        guard Self.isCanonical(segments[2]) else {
+            throw Problem.unauthorized(
+                "The bearer token's signature is not base64url without padding ('=') in its one canonical form.")
+        }
+        if header["crit"] != nil {
+            throw Problem.unauthorized(
+                "The bearer token's header lists critical extensions ('crit') that this hub does not understand.")
+        }
         self.algorithm = algorithm
         self.keyID = header["kid"]?.stringValue
         self.claims = claims
     }
 
+    /// Whether `segment` is base64url without padding and the one encoding of its bytes (no
+    /// stray bits in its last character, no length that no byte string encodes to).
+    private static func isCanonical(_ segment: Substring) -> Bool {
+        guard let bytes = Base64URL.decode(String(segment)) else { return false }
+        return Base64URL.encode(bytes) == segment
+    }
+
     /// A segment's JSON object. Its bytes must be UTF-8: a decoder that repaired them would let
     /// two different signed claims name the same user.
     private static func object(_ segment: Substring) -> [String: JSONValue]? {
-        guard let bytes = Base64URL.decode(String(segment)), String(validating: bytes, as: UTF8.self) != nil,
+        guard isCanonical(segment), let bytes = Base64URL.decode(String(segment)),
+            String(validating: bytes, as: UTF8.self) != nil,
             case .object(let object) = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
         else { return nil }
         return object

@@ -10,6 +10,12 @@ import NIOCore
 /// their bucket is keyed by a hash of the token, and a token is known good once a request with it
 /// passed the route's verification. Requests without known-good credentials from an address whose
 /// `clientIP` bucket is empty get 429 before any verification; each one that fails (401) takes a token.
+///
+/// The `clientIP` bucket is one per address, shared by every app, by app IDs that are not
+/// configured and by the console's sign-in (`POST /console/login`, whose wrong tokens count like any
+/// failed credential): an address that used it up on one app cannot tell a configured app from
+/// another by which one still answers. For the same reason a user token's bucket is keyed by the
+/// app ID of the path as written, configured or not.
 struct RateLimitMiddleware: RouterMiddleware {
     typealias Context = HubRequestContext
 
@@ -24,11 +30,16 @@ struct RateLimitMiddleware: RouterMiddleware {
     func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
-        guard let route = context.endpointPath, route.hasPrefix("/v1/") || route.hasPrefix("/beta/") else {
+        guard let route = context.endpointPath else { return try await next(request, context) }
+        if route == ConsolePaths.login && request.method == .post {
+            return try await limitSignIn(request, context: context, next: next)
+        }
+        guard route.hasPrefix("/v1/") || route.hasPrefix("/beta/") else {
             return try await next(request, context)
         }
         let configuration = api.configuration
-        let app = context.parameters.get("app").flatMap { try? api.hub.app(Identifier.decodingPercentEscapes($0)) }
+        let pathApp = context.parameters.get("app").flatMap { try? Identifier.decodingPercentEscapes($0) }
+        let app = pathApp.flatMap { try? api.hub.app($0) }
         let appID = app?.id ?? ""
         let limits = configuration.appRateLimits[appID] ?? configuration.rateLimits
         let token = Self.bearer(request)
@@ -41,7 +52,7 @@ struct RateLimitMiddleware: RouterMiddleware {
                 var hasher = Hasher()
                 hasher.combine(token)
                 let subject = String(hasher.finalize(), radix: 36)
-                deviceKey = RateLimiter.Key(kind: .deviceToken, app: appID, subject: subject)
+                deviceKey = RateLimiter.Key(kind: .deviceToken, app: pathApp ?? "", subject: subject)
                 known = limiter.isVerified(deviceKey!)
                 charges.append((.deviceToken, subject, limits.deviceToken))
             }
@@ -58,14 +69,14 @@ struct RateLimitMiddleware: RouterMiddleware {
             }
         }
 
-        let client = clientAddress(request, context: context)
-        let clientKey = client.map { RateLimiter.Key(kind: .clientIP, app: appID, subject: $0) }
+        let clientKey = clientBucket(request, context: context)
         if !known, let clientKey, let limit = limits.clientIP, let wait = limiter.hasToken(clientKey, limit: limit) {
             throw Self.limited(.clientIP, app: appID, retryAfter: wait)
         }
         for (kind, subject, limit) in charges {
             guard let limit else { continue }
-            if let wait = limiter.take(RateLimiter.Key(kind: kind, app: appID, subject: subject), limit: limit) {
+            let key = RateLimiter.Key(kind: kind, app: kind == .deviceToken ? pathApp ?? "" : appID, subject: subject)
+            if let wait = limiter.take(key, limit: limit) {
                 throw Self.limited(kind, app: appID, retryAfter: wait)
             }
         }
@@ -81,6 +92,32 @@ struct RateLimitMiddleware: RouterMiddleware {
             }
             throw error
         }
+    }
+
+    /// `POST /console/login`: refused with 429 while the address's `clientIP` bucket (the hub-wide
+    /// limit) is empty; a wrong admin token (the form again with 401) takes a token.
+    private func limitSignIn(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        guard let clientKey = clientBucket(request, context: context), let limit = api.configuration.rateLimits.clientIP
+        else { return try await next(request, context) }
+        if let wait = limiter.hasToken(clientKey, limit: limit) {
+            throw Self.limited(.clientIP, app: "", retryAfter: wait)
+        }
+        let response: Response
+        do {
+            response = try await next(request, context)
+        } catch {
+            if Self.isUnauthorized(error) { _ = limiter.take(clientKey, limit: limit) }
+            throw error
+        }
+        if response.status == .unauthorized { _ = limiter.take(clientKey, limit: limit) }
+        return response
+    }
+
+    /// The `clientIP` bucket of the request's address: one for the whole hub.
+    private func clientBucket(_ request: Request, context: Context) -> RateLimiter.Key? {
+        clientAddress(request, context: context).map { RateLimiter.Key(kind: .clientIP, app: "", subject: $0) }
     }
 
     /// The client's address: the peer, or, when the peer is a trusted proxy, the last address in

@@ -36,8 +36,11 @@ public struct RateLimits: Sendable, Equatable {
     public var deviceToken: RateLimit?
     /// Requests without valid credentials from one client IP address: `clientIP`. Each failed
     /// authentication takes a token; once they are gone, requests from that address whose
-    /// credentials the hub has not seen succeed get 429 before any verification. Behind a reverse
-    /// proxy, list it in ``HubServerConfiguration/trustedProxies`` so `X-Forwarded-For` names the client.
+    /// credentials the hub has not seen succeed get 429 before any verification. The bucket is one
+    /// per address for the whole hub: every app's routes, app IDs that are not configured and the
+    /// console's sign-in take from it (each with its own app's limit; the sign-in with the
+    /// hub-wide one). Behind a reverse proxy, list it in ``HubServerConfiguration/trustedProxies``
+    /// so `X-Forwarded-For` names the client.
     public var clientIP: RateLimit?
 
     public init(

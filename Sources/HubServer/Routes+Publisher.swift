@@ -19,7 +19,7 @@ extension HubAPI {
     func addPublisherRoutes(to router: HubRouter) {
         let notifications = "/v1/apps/:app/users/:userId/notifications"
         router.post(RouterPath(notifications)) { request, context in
-            let app = try hub.app(try context.pathParameter("app"))
+            let app = try pathApp(request, context: context, caller: .publisher)
             return try await publish(request, app: app) { try context.pathParameter("userId") }
         }
         router.get(RouterPath(notifications)) { request, context in
@@ -33,7 +33,7 @@ extension HubAPI {
             return JSON.response(NotificationResource(found))
         }
         router.get(RouterPath(notifications + "/:id/deliveries")) { request, context in
-            let app = try hub.app(try context.pathParameter("app"))
+            let app = try pathApp(request, context: context, caller: .publisherOrAdmin)
             try authenticatePublisherOrAdmin(request, app: app)
             let (notification, receipts) = try await hub.deliveryReceipts(
                 app: app.id, user: try context.pathParameter("userId"), id: try context.pathParameter("id"))
@@ -59,7 +59,7 @@ extension HubAPI {
 
     /// The app and user of a publisher route, after checking the publisher key.
     private func publisherScope(_ request: Request, _ context: HubRequestContext) throws -> (CrossDeviceApp, String) {
-        let app = try hub.app(try context.pathParameter("app"))
+        let app = try pathApp(request, context: context, caller: .publisher)
         try authenticatePublisher(request, app: app)
         return (app, try context.pathParameter("userId"))
     }

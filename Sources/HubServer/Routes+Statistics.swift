@@ -11,7 +11,7 @@ extension HubAPI {
     /// covers at most 24 hours of minutes or 30 days of hours; `from` must be before `to`.
     func addStatisticsRoutes(to router: HubRouter) {
         router.get("/v1/apps/:app/statistics/history") { request, context in
-            let app = try hub.app(try context.pathParameter("app"))
+            let app = try pathApp(request, context: context, caller: .publisherOrAdmin)
             try authenticatePublisherOrAdmin(request, app: app)
             let query = request.uri.queryParameters
             var errors: [HubError.FieldError] = []

@@ -39,6 +39,36 @@ struct MapAppCommandTests {
         #expect(try read(config) == twoApps)
     }
 
+    @Test("a publisher key or HS256 secret too short, or a key another publisher has: refused, nothing written")
+    func weakSecretsRefused() async throws {
+        let workspace = try makeWorkspace()
+        let config = workspace.appendingPathComponent("hub.yaml")
+        try twoApps.write(to: config, atomically: true, encoding: .utf8)
+        try "short-key".write(to: workspace.appendingPathComponent("short.key"), atomically: true, encoding: .utf8)
+        try "too-short-for-hs256".write(
+            to: workspace.appendingPathComponent("short.secret"), atomically: true, encoding: .utf8)
+        for (flags, message) in [
+            (["--publisher", "backend=file:short.key"], "'apps[2].publishers[0].key' is shorter than 16 characters"),
+            (
+                [
+                    "--issuer", "https://login.contoso.com", "--audience", "new", "--identity-secret",
+                    "file:short.secret",
+                ],
+                "'apps[2].identity[0].secret' is 19 bytes long; it must have at least 32"
+            ),
+            (
+                ["--publisher", "backend=file:publisher.key", "--publisher", "ops=file:publisher.key"],
+                "'apps[2].publishers[1].key' has the same value as 'apps[2].publishers[0].key'"
+            ),
+        ] {
+            let output = try await HubProcess.run(
+                ["map-app", "--app", "new.contoso.com", "--android", "com.contoso.new"] + flags, in: workspace)
+            #expect(output.status != 0, "\(flags)")
+            #expect(output.stderr.contains(message), "\(flags): \(output.stderr)")
+            #expect(try read(config) == twoApps, "\(flags)")
+        }
+    }
+
     @Test("two --ios IDs are written, config check passes, and a second run changes nothing")
     func twoIDsIdempotent() async throws {
         let workspace = try makeWorkspace()

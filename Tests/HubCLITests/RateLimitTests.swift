@@ -120,11 +120,11 @@ struct RateLimitTests {
 
     static func send(
         _ http: HubHTTP, _ path: String, method: HTTPMethod = .GET, bearer: String, json: String? = nil,
-        headers: [String: String] = [:]
+        headers: [String: String] = [:], withAuthorization: Bool = true
     ) async throws -> Answer {
         var request = HTTPClientRequest(url: http.base + path)
         request.method = method
-        request.headers.add(name: "Authorization", value: "Bearer \(bearer)")
+        if withAuthorization { request.headers.add(name: "Authorization", value: "Bearer \(bearer)") }
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let json {
             request.headers.add(name: "Content-Type", value: "application/json")

@@ -232,7 +232,7 @@ struct HTTPHygieneTests {
                 "GET /v1/apps/{app}/me/feed 401 notes.contoso.com",
                 "POST /healthz 405 -",
                 "GET NotFound 404 -",
-                "GET /v1/apps/{app}/me/feed 404 -",
+                "GET /v1/apps/{app}/me/feed 401 -",
             ], "\(summary)")
         #expect(lines.allSatisfy { $0.level == .info && Double($0.metadata["duration_ms"] ?? "") != nil })
         let everything = logs.records.map { "\($0.message) \($0.metadata)" }.joined(separator: "\n")

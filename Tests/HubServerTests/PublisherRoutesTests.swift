@@ -202,13 +202,19 @@ struct PublisherRoutesTests {
         }
     }
 
-    @Test("an unknown app or route is a problem+json 404")
+    @Test(
+        "an unknown app answers a publisher key as a known app answers another app's key (401); an unknown route is a problem+json 404"
+    )
     func unknownAppAndRoute() async throws {
         let harness = try await Harness()
         try await harness.run { client in
-            let app = try await client.publish(notification("x"), user: "alice", app: "nope.example.com")
-            #expect(app.status == .notFound)
-            #expect(app.problemType == "not-found")
+            let app = try await client.publish(
+                notification("x"), user: "alice", app: "nope.example.com", key: Harness.notesKey)
+            let known = try await client.publish(
+                notification("x"), user: "alice", app: Harness.tasks, key: Harness.notesKey)
+            #expect(app.status == .unauthorized)
+            #expect(app.problemType == "unauthorized")
+            #expect(app.text.replacingOccurrences(of: "nope.example.com", with: Harness.tasks) == known.text)
             let route = try await client.send(.get, "/v2/whatever")
             #expect(route.status == .notFound)
             #expect(route.headers[.contentType] == "application/problem+json")
