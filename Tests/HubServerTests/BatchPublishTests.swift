@@ -35,12 +35,19 @@ struct BatchPublishTests {
                 ("carol", notification("m-3", extra: #","priority":"urgent""#)),
                 ("", notification("m-4")),
                 ("alice", notification("m-5")),
+                (
+                    "dave",
+                    #"{"appNotificationId":"m-6","payload":{"rawContent":"\#(String(repeating: "r", count: 5000))"}}"#
+                ),
             ])
             let response = try await client.send(.post, Self.route, bearer: Harness.notesKey, json: body)
             #expect(response.status == .ok, "\(response.text)")
             let results = Self.results(response)
-            #expect(results.map { $0["index"] as? Int } == [0, 1, 2, 3, 4])
-            #expect(results.map { $0["status"] as? Int } == [201, 400, 400, 400, 201])
+            #expect(results.map { $0["index"] as? Int } == [0, 1, 2, 3, 4, 5])
+            #expect(results.map { $0["status"] as? Int } == [201, 400, 400, 400, 201, 413])
+            #expect(
+                (results[5]["problem"] as? [String: Any])?.string("type")
+                    == "https://notificationhub.dev/problems/payload-too-large")
             #expect((results[0]["notification"] as? [String: Any])?.string("appNotificationId") == "m-1")
             #expect((results[4]["notification"] as? [String: Any])?.string("appNotificationId") == "m-5")
             func fields(_ index: Int) -> [String] {
@@ -57,7 +64,7 @@ struct BatchPublishTests {
             #expect(results[1]["notification"] == nil)
 
             // Nothing of a refused item is stored.
-            for (user, id) in [("bob", "m-2"), ("carol", "m-3")] {
+            for (user, id) in [("bob", "m-2"), ("carol", "m-3"), ("dave", "m-6")] {
                 let history = try await client.send(
                     .get, "/v1/apps/\(Harness.notes)/users/\(user)/notifications?status=all", bearer: Harness.notesKey)
                 #expect(history.object.objects("notifications").isEmpty, "\(user) has no \(id)")
