@@ -139,6 +139,21 @@ struct GraphBatchTests {
 
             let twenty = try await send((1...20).map { publish("\($0)") })
             #expect(Self.responses(twenty).map { $0["status"] as? Int } == Array(repeating: 201, count: 20))
+            // Per request: no Content-Type with a body, an X-UNS-ID this hub did not issue, none at all.
+            let body =
+                #"{"appNotificationId":"p","expirationDateTime":"2019-10-30T23:59:00Z","payload":{"rawContent":"x"}}"#
+            let perRequest = try await send([
+                #"{"id":"1","method":"POST","url":"/me/notifications","headers":{"X-UNS-ID":"\#(unsID)"},"body":\#(body)}"#,
+                #"{"id":"2","method":"POST","url":"/me/notifications","headers":{"Content-Type":"application/json","X-UNS-ID":"forged"},"body":\#(body)}"#,
+                #"{"id":"3","method":"POST","url":"/me/notifications","headers":{"Content-Type":"application/json"},"body":\#(body)}"#,
+            ])
+            let items = Self.responses(perRequest)
+            #expect(items.map { $0["status"] as? Int } == [400, 400, 400], "\(perRequest.text)")
+            #expect(
+                Self.error(items[0]).objects("details").compactMap { $0.string("target") } == ["headers.Content-Type"])
+            #expect(Self.error(items[1]).string("message")?.contains("not issued by this hub") == true)
+            #expect(Self.error(items[2]).objects("details").compactMap { $0.string("target") } == ["X-UNS-ID"])
+
             let unauthorized = try await client.send(
                 .post, "/beta/$batch", bearer: "pk-wrong", json: #"{"requests":[\#(publish("x"))]}"#)
             #expect(unauthorized.status == .unauthorized)
