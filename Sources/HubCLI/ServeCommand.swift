@@ -80,6 +80,7 @@ struct ServeCommand: AsyncParsableCommand {
         var server = HubServerConfiguration(
             host: file.server.host, port: file.server.port, adminToken: file.server.adminToken,
             maxBodyBytes: file.server.maxBodyBytes, cursorKey: cursorKey)
+        server.maxBatchBodyBytes = file.server.maxBatchBodyBytes
         server.connections = ConnectionLimits(file.server.connections)
         server.trustedProxies = file.server.trustedProxies
         server.rateLimits = RateLimits(file.rateLimits)

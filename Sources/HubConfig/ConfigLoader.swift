@@ -111,8 +111,8 @@ extension ConfigReader {
     mutating func readServer(_ node: Node) -> ServerSettings {
         var server = ServerSettings()
         let allowed = [
-            "listen", "adminToken", "cursorSecret", "maxBodyBytes", "instanceId", "metricsListen", "connections",
-            "trustedProxies",
+            "listen", "adminToken", "cursorSecret", "maxBodyBytes", "maxBatchBodyBytes", "instanceId", "metricsListen",
+            "connections", "trustedProxies",
         ]
         guard let entries = mapping(node, at: "server", allowed: allowed) else { return server }
         if let listen = address(entries["listen"], at: "server.listen") {
@@ -130,6 +130,11 @@ extension ConfigReader {
         }
         if let bytes = integer(entries["maxBodyBytes"], at: "server.maxBodyBytes", in: 1024...(16 << 20)) {
             server.maxBodyBytes = bytes
+        }
+        if let bytes = integer(
+            entries["maxBatchBodyBytes"], at: "server.maxBatchBodyBytes", in: (64 << 10)...(64 << 20))
+        {
+            server.maxBatchBodyBytes = bytes
         }
         if let node = entries["connections"] { server.connections = readConnections(node) }
         if let node = entries["trustedProxies"] { server.trustedProxies = readTrustedProxies(node) }

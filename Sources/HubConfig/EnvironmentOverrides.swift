@@ -31,8 +31,8 @@ struct EnvironmentOverrides {
     static let baseSchema: [String: [String]] = [
         "": sections,
         "server": [
-            "listen", "adminToken", "cursorSecret", "maxBodyBytes", "instanceId", "metricsListen", "connections",
-            "trustedProxies",
+            "listen", "adminToken", "cursorSecret", "maxBodyBytes", "maxBatchBodyBytes", "instanceId", "metricsListen",
+            "connections", "trustedProxies",
         ],
         "server.connections": ConfigReader.connectionKeys,
         "store": ["sqlite", "postgres"], "store.sqlite": ["path"], "store.postgres": ["url", "poolSize"],

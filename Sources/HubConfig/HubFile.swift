@@ -38,6 +38,8 @@ public struct ServerSettings: Sendable {
     /// generated key beside the SQLite database.
     public var cursorSecret: Secret?
     public var maxBodyBytes: Int = 64 * 1024
+    /// `maxBatchBodyBytes`: the largest body of a batch publish (up to 1,000 items).
+    public var maxBatchBodyBytes: Int = 8 << 20
     /// Names this instance in delivery leases. Keep it stable across restarts and unique among
     /// instances sharing a store; `nil` means host:port (host:pid when listening on port 0).
     public var instanceID: String?

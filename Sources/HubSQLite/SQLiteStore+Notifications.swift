@@ -11,33 +11,60 @@ extension SQLiteStore {
     /// user's endpoints (see ``enqueue(_:_:_:now:_:)``).
     public func publish(_ request: PublishRequest) async throws -> PublishResult {
         try Identifier.checkBeforeStoring(request)
-        let content = try NotificationRecord.EncodedContent(
+        let content = try Self.content(of: request)
+        return try await write { db in
+            try Self.publish(request, content: content, version: try Self.nextChangeVersion(db), db)
+        }
+    }
+
+    /// Publishes `requests` in one transaction (one commit, one fsync, however many), each as
+    /// ``publish(_:)`` would, in order: a later request for the same notification finds what an
+    /// earlier one stored and updates it. The change versions are taken in one statement.
+    public func publish(batch requests: [PublishRequest]) async throws -> [PublishResult] {
+        guard !requests.isEmpty else { return [] }
+        for request in requests { try Identifier.checkBeforeStoring(request) }
+        let contents = try requests.map(Self.content(of:))
+        return try await write { db in
+            let last = try Self.nextChangeVersions(db, count: requests.count)
+            let first = last - Int64(requests.count) + 1
+            return try zip(requests, contents).enumerated().map { offset, item in
+                try Self.publish(item.0, content: item.1, version: first + Int64(offset), db)
+            }
+        }
+    }
+
+    /// The stored JSON of a request's payload and policies.
+    private static func content(of request: PublishRequest) throws -> NotificationRecord.EncodedContent {
+        try NotificationRecord.EncodedContent(
             payload: request.draft.payload, targetPolicy: request.draft.targetPolicy,
             fallbackPolicy: request.draft.fallbackPolicy)
-        return try await write { db in
-            let draft = request.draft
-            let key = request.key
-            let now = request.now.canonical
-            let existing = try Self.fetchNotification(db, key, appNotificationId: draft.appNotificationId)
-            let version = try Self.nextChangeVersion(db)
+    }
 
-            var request = request
-            request.now = now
-            var (notification, created) = request.outcome(existing: existing)
-            notification.changeVersion = version
-            if existing == nil {
-                try NotificationRecord.insert(notification, content: content, db)
-            } else {
-                try NotificationRecord.update(notification, content: content, db, published: true)
-            }
+    /// One publish inside a write transaction, with change version `version`.
+    private static func publish(
+        _ request: PublishRequest, content: NotificationRecord.EncodedContent, version: Int64, _ db: Database
+    ) throws -> PublishResult {
+        let draft = request.draft
+        let key = request.key
+        let now = request.now.canonical
+        let existing = try fetchNotification(db, key, appNotificationId: draft.appNotificationId)
 
-            let enqueued = try Self.enqueue(
-                request.planner, notification, .published(mode: request.deliveryMode), now: now, db,
-                handOff: request.handOff)
-            return PublishResult(
-                notification: Self.canonical(notification), created: created, handedOff: enqueued.handedOff,
-                leftForClaim: enqueued.leftForClaim)
+        var request = request
+        request.now = now
+        var (notification, created) = request.outcome(existing: existing)
+        notification.changeVersion = version
+        if existing == nil {
+            try NotificationRecord.insert(notification, content: content, db)
+        } else {
+            try NotificationRecord.update(notification, content: content, db, published: true)
         }
+
+        let enqueued = try enqueue(
+            request.planner, notification, .published(mode: request.deliveryMode), now: now, db,
+            handOff: request.handOff)
+        return PublishResult(
+            notification: canonical(notification), created: created, handedOff: enqueued.handedOff,
+            leftForClaim: enqueued.leftForClaim)
     }
 
     /// Marks the notification (by `appNotificationId`, else by hub ID) deleted: a tombstone with a

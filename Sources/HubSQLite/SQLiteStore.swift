@@ -215,4 +215,18 @@ extension SQLiteStore {
         }
         return version
     }
+
+    /// Takes `count` change versions at once; returns the last (the others are the `count - 1`
+    /// before it).
+    static func nextChangeVersions(_ db: Database, count: Int) throws -> Int64 {
+        guard
+            let version = try Int64.fetchOne(
+                db.cachedStatement(
+                    sql: "UPDATE changeCounter SET lastVersion = lastVersion + ? WHERE id = 1 RETURNING lastVersion"),
+                arguments: [count])
+        else {
+            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "the changeCounter row is missing")
+        }
+        return version
+    }
 }

@@ -56,6 +56,8 @@ public func buildRouter(
     router.add(middleware: RateLimitMiddleware(api: api))
     api.addOperationRoutes(to: router, metrics: metrics)
     api.addPublisherRoutes(to: router)
+    api.addBatchRoutes(to: router)
+    api.addGraphBatchRoute(to: router)
     api.addDeviceRoutes(to: router)
     api.addAdminRoutes(to: router)
     api.addStatisticsRoutes(to: router)
@@ -133,6 +135,9 @@ struct HubAPI: Sendable {
         let configuration: HubServerConfiguration
         let identity: IdentityVerifier
         let tokens: TokenCodec
+        /// The inbound rate limits' buckets: ``RateLimitMiddleware`` charges each request, a batch
+        /// publish its further items.
+        let limiter: RateLimiter
         /// The logger parked requests share (see ``HubAPI/sharedLogger(like:without:)``).
         let parkedLogger = Mutex<Logger?>(nil)
 
@@ -141,6 +146,7 @@ struct HubAPI: Sendable {
             self.configuration = configuration
             self.identity = identity
             self.tokens = TokenCodec(key: configuration.cursorKey)
+            self.limiter = RateLimiter(clock: hub.clock)
         }
     }
     private let storage: Storage
@@ -149,6 +155,7 @@ struct HubAPI: Sendable {
     var configuration: HubServerConfiguration { storage.configuration }
     var identity: IdentityVerifier { storage.identity }
     var tokens: TokenCodec { storage.tokens }
+    var limiter: RateLimiter { storage.limiter }
 
     init(hub: Hub, configuration: HubServerConfiguration, identity: IdentityVerifier) {
         self.storage = Storage(hub: hub, configuration: configuration, identity: identity)

@@ -30,6 +30,7 @@ struct Problem: Error, Sendable {
         static let payloadTooLarge = Kind(
             slug: "payload-too-large", title: "Payload too large", status: .contentTooLarge)
         static let bodyTooLarge = Kind(slug: "body-too-large", title: "Body too large", status: .contentTooLarge)
+        static let batchTooLarge = Kind(slug: "batch-too-large", title: "Batch too large", status: .contentTooLarge)
         static let uriTooLong = Kind(slug: "uri-too-long", title: "URI too long", status: .uriTooLong)
         static let headerFieldsTooLarge = Kind(
             slug: "header-fields-too-large", title: "Request header fields too large",
@@ -87,7 +88,7 @@ struct Problem: Error, Sendable {
     }
 
     /// The JSON body.
-    struct Body: Encodable {
+    struct Body: Encodable, Sendable {
         let type: String
         let title: String
         let status: Int
@@ -101,11 +102,16 @@ struct Problem: Error, Sendable {
         return Response(status: kind.status, headers: headers, body: ResponseBody(byteBuffer: body))
     }
 
-    /// The headers and body of ``response``.
-    var rendered: (headers: HTTPFields, body: ByteBuffer) {
-        let body = Body(
+    /// The JSON body's fields.
+    var body: Body {
+        Body(
             type: Self.typeBase + kind.slug, title: kind.title, status: kind.status.code, detail: detail,
             errors: errors.isEmpty ? nil : errors)
+    }
+
+    /// The headers and body of ``response``.
+    var rendered: (headers: HTTPFields, body: ByteBuffer) {
+        let body = body
         var headers = headers
         headers[.contentType] = "application/problem+json"
         let data = (try? JSON.data(body)) ?? Data("{}".utf8)

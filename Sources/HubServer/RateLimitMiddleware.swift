@@ -24,7 +24,7 @@ struct RateLimitMiddleware: RouterMiddleware {
 
     init(api: HubAPI) {
         self.api = api
-        self.limiter = RateLimiter(clock: api.hub.clock)
+        self.limiter = api.limiter
     }
 
     func handle(
@@ -141,7 +141,7 @@ struct RateLimitMiddleware: RouterMiddleware {
         return (error as? any HTTPResponseError)?.status == .unauthorized
     }
 
-    private static func limited(_ kind: RateLimitKind, app: String, retryAfter: Duration) -> Problem {
+    static func limited(_ kind: RateLimitKind, app: String, retryAfter: Duration) -> Problem {
         Counter(label: "hub_rate_limited_total", dimensions: [("limit", kind.rawValue), ("app", app)]).increment()
         let seconds = max(1, Int(retryAfter.seconds.rounded(.up)))
         let what =
@@ -159,4 +159,34 @@ struct RateLimitMiddleware: RouterMiddleware {
 
 extension HTTPField.Name {
     static let xForwardedFor = HTTPField.Name("X-Forwarded-For")!
+}
+
+extension HubAPI {
+    /// Charges the items of a batch publish: `users.count - charged` tokens of the publisher key's
+    /// bucket (``RateLimitMiddleware`` charged the batch route's request as one, `charged: 1`;
+    /// it cannot tell the app of `/beta/$batch`, `charged: 0`), all or none (a 429 for the whole
+    /// batch, nothing stored), then one token of `userPublishes` for each item's user (`nil`: an
+    /// item refused before, not charged).
+    /// - Returns: per item, the 429 of an item whose user is over `userPublishes`, or `nil`.
+    /// - Throws: ``Problem`` 429 `rate-limited` when the publisher key's bucket lacks the items.
+    func chargeBatch(_ request: Request, app: CrossDeviceApp, users: [String?], charged: Int = 1) throws -> [Problem?] {
+        let limits = configuration.appRateLimits[app.id] ?? configuration.rateLimits
+        let token = request.headers.value(.authorization).flatMap { HTTPText.bearerToken($0) }
+        if users.count > charged, let limit = limits.publisherKey, let token,
+            let publisher = app.publishers.first(where: { $0.key.constantTimeEquals(token) }),
+            let wait = limiter.take(
+                RateLimiter.Key(kind: .publisherKey, app: app.id, subject: publisher.name), limit: limit,
+                count: users.count - charged)
+        {
+            throw RateLimitMiddleware.limited(.publisherKey, app: app.id, retryAfter: wait)
+        }
+        guard let limit = limits.userPublishes else { return users.map { _ in nil } }
+        return users.map { user in
+            guard let user else { return nil }
+            guard
+                let wait = limiter.take(RateLimiter.Key(kind: .userPublishes, app: app.id, subject: user), limit: limit)
+            else { return nil }
+            return RateLimitMiddleware.limited(.userPublishes, app: app.id, retryAfter: wait)
+        }
+    }
 }

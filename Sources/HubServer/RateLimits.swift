@@ -99,18 +99,21 @@ final class RateLimiter: Sendable {
         self.clock = clock
     }
 
-    /// Takes a token from the bucket of `key`.
-    /// - Returns: `nil` when there was one; else how long until there is.
-    func take(_ key: Key, limit: RateLimit) -> Duration? {
+    /// Takes `count` tokens from the bucket of `key` (the items of a batch publish each count),
+    /// all or none. A count larger than the bucket takes a full bucket and leaves it owing the
+    /// rest, so that the next request waits for it.
+    /// - Returns: `nil` when there were enough; else how long until there are.
+    func take(_ key: Key, limit: RateLimit, count: Int = 1) -> Duration? {
         let now = clock.now
+        let needed = Double(min(max(count, 1), limit.count))
         return state.withLock { state in
             if state.buckets.count >= state.pruneAt { Self.prune(&state, now: now, capacity: capacity) }
             var bucket = Self.refilled(state.buckets[key], limit: limit, now: now)
             defer { state.buckets[key] = bucket }
-            guard bucket.tokens >= 1 else {
-                return .milliseconds(Int64(((1 - bucket.tokens) / limit.rate * 1000).rounded(.up)))
+            guard bucket.tokens >= needed else {
+                return .milliseconds(Int64(((needed - bucket.tokens) / limit.rate * 1000).rounded(.up)))
             }
-            bucket.tokens -= 1
+            bucket.tokens -= Double(max(count, 1))
             bucket.fullAt = now + .milliseconds(Int64((Double(limit.count) - bucket.tokens) / limit.rate * 1000))
             return nil
         }

@@ -105,7 +105,13 @@ extension HubAPI {
 
     /// The subscription an `X-UNS-ID` header names.
     private func graphSubscription(_ request: Request) throws -> TokenCodec.Subscription {
-        guard let id = request.headers.value(.unsID).map({ String(HTTPText.trimmed($0[...])) }), !id.isEmpty else {
+        try graphSubscription(id: request.headers.value(.unsID))
+    }
+
+    /// The subscription an `X-UNS-ID` value names (a header of the request, or of a request in a
+    /// Graph batch).
+    func graphSubscription(id header: String?) throws -> TokenCodec.Subscription {
+        guard let id = header.map({ String(HTTPText.trimmed($0[...])) }), !id.isEmpty else {
             throw Problem(
                 .invalidRequest,
                 "Send the user's subscription ID in X-UNS-ID (the device gets it from POST /v1/apps/{app}/me/subscription).",

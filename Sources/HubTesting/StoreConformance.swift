@@ -73,6 +73,9 @@ public enum StoreConformance {
         Check(name: "statisticsAddUp", run: statisticsAddUp),
         Check(name: "statisticsPurge", run: statisticsPurge),
         Check(name: "endpointCountsPerTransport", run: endpointCountsPerTransport),
+        Check(name: "batchMixedAndDuplicates", run: batchMixedAndDuplicates),
+        Check(name: "batchRetried", run: batchRetried),
+        Check(name: "batchHandOff", run: batchHandOff),
     ]
 
     /// Runs every check, each on a store from `makeStore`, and throws one ``ConformanceFailure``

@@ -15,7 +15,8 @@ struct PipelineBench: AsyncParsableCommand {
             the store's API first; each token names its user, so the emulator tells whose taps arrive. \
             Then, per configuration: the APNs transport alone against the emulator (hub serve's transport \
             settings, no HTTP, store or dispatcher); HTTP/1.1 publishes for --seconds (closed loop, or \
-            offered at --publish-rate), spread over the users and the instances (accepted publishes/s, pushes at the emulator during the \
+            offered at --publish-rate; with --batch N, batches of N users a request through the batch route), \
+            spread over the users and the instances (accepted notifications/s, pushes at the emulator during the \
             load and after it, hub CPU from /proc/PID/stat per 1,000 deliveries, pipeline ÷ transport); \
             then --rate publishes/s to instance A only, each to a user of its own, for publish → provider \
             p50/p99 and CPU per 1,000 publishes. The load comes from a built-in NIO client (no wrk \
@@ -34,6 +35,9 @@ struct PipelineBench: AsyncParsableCommand {
     @Option(help: "Users (default ÷ endpoints per user: 100,000 on SQLite, 30,000 on PostgreSQL).")
     var users: Int?
     @Option(help: "Seconds of the throughput phase.") var seconds = 30
+    @Option(
+        help: "Users per request in the throughput phase: batches through POST …/notifications/batch (1 to 1000).")
+    var batch: Int?
     @Option(help: "Offer publishes at this rate in the throughput phase instead of as fast as they are answered.")
     var publishRate: Int?
     @Option(help: "Publishes/s of the latency phase (default 1,000; 100 with 100 endpoints per user).")
@@ -61,6 +65,10 @@ struct PipelineBench: AsyncParsableCommand {
         else {
             throw ValidationError("--endpoints-per-user, --users, --rate and --publish-rate are at least 1")
         }
+        guard batch.map({ (1...1000).contains($0) }) ?? true else { throw ValidationError("--batch is 1 to 1000") }
+        guard batch == nil || publishRate == nil else {
+            throw ValidationError("--batch sends as fast as answered; leave out --publish-rate")
+        }
         guard seconds >= 1, latencySeconds >= 1, connections >= 1, transportSeconds > 0, transportConcurrency >= 1
         else { throw ValidationError("durations, --connections and --transport-concurrency must be positive") }
         if store == "postgres" && !all && url == nil {
@@ -73,8 +81,9 @@ struct PipelineBench: AsyncParsableCommand {
     func run() async throws {
         let options = PipelineOptions(
             seconds: seconds, publishRate: publishRate, latencySeconds: latencySeconds, connections: connections,
-            transportSeconds: transportSeconds, transportConcurrency: transportConcurrency, poolSize: poolSize, url: url
-        )
+            transportSeconds: transportSeconds, transportConcurrency: transportConcurrency, poolSize: poolSize,
+            url: url,
+            batch: batch)
         let matrix: [(store: String, instances: Int, endpoints: Int)] =
             all
             ? [("sqlite", 1, 1), ("sqlite", 1, 100), ("postgres", 1, 1), ("postgres", 2, 1)]
@@ -110,6 +119,8 @@ struct PipelineOptions: Sendable {
     var transportConcurrency: Int
     var poolSize: Int
     var url: Secret?
+    /// Users per request of the throughput phase (the batch route); `nil`: one publish a request.
+    var batch: Int?
 }
 
 /// One configuration: store, instances, endpoints per user, users, latency-phase rate.

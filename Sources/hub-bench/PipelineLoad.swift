@@ -66,10 +66,11 @@ final class PublishSequence: Sendable {
     /// Publishing goes on until `end` (``Monotonic`` ns).
     func start(until end: UInt64) { deadline.store(end, ordering: .relaxed) }
 
-    /// The user of the next publish, or `nil` once the deadline has passed.
-    func next() -> Int? {
+    /// The user of the next publish (the first of the next `count` users, for a batch), or `nil`
+    /// once the deadline has passed.
+    func next(count: Int = 1) -> Int? {
         guard Monotonic.now() < deadline.load(ordering: .relaxed) else { return nil }
-        return counter.wrappingAdd(1, ordering: .relaxed).oldValue % users
+        return counter.wrappingAdd(count, ordering: .relaxed).oldValue % users
     }
 }
 
@@ -80,6 +81,18 @@ struct PublishTarget: Sendable {
     var publisherKey: String
     /// When set, the connections ask `GET` this path instead of publishing (the HTTP ceiling).
     var probe: String?
+    /// When set, each request is a batch publish of this many users, from the user it is given
+    /// on, modulo ``userCount``.
+    var batchSize: Int?
+    var userCount = 1
+
+    /// This target with requests of `size` users each (`nil`: single publishes).
+    func batches(of size: Int?, users: Int) -> PublishTarget {
+        var target = self
+        target.batchSize = size
+        target.userCount = users
+        return target
+    }
 
     /// This target's instance asked `GET /healthz` instead (the HTTP ceiling and floor).
     var healthProbe: PublishTarget {
@@ -172,6 +185,8 @@ final class PublishClientHandler: ChannelInboundHandler, RemovableChannelHandler
     private var queue = CircularBuffer<Int>()
     private var inFlight: Int?
     private var status = 0
+    /// The answer's body, kept for a batch (its items' statuses).
+    private var answer: ByteBuffer?
     private var sequence = 0
     private var done = false
 
@@ -220,12 +235,22 @@ final class PublishClientHandler: ChannelInboundHandler, RemovableChannelHandler
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             return
         }
-        let body = #"{"appNotificationId":"c\#(connection)-\#(sequence)","payload":{"rawContent":"bench"}}"#
+        let body: String
+        let uri: String
+        if let size = target.batchSize {
+            body =
+                #"{"notifications":["#
+                + (0..<size).map { offset in
+                    #"{"userId":"u\#((user + offset) % target.userCount)","appNotificationId":"c\#(connection)-\#(sequence)","payload":{"rawContent":"bench"}}"#
+                }.joined(separator: ",") + "]}"
+            uri = "/v1/apps/\(target.app)/notifications/batch"
+        } else {
+            body = #"{"appNotificationId":"c\#(connection)-\#(sequence)","payload":{"rawContent":"bench"}}"#
+            uri = "/v1/apps/\(target.app)/users/u\(user)/notifications"
+        }
         var headers = self.headers
         headers.add(name: "Content-Length", value: String(body.utf8.count))
-        let head = HTTPRequestHead(
-            version: .http1_1, method: .POST, uri: "/v1/apps/\(target.app)/users/u\(user)/notifications",
-            headers: headers)
+        let head = HTTPRequestHead(version: .http1_1, method: .POST, uri: uri, headers: headers)
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
@@ -235,12 +260,28 @@ final class PublishClientHandler: ChannelInboundHandler, RemovableChannelHandler
         switch unwrapInboundIn(data) {
         case .head(let head):
             status = Int(head.status.code)
-        case .body:
-            break
+            answer = nil
+        case .body(var part):
+            if target.batchSize != nil {
+                if answer == nil { answer = part } else { answer?.writeBuffer(&part) }
+            }
         case .end:
             guard let user = inFlight else { return }
             inFlight = nil
-            tally.answered(user: user, status: status)
+            if let size = target.batchSize {
+                // Accepted items answer 201 or 200; a refused one its problem's status.
+                let text = answer.map { String(buffer: $0) } ?? ""
+                let accepted =
+                    status == 200
+                    ? text.components(separatedBy: #""status":201"#).count - 1
+                        + text.components(separatedBy: #""status":200"#).count - 1 : 0
+                for offset in 0..<size {
+                    tally.answered(
+                        user: (user + offset) % target.userCount, status: offset < accepted ? 201 : max(status, 1))
+                }
+            } else {
+                tally.answered(user: user, status: status)
+            }
             if next != nil {
                 sendNext()
             } else if let queued = queue.popFirst() {

@@ -66,9 +66,11 @@ struct PipelinePhases {
         let sequence = PublishSequence(users: setup.users)
         let paced = options.publishRate
         var next: (@Sendable () -> Int?)?
-        if paced == nil { next = { sequence.next() } }
+        let batch = options.batch
+        if paced == nil { next = { sequence.next(count: batch ?? 1) } }
         let load = try await PublishLoad.connect(
-            options.connections, to: targets, group: MultiThreadedEventLoopGroup.singleton, tally: tally, next: next)
+            options.connections, to: targets.map { $0.batches(of: batch, users: setup.users) },
+            group: MultiThreadedEventLoopGroup.singleton, tally: tally, next: next)
         defer { Task { await load.close() } }
         let cpuStart = hubs.cpuSeconds()
         let benchUsage = ProcessUsage()
@@ -124,8 +126,11 @@ struct PipelinePhases {
         let offered = paced.map { ", offered at \($0)/s" } ?? ""
         emit(
             String(
-                format: "throughput: %.0f accepted publishes/s (%d durable 2xx in %d s over HTTP%@%@%@)%@",
-                figures.acceptedPerSecond, answered.acceptedInWindow, options.seconds, offered, refused, failures,
+                format: "throughput: %.0f accepted %@/s (%d durable 2xx in %d s over HTTP%@%@%@%@)%@",
+                figures.acceptedPerSecond, batch == nil ? "publishes" : "notifications", answered.acceptedInWindow,
+                options.seconds,
+                batch.map { ", batches of \($0) users a request" } ?? ", one publish a request", offered, refused,
+                failures,
                 setup.targets.acceptedPerSecond(figures.acceptedPerSecond)))
         // The throughput target is for SQLite with one endpoint per user; when it was set, this machine
         // answered ~52,000 GET /healthz/s.
@@ -161,11 +166,11 @@ struct PipelinePhases {
         }
         emit(
             String(
-                format: "hub CPU: %.3f CPU-s per 1,000 deliveries (%.1f CPU-s for the load and the drain, "
-                    + "%.1f during the load, %d instance%@); the bench process (load and emulator) used %.1f CPU-s "
-                    + "during the load",
-                figures.cpuPerThousandDeliveries, cpu, cpuInWindow, hubs.count, hubs.count == 1 ? "" : "s",
-                benchCPU))
+                format: "hub CPU: %.3f CPU-s per 1,000 deliveries, %.3f per 1,000 notifications accepted "
+                    + "(%.1f CPU-s for the load and the drain, %.1f during the load, %d instance%@); the bench process "
+                    + "(load and emulator) used %.1f CPU-s during the load",
+                figures.cpuPerThousandDeliveries, answered.accepted > 0 ? cpu * 1000 / Double(answered.accepted) : .nan,
+                cpu, cpuInWindow, hubs.count, hubs.count == 1 ? "" : "s", benchCPU))
         emit(
             String(
                 format: "pipeline ÷ transport: %.2f (%.0f deliveries/s during the load ÷ %.0f notifications/s)%@",

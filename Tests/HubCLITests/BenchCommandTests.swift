@@ -81,6 +81,15 @@ struct PipelineBenchTests {
         #expect(output.stdout.contains("on instance A, both instances dispatching"), "\(output.stdout)")
     }
 
+    @Test("bench pipeline --batch publishes batches of N users a request and prints every figure")
+    func batches() async throws {
+        let output = try await HubProcess.run(
+            Self.tiny + ["--batch", "50"], in: FileManager.default.temporaryDirectory,
+            executable: HubProcess.benchExecutable)
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        try Self.checkFigures(output.stdout, instances: 1, batch: 50)
+    }
+
     @Test("bench pipeline refuses two instances on SQLite")
     func twoSQLiteInstances() async throws {
         let output = try await HubProcess.run(
@@ -91,7 +100,7 @@ struct PipelineBenchTests {
     }
 
     /// Every figure is printed, and pushes reached the emulator in both the load and the latency phase.
-    static func checkFigures(_ stdout: String, instances: Int) throws {
+    static func checkFigures(_ stdout: String, instances: Int, batch: Int? = nil) throws {
         func line(_ prefix: String) -> Substring? { stdout.split(separator: "\n").first { $0.hasPrefix(prefix) } }
         /// The number right after `prefix` on its line.
         func number(after prefix: String) -> Double? {
@@ -101,7 +110,13 @@ struct PipelineBenchTests {
         #expect((number(after: "HTTP ceiling: ") ?? 0) > 0, "\(stdout)")
         #expect((number(after: "throughput: ") ?? 0) > 0, "\(stdout)")
         #expect((number(after: "publishes ÷ HTTP ceiling: ") ?? 0) > 0, "\(stdout)")
-        #expect(line("throughput: ")?.contains("accepted publishes/s") == true, "\(stdout)")
+        if let batch {
+            #expect(line("throughput: ")?.contains("accepted notifications/s") == true, "\(stdout)")
+            #expect(line("throughput: ")?.contains("batches of \(batch) users a request") == true, "\(stdout)")
+            #expect(line("hub CPU: ")?.contains("per 1,000 notifications accepted") == true, "\(stdout)")
+        } else {
+            #expect(line("throughput: ")?.contains("accepted publishes/s") == true, "\(stdout)")
+        }
         #expect((number(after: "deliveries during the load: ") ?? 0) > 0, "\(stdout)")
         #expect((number(after: "after the load: ") ?? 0) > 0, "\(stdout)")
         #expect(line("after the load: ")?.contains("distinct users: ") == true, "\(stdout)")

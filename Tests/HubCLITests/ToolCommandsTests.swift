@@ -102,6 +102,48 @@ struct ToolCommandsTests {
         #expect(!refused.stderr.contains("wrong-key-0123456789"))
     }
 
+    @Test(
+        "hub publish --users-file notifies every user of the file in batches; refused users are named by line; a rerun updates"
+    )
+    func publishUsersFile() async throws {
+        let hub = try await RunningHub.served()
+        let users = (1...2_500).map { "user-\($0)" }
+        // A blank line is skipped; a user ID over 256 bytes is refused by the hub, on its own line.
+        var lines = users
+        lines.insert("", at: 1_000)
+        lines.insert(String(repeating: "x", count: 300), at: 1_500)
+        try (lines.joined(separator: "\n") + "\n").write(
+            to: hub.directory.appendingPathComponent("users.txt"), atomically: true, encoding: .utf8)
+        let arguments = [
+            "publish", "--app", "notes.contoso.com", "--users-file", "users.txt", "--title", "Outage",
+            "--body", "We are on it", "--id", "outage-1", "--url", hub.baseURL,
+        ]
+        let first = try await HubProcess.run(arguments, in: hub.directory)
+        #expect(first.status == 1, "\(first.stderr)")
+        #expect(
+            first.stdout.contains("published outage-1 for 2500 of 2501 users (2500 created, 0 updated, 1 refused)"),
+            "\(first.stdout)")
+        #expect(first.stderr.contains("users.txt:1501: user 'xxx"), "\(first.stderr)")
+        #expect(first.stderr.contains("userId"), "\(first.stderr)")
+        let http = HubHTTP(base: hub.baseURL)
+        for user in ["user-1", "user-1000", "user-2500"] {
+            #expect(try await http.feedIDs(user: user) == ["outage-1"], "\(user)")
+        }
+
+        try (users.joined(separator: "\r\n")).write(
+            to: hub.directory.appendingPathComponent("users.txt"), atomically: true, encoding: .utf8)
+        let again = try await HubProcess.run(arguments + ["--batch-size", "700"], in: hub.directory)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stdout.contains("for 2500 of 2500 users (0 created, 2500 updated, 0 refused)"), "\(again.stdout)")
+        let history = try await http.request(
+            .GET, "/v1/apps/notes.contoso.com/users/user-2500/notifications?status=all", bearer: http.publisherKey)
+        #expect(history.body.components(separatedBy: "outage-1").count == 2, "one notification: \(history.body)")
+
+        let both = try await HubProcess.run(arguments + ["--user", "alice"], in: hub.directory)
+        #expect(both.status != 0)
+        #expect(both.stderr.contains("not both"), "\(both.stderr)")
+    }
+
     @Test("hub health exits 0 for a ready hub and 1 for one that is down")
     func health() async throws {
         let hub = try await RunningHub.served()

@@ -39,6 +39,7 @@ struct EnvironmentOverridesTests {
                 "HUB_SERVER_LISTEN": "0.0.0.0:9090",
                 "HUB_SERVER_ADMIN_TOKEN": "admin-token-from-env",
                 "HUB_SERVER_MAX_BODY_BYTES": "2048",
+                "HUB_SERVER_MAX_BATCH_BODY_BYTES": "1048576",
                 "HUB_LOGGING": "{ format: json, level: debug }",
                 "HUB_LIMITS_MAX_PAYLOAD_BYTES": "1024",
                 "HUB_STORE_SQLITE_PATH": "/var/lib/hub/hub.sqlite",
@@ -51,6 +52,9 @@ struct EnvironmentOverridesTests {
         ).get()
         #expect(file.server.host == "0.0.0.0" && file.server.port == 9090)
         #expect(file.server.maxBodyBytes == 2048)
+        #expect(file.server.maxBatchBodyBytes == 1_048_576)
+        let outOfRange = load(Self.yaml, environment: ["HUB_SERVER_MAX_BATCH_BODY_BYTES": "1000"]).errors
+        #expect(outOfRange.contains { $0.message.contains("server.maxBatchBodyBytes") }, "\(outOfRange)")
         #expect(file.server.adminToken?.reveal() == "admin-token-from-env")
         #expect(file.server.adminToken?.source == "env:HUB_SERVER_ADMIN_TOKEN")
         #expect(file.logging.format == .json && file.logging.level == "debug")

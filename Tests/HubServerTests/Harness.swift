@@ -56,7 +56,8 @@ struct Harness: Sendable {
         extraIdentity: [IdentityRegistration] = [], plug: StorePlug? = nil, storeTimeout: Duration = .seconds(5),
         extraApps: [CrossDeviceApp] = [], clock: any HubClock = SystemClock(),
         storePath: String? = nil, statisticsFlushInterval: Duration = .seconds(5),
-        sweepInterval: Duration = DispatcherConfiguration().sweepInterval
+        sweepInterval: Duration = DispatcherConfiguration().sweepInterval, rateLimits: RateLimits = RateLimits(),
+        maxBatchBodyBytes: Int? = nil
     ) async throws {
         let key = ES256PrivateKey()
         let directory = try TemporaryFolder.make("hubserver")
@@ -119,10 +120,13 @@ struct Harness: Sendable {
             store: plug.map { InterceptedStore(store, $0) } ?? store,
             transports: [polling, custom],
             signals: signals, clock: clock)
-        configuration = HubServerConfiguration(
+        var server = HubServerConfiguration(
             adminToken: adminToken.map { Secret($0, source: "env:HUB_ADMIN_TOKEN") }, maxBodyBytes: maxBodyBytes,
             cursorKey: Array("cursor-key-for-tests-0123456789ab".utf8), sseHeartbeat: .milliseconds(300),
             maxWait: .seconds(10), subscriptionLifetime: subscriptionLifetime)
+        server.rateLimits = rateLimits
+        if let maxBatchBodyBytes { server.maxBatchBodyBytes = maxBatchBodyBytes }
+        configuration = server
         identity = IdentityVerifier(apps: apps)
         do {
             try await identity.loadKeys()

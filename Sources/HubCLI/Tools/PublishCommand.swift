@@ -5,20 +5,28 @@ import HubConfig
 import HubCore
 import NIOCore
 
-/// `hub publish`: one notification for one user, through a running hub's publisher API.
+/// `hub publish`: one notification for one user, or for every user of a file in batches, through a
+/// running hub's publisher API.
 struct PublishCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "publish",
-        abstract: "Publish a notification for a user through a running hub (POST …/users/{user}/notifications).",
+        abstract: "Publish a notification for a user, or for many, through a running hub.",
         discussion: """
             Uses the app's first publisher key in hub.yaml (or --publisher's, or --key) and the hub at \
-            --url (default: server.listen of hub.yaml). Prints the stored notification; exits 1 with the \
-            hub's problem when it refuses.
+            --url (default: server.listen of hub.yaml). With --user: one publish (POST \
+            …/users/{user}/notifications); prints the stored notification, exits 1 with the hub's problem \
+            when it refuses. With --users-file FILE (one user ID a line; empty lines skipped): the same \
+            notification for every user, sent in batches of up to --batch-size (POST …/notifications/batch), \
+            with a progress bar on a terminal; every user gets the same appNotificationId, so running the \
+            command again with the --id it printed updates instead of duplicating. Prints a summary; exits 1 \
+            when any user was refused (each named by its line on stderr).
             """)
 
     @OptionGroup var options: ConfigOption
     @Option(help: "The app's ID (its domain).") var app: String
-    @Option(help: "The user to notify.") var user: String
+    @Option(help: "The user to notify.") var user: String?
+    @Option(help: "A file of user IDs, one a line, to notify in batches (instead of --user).") var usersFile: String?
+    @Option(help: "Users per batch request with --users-file, 1 to 1000.") var batchSize = 1000
     @Option(help: "Visible title.") var title: String?
     @Option(help: "Visible body.") var body: String?
     @Option(help: "rawContent for the app (a string, often JSON).") var raw: String?
@@ -29,22 +37,23 @@ struct PublishCommand: AsyncParsableCommand {
         String?
     @Option(help: "Which publisher of the app in hub.yaml, by name; default: the first.") var publisher: String?
 
-    func run() async throws {
+    func validate() throws {
         guard title != nil || body != nil || raw != nil else {
             throw ValidationError("give --title and/or --body (a visible notification), or --raw")
         }
-        let (base, publisherKey) = try resolveTarget()
-        var object: [String: Any] = ["appNotificationId": id ?? "cli-\(UUID().uuidString.lowercased())"]
-        var payload: [String: Any] = [:]
-        if title != nil || body != nil {
-            var visual: [String: String] = [:]
-            visual["title"] = title
-            visual["body"] = body
-            payload["visualContent"] = visual
+        guard (user == nil) != (usersFile == nil) else {
+            throw ValidationError("give --user (one user) or --users-file (many), not both")
         }
-        payload["rawContent"] = raw
-        object["payload"] = payload
-        object["priority"] = priority
+        guard (1...1000).contains(batchSize) else { throw ValidationError("--batch-size must be from 1 to 1000") }
+    }
+
+    func run() async throws {
+        let (base, publisherKey) = try resolveTarget()
+        let object = publishBody(id: id ?? "cli-\(UUID().uuidString.lowercased())")
+        guard let user else {
+            try await publishToUsersFile(object, base: base, key: publisherKey)
+            return
+        }
         let json = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         let path = "/v1/apps/\(Self.escape(app))/users/\(Self.escape(user))/notifications"
         var request = HTTPClientRequest(url: base + path)
@@ -65,6 +74,22 @@ struct PublishCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         print(text)
+    }
+
+    /// The publish body of the flags, with `appNotificationId` `id`.
+    func publishBody(id: String) -> [String: Any] {
+        var object: [String: Any] = ["appNotificationId": id]
+        var payload: [String: Any] = [:]
+        if title != nil || body != nil {
+            var visual: [String: String] = [:]
+            visual["title"] = title
+            visual["body"] = body
+            payload["visualContent"] = visual
+        }
+        payload["rawContent"] = raw
+        object["payload"] = payload
+        object["priority"] = priority
+        return object
     }
 
     /// The base URL and the publisher key, from the flags or hub.yaml.
