@@ -33,11 +33,11 @@ struct HTTP1RequestHead: Sendable {
 /// "Waiting").
 ///
 /// What it refuses, each with 400 and the reason: a line ending other than CRLF (bare CR or LF),
-/// a method that is not a token, a request target with spaces, controls or non-ASCII bytes, a
+/// a method llhttp (Node's parser) does not know, and CONNECT (the hub is no proxy), a request target with spaces, controls or non-ASCII bytes, a
 /// version other than HTTP/1.1 and HTTP/1.0, a field name that is not a token or has whitespace
 /// before its colon, obsolete line folding, control characters in a field value, an HTTP/1.1
 /// request without `Host` or with more than one (RFC 9112 §3.2), `Content-Length` that is not a
-/// decimal number or differs between fields, a `Transfer-Encoding` other than `chunked` (or one on
+/// decimal number, or more than one `Content-Length` field (as llhttp), a `Transfer-Encoding` other than `chunked` (or one on
 /// HTTP/1.0), and `Content-Length` together with `Transfer-Encoding` — the ambiguities request
 /// smuggling lives on.
 enum HTTP1HeadParser {
@@ -83,6 +83,12 @@ enum HTTP1HeadParser {
             count += 1
             if count > maxFieldCount { throw HTTP1HeadError.fieldsTooLarge }
             let field = try parseField(UnsafeRawBufferPointer(rebasing: bytes[line]))
+            // As llhttp: a tab may not end the framing fields' values (a space may).
+            if field.name == .contentLength || field.name == .transferEncoding,
+                bytes[line].reversed().prefix(while: { $0 == space || $0 == tab }).contains(tab)
+            {
+                throw HTTP1HeadError.invalid("\(field.name.canonicalName) may not end in a tab.")
+            }
             switch field.name {
             case host:
                 guard authority == nil else {
@@ -94,8 +100,8 @@ enum HTTP1HeadParser {
                 guard let length = decimal(field.value) else {
                     throw HTTP1HeadError.invalid("Content-Length must be a decimal number of bytes.")
                 }
-                if let contentLength, contentLength != length {
-                    throw HTTP1HeadError.invalid("The request has Content-Length fields that differ.")
+                guard contentLength == nil else {
+                    throw HTTP1HeadError.invalid("The request has more than one Content-Length field.")
                 }
                 contentLength = length
             case .transferEncoding:
@@ -156,6 +162,11 @@ enum HTTP1HeadParser {
         guard let firstSpace = line.firstIndex(of: space), firstSpace > 0,
             let method = HTTPRequest.Method(String(decoding: line[..<firstSpace], as: UTF8.self))
         else { throw HTTP1HeadError.invalid("The request line must start with a method (a token) and a space.") }
+        guard methods.contains(method.rawValue) else {
+            throw HTTP1HeadError.invalid(
+                "The method \(method.rawValue.prefix(40)) is not one this server knows; use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS."
+            )
+        }
         let rest = line[(firstSpace + 1)...]
         guard let secondSpace = rest.firstIndex(of: space), secondSpace > rest.startIndex else {
             throw HTTP1HeadError.invalid("The request line must be: method, space, target, space, HTTP version.")
@@ -176,7 +187,7 @@ enum HTTP1HeadParser {
         return (method, String(decoding: target, as: UTF8.self), http10)
     }
 
-    private static func parseField(_ line: UnsafeRawBufferPointer) throws -> HTTPField {
+    static func parseField(_ line: UnsafeRawBufferPointer) throws -> HTTPField {
         guard let colonIndex = line.firstIndex(of: colon), colonIndex > 0 else {
             if let first = line.first, first == space || first == tab {
                 throw HTTP1HeadError.invalid("Obsolete line folding is not accepted in header fields.")
@@ -198,12 +209,43 @@ enum HTTP1HeadParser {
         return HTTPField(name: name, value: UnsafeRawBufferPointer(rebasing: value))
     }
 
-    /// A non-negative decimal of at most 18 digits (no sign, no spaces, no list).
+    /// A non-negative decimal of at most 18 digits after leading zeros (no sign, no spaces, no list).
     private static func decimal(_ text: String) -> Int? {
         let utf8 = text.utf8
-        guard !utf8.isEmpty, utf8.count <= 18, utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-        return utf8.reduce(0) { $0 * 10 + Int($1 - 0x30) }
+        guard !utf8.isEmpty, utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        let significant = utf8.drop { $0 == 0x30 }
+        guard significant.count <= 18 else { return nil }
+        return significant.reduce(0) { $0 * 10 + Int($1 - 0x30) }
     }
+
+    /// Checks a trailer field line (without its CRLF) as a header field line is checked: whether
+    /// it asks to close the connection (`Connection: close`). `Content-Length` and
+    /// `Transfer-Encoding` are refused there, as llhttp refuses them.
+    static func trailerField(_ line: UnsafeRawBufferPointer) -> Result<Bool, HTTP1HeadError> {
+        do {
+            let field = try parseField(line)
+            if field.name == .contentLength || field.name == .transferEncoding {
+                throw HTTP1HeadError.invalid("\(field.name.canonicalName) may not be a trailer field.")
+            }
+            let closes =
+                field.name == .connection
+                && field.value.lowercased().split(separator: ",").contains { HTTPText.trimmed($0) == "close" }
+            return .success(closes)
+        } catch let error as HTTP1HeadError {
+            if case .invalid(let reason) = error { return .failure(.invalid("In the trailer fields: " + reason)) }
+            return .failure(error)
+        } catch {
+            return .failure(.invalid("A trailer field is not valid."))
+        }
+    }
+
+    /// The methods llhttp (Node's parser) knows, but CONNECT.
+    private static let methods: Set<String> = [
+        "DELETE", "GET", "HEAD", "POST", "PUT", "OPTIONS", "TRACE", "COPY", "LOCK", "MKCOL", "MOVE", "PROPFIND",
+        "PROPPATCH", "SEARCH", "UNLOCK", "BIND", "REBIND", "UNBIND", "ACL", "REPORT", "MKACTIVITY", "CHECKOUT",
+        "MERGE", "M-SEARCH", "NOTIFY", "SUBSCRIBE", "UNSUBSCRIBE", "PATCH", "PURGE", "MKCALENDAR", "LINK", "UNLINK",
+        "SOURCE", "QUERY",
+    ]
 
     /// The path (and query) of a request target: origin form as it is; absolute form
     /// (`http://host/path?query`) without its scheme and authority.

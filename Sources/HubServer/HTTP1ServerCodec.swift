@@ -8,18 +8,24 @@ import NIOHTTPTypes
 /// head guards around them, holding nothing between requests but its state, so a waiting
 /// connection costs little (docs/benchmarks.md, "Waiting").
 ///
-/// Reading: heads are parsed by ``HTTP1HeadParser`` once they arrived whole (empty lines before a
-/// request line are skipped); bodies are framed by `Content-Length` or chunked coding (chunk
-/// extensions ignored, trailers read and dropped) and handed on as slices of what was read. A head
-/// it refuses — malformed (400), over 80 KiB (431, or 414 when the request line alone is) — becomes
-/// a stand-in request carrying ``RequestHeadLimits/marker``, answered by the router with a problem
-/// after the answers to earlier requests; the connection closes ``lingering`` after that answer
-/// and reads nothing more. A malformed chunked body is an `HTTPParserError` for the
-/// ``RequestDispatcher``.
+/// Reading frames requests as llhttp (Node's parser, strict) does, whatever the TCP segmentation:
+/// heads are parsed by ``HTTP1HeadParser`` once they arrived whole (empty lines, CRLF or LF, before
+/// a request line are skipped); bodies are framed by `Content-Length` or chunked coding and handed
+/// on as slices of what was read. Chunk-size lines are checked byte by byte as llhttp does
+/// (hexadecimal size, then extensions `;name`, `;name=token` or `;name="quoted"`, then CRLF);
+/// trailer fields are checked as header fields are, then dropped (a `Connection: close` among them
+/// closes the connection after the answer, as llhttp does). A bare CR or LF anywhere in chunked
+/// framing is refused. A head it refuses — malformed (400), over 80 KiB (431, or 414 when the
+/// request line alone is) — becomes a stand-in request carrying ``RequestHeadLimits/marker``,
+/// answered by the router with a problem after the answers to earlier requests; the connection
+/// closes ``lingering`` after that answer and reads nothing more. A malformed chunked body is an
+/// ``HTTP1BodyError`` for the ``RequestDispatcher`` (a 400 for the client), and input is dropped
+/// from there on.
 ///
 /// Writing: a response without `Content-Length` or `Transfer-Encoding` (and with a body by its
-/// status) is sent chunked, as NIO's encoder did; the answer to a HEAD request, and one whose
-/// status has no content, goes without its body whatever the route wrote. A request with
+/// status) is sent chunked, as NIO's encoder did. A HEAD request is handed on as a GET, so it is
+/// answered wherever GET is, with the same header fields (`Content-Length` included); its answer,
+/// and one whose status has no content, goes without its body whatever the route wrote. A request with
 /// `Expect: 100-continue` and a body gets `100 Continue` at once (curl waits a second for it
 /// before sending a body).
 final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
@@ -40,9 +46,11 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
         case body(remaining: Int)
         case chunkSize
         case chunkData(remaining: Int)
+        /// The CRLF after a chunk's data.
         case chunkDataEnd
-        case trailers(scanned: Int)
-        /// A head or body was refused: input is dropped.
+        /// Trailer fields; `bytes` of them were read.
+        case trailers(bytes: Int)
+        /// A head or body was refused, or a trailer said `Connection: close`: input is dropped.
         case failed
     }
 
@@ -61,8 +69,11 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
     /// lowest bit (responses go out in request order); past 64 outstanding requests, none is.
     private var headRequests: UInt64 = 0
     private var outstanding = 0
-    /// A refused head's stand-in was handed on.
+    /// A refused head's stand-in was handed on, or a request's trailers said `Connection: close`:
+    /// the connection closes after the answer to the last request read.
     private var refused = false
+    /// The trailers being read hold `Connection: close`.
+    private var trailersClose = false
     /// Requests handed on, and responses written to their end.
     private var requests = 0
     private var answers = 0
@@ -93,24 +104,41 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
                 guard let left = passBody(&buffer, remaining: remaining, context: context) else { return }
                 if left == 0 { endRequest(context: context) } else { reading = .body(remaining: left) }
             case .chunkSize:
-                guard let line = takeLine(&buffer, limit: Self.maxChunkLine, context: context) else { return }
-                guard let size = Self.chunkSize(line) else {
-                    failBody(.invalidChunkSize, context: context)
+                switch Self.chunkSizeLine(buffer) {
+                case .incomplete:
+                    if buffer.readableBytes > Self.maxChunkLine {
+                        failBody("A chunk-size line is longer than \(Self.maxChunkLine) bytes.", context: context)
+                    }
                     return
+                case .invalid(let reason):
+                    failBody(reason, context: context)
+                    return
+                case .complete(let size, let length):
+                    buffer.moveReaderIndex(forwardBy: length)
+                    trailersClose = false
+                    reading = size == 0 ? .trailers(bytes: 0) : .chunkData(remaining: size)
                 }
-                reading = size == 0 ? .trailers(scanned: 0) : .chunkData(remaining: size)
             case .chunkData(let remaining):
                 guard let left = passBody(&buffer, remaining: remaining, context: context) else { return }
                 reading = left == 0 ? .chunkDataEnd : .chunkData(remaining: left)
             case .chunkDataEnd:
-                guard buffer.readableBytes >= 2 else { return }
-                guard buffer.readBytes(length: 2) == [13, 10] else {
-                    failBody(.invalidChunkSize, context: context)
+                // Checked byte by byte: a wrong byte is refused before the next one arrives.
+                let view = buffer.readableBytesView
+                if let first = view.first, first != 13 {
+                    failBody(
+                        "A chunk's data must be followed by CRLF (the chunk is longer than its size).", context: context
+                    )
                     return
                 }
+                guard view.count >= 2 else { return }
+                guard view[view.startIndex + 1] == 10 else {
+                    failBody("A chunk's data must be followed by CRLF, not a bare CR.", context: context)
+                    return
+                }
+                buffer.moveReaderIndex(forwardBy: 2)
                 reading = .chunkSize
-            case .trailers(let scanned):
-                guard readTrailers(&buffer, scanned: scanned, context: context) else { return }
+            case .trailers(let bytes):
+                guard readTrailer(&buffer, bytes: bytes, context: context) else { return }
             case .failed:
                 buffer.clear()
                 return
@@ -121,9 +149,18 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
     /// Reads a head from `buffer` if it is all there; `false` when more is needed (or it failed).
     private func readHead(_ buffer: inout ByteBuffer, scanned: Int, context: ChannelHandlerContext) -> Bool {
         if scanned == 0 {
-            // Empty lines before a request line are skipped (RFC 9112, 2.2).
-            while buffer.readableBytes >= 2, buffer.getInteger(at: buffer.readerIndex, as: UInt16.self) == 0x0D0A {
-                buffer.moveReaderIndex(forwardBy: 2)
+            // Empty lines before a request line are skipped (RFC 9112, 2.2), CRLF or a bare LF as
+            // llhttp does; a bare CR is not (the head parser refuses it).
+            while let first = buffer.readableBytesView.first {
+                if first == 10 {
+                    buffer.moveReaderIndex(forwardBy: 1)
+                } else if first == 13, buffer.readableBytes >= 2,
+                    buffer.getInteger(at: buffer.readerIndex + 1, as: UInt8.self) == 10
+                {
+                    buffer.moveReaderIndex(forwardBy: 2)
+                } else {
+                    break
+                }
             }
             if buffer.readableBytes == 0 || (buffer.readableBytes == 1 && buffer.readableBytesView.first == 13) {
                 return false
@@ -132,6 +169,12 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
         guard let end = Self.endOfFields(in: buffer, from: max(0, scanned - 3)) else {
             if buffer.readableBytes > HTTP1HeadParser.maxHeadBytes {
                 refuseOversized(buffer, context: context)
+                return false
+            }
+            // A bare CR or LF is refused as it arrives, as llhttp does, rather than when (if ever)
+            // a CRLFCRLF follows.
+            if let reason = Self.bareLineEnd(in: buffer, from: max(0, scanned - 1)) {
+                refuse(.invalid(reason), context: context)
                 return false
             }
             reading = .head(scanned: buffer.readableBytes)
@@ -150,8 +193,13 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
             refuse(error, context: context)
             return false
         case .success(let head):
-            expectResponse(head: head.request.method == .head)
-            context.fireChannelRead(wrapInboundOut(.head(head.request)))
+            // HEAD is answered wherever GET is, with the same header fields and no body (RFC 9110,
+            // 9.3.2): the routes see a GET, and the answer's body is dropped here.
+            var request = head.request
+            let isHead = request.method == .head
+            if isHead { request.method = .get }
+            expectResponse(head: isHead)
+            context.fireChannelRead(wrapInboundOut(.head(request)))
             // `100 Continue` when the client waits for it before its body and no earlier
             // response is still being written (the interim answer would land inside it; the
             // client then sends after its own timeout).
@@ -177,41 +225,54 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
         return remaining - count
     }
 
-    /// Reads the trailer fields after a last chunk, and drops them.
-    private func readTrailers(_ buffer: inout ByteBuffer, scanned: Int, context: ChannelHandlerContext) -> Bool {
-        if scanned == 0, buffer.readableBytes >= 2, buffer.getInteger(at: buffer.readerIndex, as: UInt16.self) == 0x0D0A
-        {
-            buffer.moveReaderIndex(forwardBy: 2)
-            endRequest(context: context)
-            return true
-        }
-        guard let end = Self.endOfFields(in: buffer, from: max(0, scanned - 3)) else {
-            if buffer.readableBytes > HTTP1HeadParser.maxHeadBytes {
-                failBody(.headerOverflow, context: context)
-            } else {
-                reading = .trailers(scanned: buffer.readableBytes)
+    /// Reads one trailer line after a last chunk: a field, checked as a header field is and
+    /// dropped, or the empty line that ends the request. `false` when more is needed (or it failed).
+    private func readTrailer(_ buffer: inout ByteBuffer, bytes: Int, context: ChannelHandlerContext) -> Bool {
+        guard let lf = buffer.readableBytesView.firstIndex(of: 10) else {
+            if bytes + buffer.readableBytes > HTTP1HeadParser.maxHeadBytes {
+                failBody("The trailer fields are larger than \(HTTP1HeadParser.maxHeadBytes) bytes.", context: context)
             }
             return false
         }
-        buffer.moveReaderIndex(forwardBy: end + 4)
-        endRequest(context: context)
-        return true
-    }
-
-    /// A line ending in CRLF, without it, taken from `buffer`; `nil` when it has not all arrived.
-    private func takeLine(_ buffer: inout ByteBuffer, limit: Int, context: ChannelHandlerContext) -> ByteBuffer? {
-        guard let lf = buffer.readableBytesView.firstIndex(of: UInt8(ascii: "\n")) else {
-            if buffer.readableBytes > limit { failBody(.invalidChunkSize, context: context) }
-            return nil
-        }
         let length = lf - buffer.readerIndex
         guard length >= 1, buffer.getInteger(at: lf - 1, as: UInt8.self) == 13 else {
-            failBody(.invalidChunkSize, context: context)
-            return nil
+            failBody("A trailer line ends in a bare LF; lines end in CRLF.", context: context)
+            return false
         }
-        let line = buffer.readSlice(length: length - 1)!
-        buffer.moveReaderIndex(forwardBy: 2)
-        return line
+        guard bytes + length + 1 <= HTTP1HeadParser.maxHeadBytes else {
+            failBody("The trailer fields are larger than \(HTTP1HeadParser.maxHeadBytes) bytes.", context: context)
+            return false
+        }
+        if length == 1 {
+            buffer.moveReaderIndex(forwardBy: 2)
+            endRequest(context: context)
+            if trailersClose {
+                // As llhttp: nothing after a request that said `Connection: close` is read.
+                reading = .failed
+                pending = nil
+                refused = true
+                buffer.clear()
+                return false
+            }
+            return true
+        }
+        let checked = buffer.withUnsafeReadableBytes {
+            HTTP1HeadParser.trailerField(UnsafeRawBufferPointer(rebasing: $0[..<(length - 1)]))
+        }
+        switch checked {
+        case .failure(let error):
+            if case .invalid(let reason) = error {
+                failBody(reason, context: context)
+            } else {
+                failBody("A trailer field is not valid.", context: context)
+            }
+            return false
+        case .success(let closes):
+            if closes { trailersClose = true }
+            buffer.moveReaderIndex(forwardBy: length + 1)
+            reading = .trailers(bytes: bytes + length + 1)
+            return true
+        }
     }
 
     private func endRequest(context: ChannelHandlerContext) {
@@ -251,10 +312,30 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelRead(wrapInboundOut(.end(nil)))
     }
 
-    private func failBody(_ error: HTTPParserError, context: ChannelHandlerContext) {
+    /// Refuses a malformed body: the ``RequestDispatcher`` answers 400 (or ends the body the
+    /// route reads with it); nothing more is read.
+    private func failBody(_ reason: String, context: ChannelHandlerContext) {
         reading = .failed
         pending = nil
-        context.fireErrorCaught(error)
+        context.fireErrorCaught(HTTP1BodyError(reason: reason))
+    }
+
+    /// Why the bytes from offset `from` (from the reader index) hold a bare LF, or a CR followed
+    /// by anything but LF; `nil` when they do not.
+    private static func bareLineEnd(in buffer: ByteBuffer, from: Int) -> String? {
+        buffer.withUnsafeReadableBytes { bytes -> String? in
+            var index = from
+            while index < bytes.count {
+                if bytes[index] == 10 && (index == 0 || bytes[index - 1] != 13) {
+                    return "A line of the request head ends in a bare LF."
+                }
+                if bytes[index] == 13 && index + 1 < bytes.count && bytes[index + 1] != 10 {
+                    return "A line of the request head ends in a bare CR."
+                }
+                index += 1
+            }
+            return nil
+        }
     }
 
     /// The offset, from the reader index, of the CRLFCRLF that ends a head, searching from `from`.
@@ -273,25 +354,122 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// The size of a chunk-size line (hex digits, then extensions after `;`, ignored).
-    private static func chunkSize(_ line: ByteBuffer) -> Int? {
+    /// What the start of a buffer holds of a chunk-size line.
+    enum ChunkSizeLine: Equatable {
+        /// More bytes are needed.
+        case incomplete
+        /// Not a chunk-size line, and why.
+        case invalid(String)
+        /// The chunk's size, and the line's length with its CRLF.
+        case complete(size: Int, length: Int)
+    }
+
+    /// Reads a chunk-size line as llhttp does (RFC 9112, 7.1): one or more hexadecimal digits,
+    /// then extensions — `;` and a name (a token; empty between two `;`), each with an optional
+    /// `=` and a token or quoted-string value — then CRLF. No whitespace, no bare CR or LF.
+    static func chunkSizeLine(_ buffer: ByteBuffer) -> ChunkSizeLine {
+        buffer.withUnsafeReadableBytes { chunkSizeLine($0) }
+    }
+
+    static func chunkSizeLine(_ bytes: UnsafeRawBufferPointer) -> ChunkSizeLine {
+        enum State { case size, extensions, name, value, quoted, quotedPair, quotedDone, cr }
+        var state = State.size
         var size = 0
         var digits = 0
-        for byte in line.readableBytesView {
-            let value: Int
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = Int(byte - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = Int(byte - UInt8(ascii: "a") + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = Int(byte - UInt8(ascii: "A") + 10)
-            case UInt8(ascii: ";"), UInt8(ascii: " "), UInt8(ascii: "\t"):
-                return digits > 0 ? size : nil
-            default: return nil
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch state {
+            case .size:
+                if let digit = hexValue(byte) {
+                    guard size <= Int.max >> 8 else { return .invalid("The chunk size is too large.") }
+                    size = size << 4 | digit
+                    digits += 1
+                } else if digits == 0 {
+                    return .invalid("A chunk must start with its size in hexadecimal digits.")
+                } else if byte == 13 {
+                    state = .cr
+                } else if byte == UInt8(ascii: ";") {
+                    state = .extensions
+                } else {
+                    return .invalid(
+                        "The chunk size may be followed only by ';' and extensions, then CRLF (no whitespace).")
+                }
+            case .extensions:
+                guard byte != 13, byte != UInt8(ascii: " ") else {
+                    return .invalid("A chunk extension is empty or starts with whitespace.")
+                }
+                state = .name
+                continue  // the byte is the name's first
+            case .name:
+                if byte == UInt8(ascii: "=") {
+                    state = .value
+                } else if byte == UInt8(ascii: ";") {
+                    state = .extensions
+                } else if byte == 13 {
+                    state = .cr
+                } else if !isToken(byte) {
+                    return .invalid("A chunk extension's name must be a token.")
+                }
+            case .value:
+                if byte == UInt8(ascii: "\"") {
+                    state = .quoted
+                } else if byte == UInt8(ascii: ";") {
+                    state = .extensions
+                } else if byte == 13 {
+                    state = .cr
+                } else if !isToken(byte) {
+                    return .invalid("A chunk extension's value must be a token or a quoted string.")
+                }
+            case .quoted:
+                if byte == UInt8(ascii: "\"") {
+                    state = .quotedDone
+                } else if byte == UInt8(ascii: "\\") {
+                    state = .quotedPair
+                } else if !(byte == 9 || byte == 0x20 || byte == 0x21 || (0x23...0x5B).contains(byte)
+                    || (0x5D...0x7E).contains(byte) || byte >= 0x80)
+                {
+                    return .invalid("A chunk extension's quoted value holds a control character.")
+                }
+            case .quotedPair:
+                guard byte == 9 || (byte >= 0x20 && byte != 0x7F) else {
+                    return .invalid("A chunk extension's quoted value holds a control character.")
+                }
+                state = .quoted
+            case .quotedDone:
+                if byte == UInt8(ascii: ";") {
+                    state = .extensions
+                } else if byte == 13 {
+                    state = .cr
+                } else {
+                    return .invalid("A chunk extension's quoted value must be followed by ';' or CRLF.")
+                }
+            case .cr:
+                guard byte == 10 else { return .invalid("A chunk-size line must end in CRLF, not a bare CR.") }
+                return .complete(size: size, length: index + 1)
             }
-            digits += 1
-            guard digits <= 15 else { return nil }
-            size = size * 16 + value
+            index += 1
         }
-        return digits > 0 ? size : nil
+        return .incomplete
+    }
+
+    private static func hexValue(_ byte: UInt8) -> Int? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): Int(byte - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): Int(byte - UInt8(ascii: "a") + 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): Int(byte - UInt8(ascii: "A") + 10)
+        default: nil
+        }
+    }
+
+    /// An RFC 9110 token character.
+    static func isToken(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        default: "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
     }
 
     // MARK: Writing
@@ -379,3 +557,10 @@ extension HTTP1ServerCodec {
 
 @available(*, unavailable)
 extension HTTP1ServerCodec: Sendable {}
+
+/// A request body that is not valid chunked coding, or one that ended early: the client's fault,
+/// answered 400 (the ``RequestDispatcher`` ends the body a route reads with it as an `HTTPError`).
+struct HTTP1BodyError: Error, Equatable, Sendable {
+    /// What is wrong, for the client.
+    var reason: String
+}

@@ -1,4 +1,5 @@
 import HTTPTypes
+import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
@@ -15,9 +16,12 @@ import NIOHTTPTypes
 /// - a body that arrived with its head in one read is handed over whole; a longer one streams to
 ///   the route with back pressure (reads stop while the route does not take it);
 /// - what the route did not read of a body is read and dropped before the next request;
-/// - `Connection: close` (or a client that half-closed) closes the output after the response;
-/// - a malformed body (a parse error after the head) ends the request's body with the error, and
-///   the connection closes after its response (a bare 400 when no request is being answered).
+/// - `Connection: close` closes the output after the response; a client that half-closed has the
+///   requests it sent before answered, then the output closes;
+/// - a malformed body (an ``HTTP1BodyError`` after the head) ends the request's body with a 400
+///   `HTTPError` saying what is wrong, and the connection closes after its response (a bare 400
+///   when no request is being answered); so does a body the client cut short by closing its side
+///   (the client's fault: never a 5xx, nothing logged as an error).
 ///
 /// A request's response goes through a ``ResponseRelay``: written to the channel at once when
 /// its route returns, or streamed by a second task of the request when the route is still writing
@@ -52,6 +56,8 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler, NI
     private var responding = false
     /// The output closes once the current response went.
     private var closeAfterResponse = false
+    /// The client half-closed: the requests it sent before are answered, then the output closes.
+    private var inputClosed = false
     /// No more requests are read (the output closed, or is about to).
     private var finished = false
     /// Parts of the requests after the one being answered.
@@ -104,18 +110,19 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler, NI
     func channelInactive(context: ChannelHandlerContext) {
         finished = true
         queued = []
-        if case .streaming(let source) = reading { source.finish(ChannelError.eof) }
+        if case .streaming(let source) = reading { source.finish(Self.bodyCutShort) }
         reading = .discarding
         context.fireChannelInactive()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? ChannelEvent, event == .inputClosed {
+            inputClosed = true
             if isCollecting && !responding { handOverCollected(context: context) }
-            if case .streaming(let source) = reading { source.finish(ChannelError.eof) }
-            if responding || isCollecting {
-                closeAfterResponse = true
-            } else if !finished {
+            if case .streaming(let source) = reading { source.finish(Self.bodyCutShort) }
+            // Requests read before the FIN are answered first, in order, as llhttp's servers do;
+            // the output closes after the last (see `responded`).
+            if !responding && !isCollecting && queued.isEmpty && !finished {
                 finished = true
                 context.close(mode: .output, promise: nil)
             }
@@ -123,13 +130,19 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler, NI
         context.fireUserInboundEventTriggered(event)
     }
 
+    /// What a route reading a body gets when the client closed before the body's end.
+    static let bodyCutShort = HTTPError(
+        .badRequest, message: "The request body ended early: the connection closed before the body's end.")
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        guard error is HTTPParserError else {
+        guard let error = error as? HTTP1BodyError else {
             context.fireErrorCaught(error)
             return
         }
         // The head was fine (HTTP1ServerCodec answers a bad head itself): the body is not.
-        if case .streaming(let source) = reading { source.finish(error) }
+        if case .streaming(let source) = reading {
+            source.finish(HTTPError(.badRequest, message: "The request body is malformed: " + error.reason))
+        }
         reading = .discarding
         queued = []
         if responding {
@@ -190,6 +203,8 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler, NI
         let source = RequestBodySource.make(
             handler: NIOLoopBound(self, eventLoop: context.eventLoop), number: bodyNumber)
         if let body, source.producer.yield(body) == .stopProducing { bodyFull = true }
+        // The client closed before the body's end: what arrived is all there is.
+        if inputClosed { source.producer.finish(Self.bodyCutShort) }
         reading = .streaming(source.producer)
         start(head, body: RequestBody(asyncSequence: source.sequence), gated: false, context: context)
     }
@@ -282,6 +297,13 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler, NI
         }
         if queued.isEmpty { queued = [] }  // no capacity kept while the connection waits
         if !responding { handOverCollected(context: context) }
+        if inputClosed && !responding {
+            // The last request the client sent before its FIN was answered.
+            finished = true
+            queued = []
+            context.close(mode: .output, promise: nil)
+            return
+        }
         releaseHeldRead(context: context)
     }
 

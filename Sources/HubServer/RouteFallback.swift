@@ -41,10 +41,11 @@ struct RouteTable: Sendable {
         return matching.first.map { ($0.template, $0.methods) }
     }
 
-    /// The `Allow` header value for `methods`: OPTIONS included, in a stable order.
+    /// The `Allow` header value for `methods`: OPTIONS included, and HEAD with GET (the server
+    /// answers HEAD wherever it answers GET), in a stable order.
     static func allow(_ methods: Set<HTTPRequest.Method>) -> String {
         let order: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
-        let all = methods.union([.options])
+        let all = methods.union(methods.contains(.get) ? [.options, .head] : [.options])
         let known = order.filter(all.contains).map(\.rawValue)
         return (known + all.map(\.rawValue).filter { !known.contains($0) }.sorted()).joined(separator: ", ")
     }

@@ -17,13 +17,13 @@ struct HTTPHygieneTests {
         let harness = try await Harness()
         try await harness.run(.live) { client in
             let cases: [(HTTPRequest.Method, String, String)] = [
-                (.post, "/v1/apps/\(Harness.notes)/me/feed", "GET, OPTIONS"),
-                (.put, "/healthz", "GET, OPTIONS"),
-                (.head, "/v1/apps", "GET, OPTIONS"),
-                (.patch, "/v1/apps/\(Harness.notes)/users/bob/notifications", "GET, POST, OPTIONS"),
-                (.post, "/v1/apps/\(Harness.notes)/me/endpoints/e1", "GET, PUT, DELETE, OPTIONS"),
+                (.post, "/v1/apps/\(Harness.notes)/me/feed", "GET, HEAD, OPTIONS"),
+                (.put, "/healthz", "GET, HEAD, OPTIONS"),
+                (.head, "/beta/me/notifications", "POST, OPTIONS"),
+                (.patch, "/v1/apps/\(Harness.notes)/users/bob/notifications", "GET, HEAD, POST, OPTIONS"),
+                (.post, "/v1/apps/\(Harness.notes)/me/endpoints/e1", "GET, HEAD, PUT, DELETE, OPTIONS"),
                 (.get, "/beta/me/notifications", "POST, OPTIONS"),
-                (.delete, "/v1/apps/\(Harness.notes)/statistics", "GET, OPTIONS"),
+                (.delete, "/v1/apps/\(Harness.notes)/statistics", "GET, HEAD, OPTIONS"),
             ]
             for (method, path, allow) in cases {
                 // No credentials: the method is refused before anyone is asked for them.
@@ -41,6 +41,39 @@ struct HTTPHygieneTests {
             let unknown = try await client.execute(uri: "/v1/nothing/here", method: .post)
             #expect(unknown.status == .notFound)
             #expect(unknown.headers[.allow] == nil)
+        }
+    }
+
+    @Test("HEAD is answered wherever GET is: same status and header fields (Content-Length too), no body")
+    func headAnsweredAsGet() async throws {
+        let harness = try await Harness()
+        let alice = try await harness.token(user: "alice")
+        try await harness.run(.live) { client in
+            let port = try #require(client.port)
+            let targets: [(String, [String])] = [
+                ("/healthz", []), ("/v1/apps", []), ("/openapi.yaml", []),
+                ("/v1/apps/\(Harness.notes)/me/notifications", ["Authorization: Bearer \(alice)"]),
+            ]
+            for (target, headers) in targets {
+                let lines = ["Host: h"] + headers + ["Connection: close"]
+                let fields = lines.joined(separator: "\r\n")
+                let get = try await RawConnection.exchange(
+                    port: port, [Array("GET \(target) HTTP/1.1\r\n\(fields)\r\n\r\n".utf8)])
+                let head = try await RawConnection.exchange(
+                    port: port, [Array("HEAD \(target) HTTP/1.1\r\n\(fields)\r\n\r\n".utf8)])
+                #expect(head.statuses == get.statuses, "HEAD \(target): \(head.text.prefix(300))")
+                #expect(head.statuses.first != 405, "HEAD \(target)")
+                let getHead = get.text.components(separatedBy: "\r\n\r\n")[0]
+                let headHead = head.text.components(separatedBy: "\r\n\r\n")[0]
+                let length = { (text: String) in
+                    text.components(separatedBy: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                }
+                #expect(length(headHead) == length(getHead), "HEAD \(target): \(headHead)")
+                #expect(head.text.hasSuffix("\r\n\r\n"), "HEAD \(target) sent a body: \(head.text.suffix(200))")
+                #expect(
+                    get.text.components(separatedBy: "\r\n\r\n").dropFirst().joined().count > 0,
+                    "GET \(target) had no body to compare with")
+            }
         }
     }
 
@@ -160,7 +193,7 @@ struct HTTPHygieneTests {
                 ])
             #expect(preflight.status == .noContent)
             #expect(preflight.headers[.accessControlAllowOrigin] == mapped)
-            #expect(preflight.headers[.accessControlAllowMethods] == "GET, OPTIONS")
+            #expect(preflight.headers[.accessControlAllowMethods] == "GET, HEAD, OPTIONS")
             let allowed = Set(
                 (preflight.headers[.accessControlAllowHeaders] ?? "").lowercased().split(separator: ",").map {
                     $0.trimmingCharacters(in: .whitespaces)
@@ -172,7 +205,7 @@ struct HTTPHygieneTests {
             let patch = try await client.execute(
                 uri: "/v1/apps/\(Harness.notes)/me/notifications/n1", method: .options,
                 headers: [.origin: mapped, .accessControlRequestMethod: "PATCH"])
-            #expect(patch.headers[.accessControlAllowMethods] == "GET, PATCH, OPTIONS")
+            #expect(patch.headers[.accessControlAllowMethods] == "GET, HEAD, PATCH, OPTIONS")
 
             let answered = try await client.send(.get, feed, bearer: alice, headers: [.origin: mapped])
             #expect(answered.status == .ok)

@@ -143,13 +143,14 @@ struct Harness: Sendable {
     /// Runs the hub's dispatcher while `test` drives the API through HummingbirdTesting; the
     /// hub runs as a service of the application, so it stops by graceful shutdown at the end.
     /// `.live` serves real HTTP/1.1 as `hub serve` does (``HTTPServerBuilder/hubHTTP1``).
+    /// `connections` are the live server's limits.
     func run<Value: Sendable>(
-        _ setup: TestingSetup = .router, logger: Logger? = nil,
+        _ setup: TestingSetup = .router, logger: Logger? = nil, connections: ConnectionLimits = ConnectionLimits(),
         _ test: @Sendable @escaping (any TestClientProtocol) async throws -> Value
     ) async throws -> Value {
         let app = Application(
             router: buildRouter(hub: hub, configuration: configuration, identity: identity, metrics: metrics),
-            server: .hubHTTP1, services: [hub], logger: logger)
+            server: .hubHTTP1(connections: connections), services: [hub], logger: logger)
         return try await app.test(setup, test)
     }
 
