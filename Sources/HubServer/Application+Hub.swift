@@ -56,6 +56,7 @@ public func buildRouter(
     router.add(middleware: RateLimitMiddleware(api: api))
     api.addOperationRoutes(to: router, metrics: metrics)
     api.addPublisherRoutes(to: router)
+    api.addBroadcastRoutes(to: router)
     api.addDeviceRoutes(to: router)
     api.addAdminRoutes(to: router)
     api.addStatisticsRoutes(to: router)

@@ -18,6 +18,8 @@ public struct HubServerConfiguration: Sendable {
     public var adminToken: Secret?
     /// The largest request body accepted, in bytes; larger bodies are refused with 413 `body-too-large`.
     public var maxBodyBytes: Int
+    /// The largest body of `POST /v1/apps/{app}/broadcasts`, whose audience may list 100,000 users.
+    public var maxBroadcastBodyBytes = 8 * 1024 * 1024
     /// The HMAC-SHA256 key that makes feed cursors and Graph subscription IDs (`X-UNS-ID`)
     /// tamper-evident. Use at least 32 random bytes and keep it across restarts, or every
     /// cursor and subscription ID handed out before becomes invalid.

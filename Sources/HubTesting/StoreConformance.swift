@@ -73,6 +73,11 @@ public enum StoreConformance {
         Check(name: "statisticsAddUp", run: statisticsAddUp),
         Check(name: "statisticsPurge", run: statisticsPurge),
         Check(name: "endpointCountsPerTransport", run: endpointCountsPerTransport),
+        Check(name: "tagsReplaced", run: tagsReplaced),
+        Check(name: "broadcastAllUsersInChunks", run: broadcastAllUsersInChunks),
+        Check(name: "broadcastChunkTakenOver", run: broadcastChunkTakenOver),
+        Check(name: "broadcastTagAudience", run: broadcastTagAudience),
+        Check(name: "broadcastListAndCancel", run: broadcastListAndCancel),
     ]
 
     /// Runs every check, each on a store from `makeStore`, and throws one ``ConformanceFailure``
