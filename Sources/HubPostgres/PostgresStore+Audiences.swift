@@ -211,6 +211,8 @@ extension PostgresStore {
                     try await Self.completeIfFinished(db, seq: seq, now: now)
                     continue
                 }
+                // Fewer users than asked for: the audience has none after them.
+                let exhausted = users.count < size
                 try await db.rows(
                     """
                     INSERT INTO hub_broadcast_chunk (broadcast_seq, through, users, lease_owner, lease_until)
@@ -219,7 +221,8 @@ extension PostgresStore {
                 try await db.rows(
                     """
                     UPDATE hub_broadcast SET cursor = \(last), expanded = expanded + \(users.count),
-                        status = 'running', last_modified_at = \(now)
+                        status = 'running', last_modified_at = \(now), exhausted = \(exhausted),
+                        audience_size = CASE WHEN \(exhausted) THEN expanded + \(users.count) ELSE audience_size END
                     WHERE seq = \(seq)
                     """)
                 var leased = broadcast

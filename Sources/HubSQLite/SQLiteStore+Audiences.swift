@@ -45,6 +45,7 @@ extension SQLiteStore {
                 );
                 CREATE UNIQUE INDEX broadcast_id ON broadcast (appId, id);
                 CREATE INDEX broadcast_open ON broadcast (seq) WHERE status IN ('queued', 'running') AND exhausted = 0;
+                CREATE INDEX broadcast_active ON broadcast (seq) WHERE status IN ('queued', 'running');
 
                 CREATE TABLE broadcastChunk (
                     broadcastSeq INTEGER NOT NULL,
@@ -163,10 +164,19 @@ extension SQLiteStore {
         }
     }
 
+    /// Reads first (an idle hub looks every second): writes only when a broadcast is open. The
+    /// lease commits without an fsync of its own, like the outbox's: lost in a power cut, the
+    /// chunk is leased and published again (idempotently).
     public func leaseBroadcastChunk(
         size: Int, owner: String, now: Date, leaseUntil: Date
     ) async throws -> BroadcastChunk? {
-        try await write { db in
+        let open = try await read { db in
+            try Bool.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT EXISTS (SELECT 1 FROM broadcast WHERE status IN ('queued', 'running'))")) ?? false
+        }
+        guard open else { return nil }
+        return try await write(.relaxed) { db in
             let until = leaseUntil.canonical
             // A chunk whose instance died first: the same users again.
             if let row = try Row.fetchOne(
@@ -213,12 +223,18 @@ extension SQLiteStore {
                         VALUES (?, ?, ?, ?, ?)
                         """
                 ).execute(arguments: [seq, users.last!, try BroadcastJSON.encode(users), owner, until.storedSeconds])
+                // Fewer users than asked for: the audience has none after them.
                 try db.cachedStatement(
                     sql: """
                         UPDATE broadcast SET cursor = ?, expanded = expanded + ?, status = 'running',
-                            lastModifiedAt = ? WHERE seq = ?
+                            lastModifiedAt = ?, exhausted = ?,
+                            audienceSize = CASE WHEN ? THEN expanded + ? ELSE audienceSize END
+                        WHERE seq = ?
                         """
-                ).execute(arguments: [users.last!, users.count, now.storedSeconds, seq])
+                ).execute(arguments: [
+                    users.last!, users.count, now.storedSeconds, users.count < size, users.count < size, users.count,
+                    seq,
+                ])
                 var leased = broadcast
                 leased.status = .running
                 return BroadcastChunk(broadcast: leased, users: users, owner: owner, leaseUntil: until)
@@ -231,7 +247,8 @@ extension SQLiteStore {
         _ chunk: BroadcastChunk, published: Int, failed: Int, at now: Date
     ) async throws {
         let broadcast = chunk.broadcast
-        try await write { db in
+        // Lost in a power cut, the chunk stays leased and is published (and counted) again.
+        try await write(.relaxed) { db in
             guard
                 let seq = try Int64.fetchOne(
                     db.cachedStatement(sql: "SELECT seq FROM broadcast WHERE appId = ? AND id = ?"),
@@ -294,11 +311,11 @@ extension SQLiteStore {
             var arguments: [(any DatabaseValueConvertible)?] = [broadcast.appId, cursor]
             if !anyOf.isEmpty {
                 conditions.append("sum(tag IN (\(anyOf.map { _ in "?" }.joined(separator: ", ")))) > 0")
-                arguments += anyOf
+                arguments += anyOf.map { $0 as (any DatabaseValueConvertible)? }
             }
             if !allOf.isEmpty {
                 conditions.append("sum(tag IN (\(allOf.map { _ in "?" }.joined(separator: ", ")))) = ?")
-                arguments += allOf
+                arguments += allOf.map { $0 as (any DatabaseValueConvertible)? }
                 arguments.append(Set(allOf).count)
             }
             arguments.append(limit)

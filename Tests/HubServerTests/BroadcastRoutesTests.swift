@@ -114,10 +114,8 @@ struct BroadcastRoutesTests {
             }
             let u1 = try await client.send(
                 .get, Self.notes + "/users/u1/notifications/launch", bearer: Harness.notesKey)
-            #expect(
-                (u1.object["payload"] as? [String: Any])?["visualContent"].flatMap {
-                    ($0 as? [String: Any])?["title"] as? String
-                } == "Newer")
+            let visual = (u1.object["payload"] as? [String: Any])?["visualContent"] as? [String: Any]
+            #expect(visual?["title"] as? String == "Newer")
 
             // A list, duplicates counted once; a user without endpoints gets a feed entry.
             let listed = try await Self.broadcast(
@@ -238,6 +236,38 @@ struct BroadcastRoutesTests {
             for user in ["a", "b", "c", "d", "e"] {
                 #expect(try await Self.count("k", of: user, on: client) == 1, "\(user) once")
             }
+        }
+    }
+
+    @Test("the console lists broadcasts with their progress and cancels an open one")
+    func console() async throws {
+        let harness = try await Harness(broadcasts: false)
+        try await harness.run { client in
+            let created = try await Self.broadcast(
+                #"{"audience":{"users":["a","b","c","d"]},"appNotificationId":"console-1","payload":{"rawContent":"x"}}"#,
+                on: client)
+            let id = try #require(created.object.string("id"))
+            #expect(try await harness.hub.expandBroadcastChunk())
+            let cookie = try await ConsoleAuthTests.session(client)
+            let path = "/console/apps/\(Harness.notes)/broadcasts"
+            let page = try await client.send(.get, path, headers: [.cookie: cookie])
+            #expect(page.status == .ok)
+            #expect(page.text.contains(#"<progress max="4" value="3">3 of 4</progress>"#), "\(page.text)")
+            #expect(page.text.contains("4 listed users"))
+            #expect(page.text.contains("3 published, 0 failed"))
+            #expect(page.text.contains(#"action="\#(path)/\#(id)/cancel""#))
+            #expect(page.text.contains(#"aria-current="page">Broadcasts</a>"#))
+            let csrf = try await ConsoleAuthTests.csrfToken(client, cookie: cookie, path: path)
+            let forged = try await ConsoleAuthTests.post(
+                client, path + "/\(id)/cancel", body: "csrf=forged", headers: [.cookie: cookie])
+            #expect(forged.status == .forbidden)
+            let cancelled = try await ConsoleAuthTests.post(
+                client, path + "/\(id)/cancel", body: "csrf=\(csrf)", headers: [.cookie: cookie])
+            #expect(cancelled.status == .ok)
+            #expect(cancelled.text.contains("cancelled after 3 users"), "\(cancelled.text)")
+            #expect(!cancelled.text.contains("/cancel\""), "no cancel button for a cancelled broadcast")
+            let api = try await client.send(.get, Self.notes + "/broadcasts/\(id)", bearer: Harness.notesKey)
+            #expect(api.object.string("status") == "cancelled")
         }
     }
 }
