@@ -102,8 +102,9 @@ struct BroadcastCommand: AsyncParsableCommand {
             throw ValidationError("--users-file \(path) cannot be read as UTF-8 text: \(error.localizedDescription)")
         }
         var users: [String] = []
-        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let user = line.hasSuffix("\r") ? String(line.dropLast()) : String(line)
+        // `\r\n` is one Character, a newline like `\n`.
+        for (index, line) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+            let user = String(line)
             if user.isEmpty { continue }
             if let violation = Identifier.violation(in: user) {
                 throw ValidationError("\(path):\(index + 1): the user ID \(violation.message)")
