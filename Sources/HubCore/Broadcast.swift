@@ -134,7 +134,8 @@ public protocol AudienceStore: Sendable {
     func cancelBroadcast(appId: String, id: String, at now: Date) async throws -> Broadcast?
 
     /// Leases a chunk of at most `size` users of an open broadcast to `owner` until `leaseUntil`:
-    /// an expired chunk first, else the next users of the oldest open broadcast (which becomes
+    /// an expired chunk first, or one `owner` holds already (an instance publishes one chunk at a
+    /// time, so that is its chunk from before a restart under the same name), else the next users of the oldest open broadcast (which becomes
     /// `running`). A broadcast whose audience has no user left and no chunk outstanding becomes
     /// `done`, its `audienceSize` known.
     /// - Returns: `nil` when there is nothing to publish now.

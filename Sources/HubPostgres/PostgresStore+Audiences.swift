@@ -173,12 +173,13 @@ extension PostgresStore {
         size: Int, owner: String, now: Date, leaseUntil: Date
     ) async throws -> BroadcastChunk? {
         try await transaction { db in
-            // A chunk whose instance died first: the same users again.
+            // A chunk whose instance died first (its lease ended, or it is `owner` restarted:
+            // an instance publishes one chunk at a time): the same users again.
             if let row = try await db.rows(
                 """
                 SELECT c.broadcast_seq, c.through, c.users FROM hub_broadcast_chunk c
                 JOIN hub_broadcast b ON b.seq = c.broadcast_seq
-                WHERE c.lease_until <= \(now) AND b.status IN ('queued', 'running')
+                WHERE (c.lease_until <= \(now) OR c.lease_owner = \(owner)) AND b.status IN ('queued', 'running')
                 ORDER BY c.lease_until LIMIT 1 FOR UPDATE OF c SKIP LOCKED
                 """
             ).first {

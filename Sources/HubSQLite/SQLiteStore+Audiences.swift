@@ -178,16 +178,17 @@ extension SQLiteStore {
         guard open else { return nil }
         return try await write(.relaxed) { db in
             let until = leaseUntil.canonical
-            // A chunk whose instance died first: the same users again.
+            // A chunk whose instance died first (its lease ended, or it is `owner` restarted:
+            // an instance publishes one chunk at a time): the same users again.
             if let row = try Row.fetchOne(
                 db.cachedStatement(
                     sql: """
                         SELECT c.broadcastSeq, c.through, c.users FROM broadcastChunk c
                         JOIN broadcast b ON b.seq = c.broadcastSeq
-                        WHERE c.leaseUntil <= ? AND b.status IN ('queued', 'running')
+                        WHERE (c.leaseUntil <= ? OR c.leaseOwner = ?) AND b.status IN ('queued', 'running')
                         ORDER BY c.leaseUntil LIMIT 1
                         """),
-                arguments: [now.storedSeconds])
+                arguments: [now.storedSeconds, owner])
             {
                 let (seq, through, users): (Int64, String, String) = (row[0], row[1], row[2])
                 try db.cachedStatement(

@@ -69,7 +69,8 @@ extension StoreConformance {
     }
 
     /// A listed audience counts each user once; a chunk whose lease ended is leased again with the
-    /// same users, and its first owner's late finish counts nothing.
+    /// same users, and its first owner's late finish counts nothing; an owner asking again (restarted
+    /// under its name) gets its own chunk back at once.
     public static func broadcastChunkTakenOver(_ store: any Store) async throws {
         let expect = Expect()
         try await store.migrate()
@@ -90,7 +91,7 @@ extension StoreConformance {
         try expect.equal(live.users, ["carol"], "the next chunk, not dead's")
         try expect.equal(
             try await store.leaseBroadcastChunk(
-                size: 2, owner: "live", now: Fixture.at(29), leaseUntil: Fixture.at(59))?
+                size: 2, owner: "other", now: Fixture.at(29), leaseUntil: Fixture.at(59))?
                 .users, nil, "dead's lease still runs")
         let taken = try expect.unwrap(
             try await store.leaseBroadcastChunk(
@@ -101,7 +102,12 @@ extension StoreConformance {
         try await store.finishBroadcastChunk(dead, published: 2, failed: 0, at: Fixture.at(31))
         try expect.equal(
             try await store.broadcast(appId: Fixture.app, id: "b2")?.published, 0, "a stale finish counts nothing")
-        try await store.finishBroadcastChunk(live, published: 1, failed: 0, at: Fixture.at(32))
+        let restarted = try expect.unwrap(
+            try await store.leaseBroadcastChunk(
+                size: 2, owner: "live", now: Fixture.at(31), leaseUntil: Fixture.at(61)),
+            "live's own chunk back at once")
+        try expect.equal(restarted.users, ["carol"], "its own chunk")
+        try await store.finishBroadcastChunk(restarted, published: 1, failed: 0, at: Fixture.at(32))
         try await store.finishBroadcastChunk(taken, published: 2, failed: 0, at: Fixture.at(33))
         try expect.equal(
             try await store.leaseBroadcastChunk(

@@ -79,7 +79,8 @@ struct BroadcastBench: AsyncParsableCommand {
                 Double(users) / expanded.seconds))
         print(
             String(
-                format: "delivered %d in %.2f s: %.0f deliveries/s", transport.count, delivered.seconds,
+                format: "delivered %d (the broadcast's and the probes') in %.2f s: %.0f deliveries/s", transport.count,
+                delivered.seconds,
                 Double(transport.count) / delivered.seconds))
         print(String(format: "RSS growth during the broadcast: %.1f MB (target ≤ 100 MB)", grown))
         print(
