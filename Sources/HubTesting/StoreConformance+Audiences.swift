@@ -52,7 +52,7 @@ extension StoreConformance {
             try await store.leaseBroadcastChunk(size: 3, owner: "b", now: Fixture.t0, leaseUntil: until), "chunk 2")
         try expect.equal(second.users, ["u4"], "the rest, after the cursor")
         try expect.equal(
-            try await store.leaseBroadcastChunk(size: 3, owner: "a", now: Fixture.t0, leaseUntil: until)?.users, nil,
+            try await store.leaseBroadcastChunk(size: 3, owner: "c", now: Fixture.t0, leaseUntil: until)?.users, nil,
             "nothing left")
         try expect.equal(
             try await store.broadcast(appId: app, id: "b1")?.status, .running, "running while chunks are out")
