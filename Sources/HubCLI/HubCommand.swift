@@ -49,7 +49,7 @@ struct HubCommand: AsyncParsableCommand {
         version: HubVersion.current,
         subcommands: [
             ServeCommand.self, MapAppCommand.self, ConfigCommand.self, TokenCommand.self, PublishCommand.self,
-            HealthCommand.self, EmulateCommand.self,
+            BroadcastCommand.self, HealthCommand.self, EmulateCommand.self,
         ]
     )
 }

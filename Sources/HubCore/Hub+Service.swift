@@ -3,8 +3,8 @@ import ServiceLifecycle
 import Synchronization
 
 extension Hub {
-    /// Runs the dispatcher, the expiry sweeper and the statistics flusher until graceful shutdown,
-    /// then drains in-flight sends and writes the last statistics (``flushStatistics()``).
+    /// Runs the dispatcher, the expiry sweeper, the broadcast expander and the statistics flusher
+    /// until graceful shutdown, then drains in-flight sends and writes the last statistics (``flushStatistics()``).
     ///
     /// On start, with the dispatcher enabled, it takes back this instance's old leases and
     /// un-parks the deliveries suspended for a configuration fault (``DeliveryOutcome/suspended(reason:)``):
@@ -24,6 +24,9 @@ extension Hub {
                 group.addTask { await self.dispatcher.run() }
             }
             group.addTask { await self.runSweeper() }
+            if self.configuration.broadcasts.enabled {
+                group.addTask { await self.runBroadcastExpander() }
+            }
             group.addTask { await self.runStatisticsFlusher() }
             await group.waitForAll()
         }

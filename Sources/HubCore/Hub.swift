@@ -38,6 +38,8 @@ public final class Hub: Service, Sendable {
     /// The earliest release of a notification this instance published scheduled, or read from the
     /// store at its last sweep: when the sweeper runs next (see `Hub+Service.swift`).
     let releases = ReleaseSchedule()
+    /// Wakes the broadcast expander (a broadcast created here); `Hub+Broadcasts.swift`.
+    let broadcastBell: FeedSignals
     /// A polling endpoint's `lastSyncAt` is written at most this often (it is informational:
     /// fallback alerts only go to push endpoints, whose syncs are always written).
     static let syncRecordInterval: TimeInterval = 5
@@ -70,6 +72,7 @@ public final class Hub: Service, Sendable {
         self.logger = logger
         self.clock = clock
         self.now = { clock.date }
+        self.broadcastBell = FeedSignals(clock: clock)
         let accumulator = StatisticsAccumulator()
         self.accumulator = accumulator
         self.dispatcher = Dispatcher(

@@ -18,6 +18,8 @@ public struct HubConfiguration: Sendable {
     /// How often the statistics counted in memory are added to the store (``StatisticsStore``):
     /// what a crash loses at most, and how far behind the statistics routes are.
     public var statisticsFlushInterval: Duration = .seconds(5)
+    /// How this instance expands broadcasts.
+    public var broadcasts = BroadcastConfiguration()
 
     public init(
         apps: [CrossDeviceApp],

@@ -145,4 +145,42 @@ public struct InterceptedStore<Interceptor: StoreInterceptor>: Store {
     public func endpointCounts(appId: String) async throws -> [EndpointCounts] {
         try await call("endpointCounts") { try await $0.endpointCounts(appId: appId) }
     }
+
+    public func replaceTags(_ key: FeedKey, with tags: [String]) async throws {
+        try await call("replaceTags") { try await $0.replaceTags(key, with: tags) }
+    }
+
+    public func tags(_ key: FeedKey) async throws -> [String] {
+        try await call("tags") { try await $0.tags(key) }
+    }
+
+    public func createBroadcast(_ broadcast: Broadcast, users: [String]) async throws -> Broadcast {
+        try await call("createBroadcast") { try await $0.createBroadcast(broadcast, users: users) }
+    }
+
+    public func broadcast(appId: String, id: String) async throws -> Broadcast? {
+        try await call("broadcast") { try await $0.broadcast(appId: appId, id: id) }
+    }
+
+    public func broadcasts(appId: String, after: String?, limit: Int) async throws -> [Broadcast] {
+        try await call("broadcasts") { try await $0.broadcasts(appId: appId, after: after, limit: limit) }
+    }
+
+    public func cancelBroadcast(appId: String, id: String, at now: Date) async throws -> Broadcast? {
+        try await call("cancelBroadcast") { try await $0.cancelBroadcast(appId: appId, id: id, at: now) }
+    }
+
+    public func leaseBroadcastChunk(
+        size: Int, owner: String, now: Date, leaseUntil: Date
+    ) async throws -> BroadcastChunk? {
+        try await call("leaseBroadcastChunk") {
+            try await $0.leaseBroadcastChunk(size: size, owner: owner, now: now, leaseUntil: leaseUntil)
+        }
+    }
+
+    public func finishBroadcastChunk(_ chunk: BroadcastChunk, published: Int, failed: Int, at now: Date) async throws {
+        try await call("finishBroadcastChunk") {
+            try await $0.finishBroadcastChunk(chunk, published: published, failed: failed, at: now)
+        }
+    }
 }

@@ -22,7 +22,9 @@ public import struct Foundation.Date
 /// - State changes apply to tombstones too (a device may mark an expired notification read).
 /// - Statistics over time (``StatisticsStore``) have defaults that throw `unsupported`, so a
 ///   store written before them still compiles; the sweep also purges their expired buckets.
-public protocol Store: FeedStore, EndpointStore, OutboxStore, StatisticsStore {
+/// - User tags and broadcasts (``AudienceStore``) have defaults that throw `unsupported` (and
+///   lease no broadcast chunk).
+public protocol Store: FeedStore, EndpointStore, OutboxStore, StatisticsStore, AudienceStore {
     /// Creates or upgrades the schema. Safe to call on every start.
     func migrate() async throws
 }

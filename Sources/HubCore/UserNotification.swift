@@ -101,6 +101,9 @@ public struct NotificationDraft: Sendable, Hashable {
     }
 }
 
+/// A draft is stored as JSON with a broadcast (see ``BroadcastJSON``).
+extension NotificationDraft: Codable {}
+
 /// A stored notification of one user of one app, with its server-kept state.
 public struct UserNotification: Sendable, Hashable, Identifiable {
     /// The hub's ID, stable across republishes of the same `appNotificationId`.

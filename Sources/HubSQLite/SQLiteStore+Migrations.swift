@@ -13,6 +13,7 @@ extension SQLiteStore {
         migrator.registerMigration("v5", migrate: addFallbackDetailsAndSchedules)
         migrator.registerMigration("v6", migrate: addReceipts)
         migrator.registerMigration("v7", migrate: addStatisticsTables)
+        migrator.registerMigration("v8", migrate: addAudiences)
         return migrator
     }()
 

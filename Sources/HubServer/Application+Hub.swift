@@ -58,6 +58,7 @@ public func buildRouter(
     api.addPublisherRoutes(to: router)
     api.addBatchRoutes(to: router)
     api.addGraphBatchRoute(to: router)
+    api.addBroadcastRoutes(to: router)
     api.addDeviceRoutes(to: router)
     api.addAdminRoutes(to: router)
     api.addStatisticsRoutes(to: router)

@@ -159,6 +159,7 @@ extension HubAPI {
         console.addEndpointsPage(to: group)
         console.addStatisticsPage(to: group)
         console.addDeliveriesPage(to: group)
+        console.addBroadcastsPage(to: group)
         console.addSendPage(to: group)
         console.addConfigPage(to: group)
     }

@@ -28,6 +28,7 @@ enum ConsoleNav {
         Item(id: "endpoints", title: "Endpoints", suffix: "/endpoints"),
         Item(id: "statistics", title: "Statistics", suffix: "/statistics"),
         Item(id: "deliveries", title: "Deliveries", suffix: "/deliveries"),
+        Item(id: "broadcasts", title: "Broadcasts", suffix: "/broadcasts"),
         Item(id: "send", title: "Test send", suffix: "/send"),
     ]
 }

@@ -18,8 +18,9 @@ public struct HubServerConfiguration: Sendable {
     public var adminToken: Secret?
     /// The largest request body accepted, in bytes; larger bodies are refused with 413 `body-too-large`.
     public var maxBodyBytes: Int
-    /// The largest body of a batch publish (`POST /v1/apps/{app}/notifications/batch`), in bytes:
-    /// up to 1,000 publish bodies in one request, so a limit of its own (8 MiB by default: a
+    /// The largest body of a batch publish (`POST /v1/apps/{app}/notifications/batch`), a Graph
+    /// batch or a broadcast (whose audience may list 100,000 users), in bytes: up to 1,000 publish
+    /// bodies in one request, so a limit of its own (8 MiB by default: a
     /// thousand items of ~8 KiB each). Larger bodies are refused with 413 `body-too-large`.
     public var maxBatchBodyBytes: Int = 8 << 20
     /// The HMAC-SHA256 key that makes feed cursors and Graph subscription IDs (`X-UNS-ID`)

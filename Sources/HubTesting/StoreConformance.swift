@@ -76,6 +76,11 @@ public enum StoreConformance {
         Check(name: "batchMixedAndDuplicates", run: batchMixedAndDuplicates),
         Check(name: "batchRetried", run: batchRetried),
         Check(name: "batchHandOff", run: batchHandOff),
+        Check(name: "tagsReplaced", run: tagsReplaced),
+        Check(name: "broadcastAllUsersInChunks", run: broadcastAllUsersInChunks),
+        Check(name: "broadcastChunkTakenOver", run: broadcastChunkTakenOver),
+        Check(name: "broadcastTagAudience", run: broadcastTagAudience),
+        Check(name: "broadcastListAndCancel", run: broadcastListAndCancel),
     ]
 
     /// Runs every check, each on a store from `makeStore`, and throws one ``ConformanceFailure``

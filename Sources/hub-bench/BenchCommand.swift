@@ -10,6 +10,7 @@ struct BenchCommand: AsyncParsableCommand {
         abstract: "Measure the hub: durable publishes/s, publish-to-wake latency, transport throughput.",
         subcommands: [
             PublishBench.self, APNSBench.self, FCMBench.self, RSSBench.self, PipelineBench.self, PollingBench.self,
+            BroadcastBench.self,
         ]
     )
 

@@ -144,6 +144,40 @@ struct ToolCommandsTests {
         #expect(both.stderr.contains("not both"), "\(both.stderr)")
     }
 
+    @Test("hub broadcast sends to a users file and follows the broadcast to done; a bad line is named")
+    func broadcast() async throws {
+        let hub = try await RunningHub.served()
+        try "alice\nbob\n\ncarol\r\nalice\n".write(
+            to: hub.directory.appendingPathComponent("users.txt"), atomically: true, encoding: .utf8)
+        let sent = try await HubProcess.run(
+            [
+                "broadcast", "--app", "notes.contoso.com", "--users-file", "users.txt", "--title", "Outage",
+                "--body", "We are on it", "--id", "outage-1", "--url", hub.baseURL,
+            ], in: hub.directory)
+        #expect(sent.status == 0, "\(sent.stderr)")
+        #expect(sent.stdout.contains("3/3 done: 3 published, 0 failed"), "\(sent.stdout)")
+        let http = HubHTTP(base: hub.baseURL)
+        for user in ["alice", "bob", "carol"] {
+            #expect(try await http.feedIDs(user: user) == ["outage-1"], "\(user)")
+        }
+
+        try "alice\nbad\u{7}id\n".write(
+            to: hub.directory.appendingPathComponent("bad.txt"), atomically: true, encoding: .utf8)
+        let refused = try await HubProcess.run(
+            [
+                "broadcast", "--app", "notes.contoso.com", "--users-file", "bad.txt", "--title", "x", "--url",
+                hub.baseURL,
+            ],
+            in: hub.directory)
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("bad.txt:2:"), "\(refused.stderr)")
+        let both = try await HubProcess.run(
+            ["broadcast", "--app", "notes.contoso.com", "--all", "--tag", "pro", "--title", "x", "--url", hub.baseURL],
+            in: hub.directory)
+        #expect(both.status != 0)
+        #expect(both.stderr.contains("give one audience"), "\(both.stderr)")
+    }
+
     @Test("hub health exits 0 for a ready hub and 1 for one that is down")
     func health() async throws {
         let hub = try await RunningHub.served()

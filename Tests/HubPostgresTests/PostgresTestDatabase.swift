@@ -152,10 +152,12 @@ struct HubInstance: Sendable {
     ///   - apns: what sending to an APNs endpoint does on this instance.
     init(
         _ name: String, schema: String, dispatcher: DispatcherConfiguration, server: TestServer = .shared,
-        apns: @escaping @Sendable (OutboundDelivery) async -> DeliveryOutcome = { _ in .accepted }
+        apns: @escaping @Sendable (OutboundDelivery) async -> DeliveryOutcome = { _ in .accepted },
+        broadcasts: BroadcastConfiguration = BroadcastConfiguration(), plug: StorePlug? = nil
     ) throws {
         self.name = name
-        store = try PostgresTestDatabase.makeStore(schema: schema, poolSize: 6, server: server)
+        let store = try PostgresTestDatabase.makeStore(schema: schema, poolSize: 6, server: server)
+        self.store = store
         signals = FeedSignals()
         store.relay(into: signals)
         self.apns = RecordingTransport(
@@ -163,10 +165,11 @@ struct HubInstance: Sendable {
         var configuration = HubConfiguration(apps: [Self.app])
         configuration.dispatcher = dispatcher
         configuration.instanceID = name
+        configuration.broadcasts = broadcasts
         var logger = Logger(label: "hub.\(name)")
         logger.logLevel = .warning
         hub = try Hub(
-            configuration: configuration, store: store,
+            configuration: configuration, store: plug.map { InterceptedStore(store, $0) } ?? store,
             transports: [self.apns, PollingTransport(signals: signals)], signals: signals, logger: logger)
     }
 

@@ -57,7 +57,8 @@ struct Harness: Sendable {
         extraApps: [CrossDeviceApp] = [], clock: any HubClock = SystemClock(),
         storePath: String? = nil, statisticsFlushInterval: Duration = .seconds(5),
         sweepInterval: Duration = DispatcherConfiguration().sweepInterval, rateLimits: RateLimits = RateLimits(),
-        maxBatchBodyBytes: Int? = nil
+        maxBatchBodyBytes: Int? = nil, broadcasts: Bool = true,
+        broadcastChunkSize: Int = 3
     ) async throws {
         let key = ES256PrivateKey()
         let directory = try TemporaryFolder.make("hubserver")
@@ -114,6 +115,8 @@ struct Harness: Sendable {
         // would hold it until advanced).
         hubConfiguration.dispatcher.outcomeDelay = .zero
         hubConfiguration.statisticsFlushInterval = statisticsFlushInterval
+        hubConfiguration.broadcasts.enabled = broadcasts
+        hubConfiguration.broadcasts.chunkSize = broadcastChunkSize
         let store = try storePath.map(SQLiteStore.init(path:)) ?? SQLiteStore.inMemory()
         hub = try Hub(
             configuration: hubConfiguration,

@@ -94,6 +94,15 @@ struct PublishCommand: AsyncParsableCommand {
 
     /// The base URL and the publisher key, from the flags or hub.yaml.
     func resolveTarget() throws -> (String, Secret) {
+        try Self.resolveTarget(options: options, app: app, url: url, key: key, publisher: publisher)
+    }
+
+    /// The base URL (`url`, else server.listen of hub.yaml) and the publisher key of `app` (`key`,
+    /// else `publisher`'s or the first publisher's of hub.yaml): what `hub publish` and
+    /// `hub broadcast` post with.
+    static func resolveTarget(
+        options: ConfigOption, app: String, url: String?, key: String?, publisher: String?
+    ) throws -> (String, Secret) {
         var file: HubFile?
         if url == nil || key == nil { file = try options.loadOrExit() }
         let base: String

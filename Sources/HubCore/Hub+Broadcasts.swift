@@ -1,0 +1,272 @@
+public import Foundation
+import Logging
+import ServiceLifecycle
+
+/// How this instance expands broadcasts (``Hub/expandBroadcastChunk()``).
+public struct BroadcastConfiguration: Sendable {
+    /// Whether this instance leases and publishes broadcast chunks.
+    public var enabled: Bool = true
+    /// Users per chunk: what one chunk's publish holds in memory, and what a killed instance
+    /// publishes twice at most.
+    public var chunkSize: Int = 500
+    /// How long a chunk stays leased to its instance; a chunk whose lease ended is taken over.
+    public var lease: Duration = .seconds(30)
+    /// How often an idle expander looks for broadcasts created on other instances (a broadcast
+    /// created on this one wakes it at once).
+    public var pollInterval: Duration = .seconds(1)
+
+    public init() {}
+}
+
+extension Hub {
+    // MARK: Tags
+
+    /// Replaces the user's tags (at most ``BroadcastAudience/maxTags``, each an ``Identifier``;
+    /// duplicates count once).
+    /// - Returns: the tags as stored, in byte order.
+    /// - Throws: ``HubError`` `invalid-request` naming `tags[i]` or `tags`; `not-found` for an unknown app.
+    @discardableResult
+    public func replaceTags(app appID: String, user userID: String, tags: [String]) async throws -> [String] {
+        let key = try feedKey(appID, userID)
+        var errors = Self.tagErrors(tags, field: "tags")
+        if tags.count > BroadcastAudience.maxTags {
+            errors.append(
+                .init(field: "tags", message: "has \(tags.count) tags; a user has at most \(BroadcastAudience.maxTags)")
+            )
+        }
+        if !errors.isEmpty { throw HubError.invalid(errors) }
+        let stored = Self.distinctSorted(tags)
+        try await store.replaceTags(key, with: stored)
+        return stored
+    }
+
+    /// The user's tags, in byte order (none when never set).
+    public func tags(app appID: String, user userID: String) async throws -> [String] {
+        try await store.tags(try feedKey(appID, userID))
+    }
+
+    /// The errors of tags that are not identifiers, named `field[i]`.
+    static func tagErrors(_ tags: [String], field: String) -> [HubError.FieldError] {
+        tags.enumerated().compactMap { index, tag in
+            Identifier.violation(in: tag).map { .init(field: "\(field)[\(index)]", message: $0.message) }
+        }
+    }
+
+    static func distinctSorted(_ values: [String]) -> [String] {
+        var seen = Set<[UInt8]>()
+        return values.filter { seen.insert(Array($0.utf8)).inserted }.sorted(by: AudienceOrder.precedes)
+    }
+
+    // MARK: Broadcasts
+
+    /// Creates a broadcast of `draft` to `audience`; it is durable when this returns, and this
+    /// instance's expander starts on it at once.
+    ///
+    /// The draft is validated as a single publish's (the same field errors), so no user of the
+    /// audience fails for the body; without `expirationDateTime` it gets the default lifetime
+    /// from now (or from its `scheduledDateTime`), the same for every user.
+    ///
+    /// - Parameters:
+    ///   - appID: the configured app.
+    ///   - audience: who gets it; for ``BroadcastAudience/users(count:)`` the users are `users`.
+    ///   - users: the listed users of a `users` audience (at most ``BroadcastAudience/maxUsers``),
+    ///     ignored otherwise.
+    ///   - draft: the publish body every user gets.
+    /// - Returns: the stored broadcast, `queued`.
+    /// - Throws: ``HubError`` `invalid-request` naming `audience.…` or the draft's fields,
+    ///   `payload-too-large`, `not-found` for an unknown app.
+    public func createBroadcast(
+        app appID: String, audience: BroadcastAudience, users: [String] = [], draft: NotificationDraft
+    ) async throws -> Broadcast {
+        let app = try app(appID)
+        let now = now()
+        var errors = Self.audienceErrors(audience, users: users)
+        var draft = draft
+        do throws(HubError) {
+            _ = try publishRequest(app: app, user: "broadcast", draft, now: now, handOff: nil)
+        } catch {
+            if errors.isEmpty { throw error }
+            errors += error.fieldErrors
+        }
+        if !errors.isEmpty { throw HubError.invalid(errors) }
+        if draft.expirationDateTime == nil {
+            let start = draft.scheduledDateTime.map { max($0, now) } ?? now
+            draft.expirationDateTime = start.addingTimeInterval(configuration.defaultLifetime.seconds)
+        }
+        var stored = audience
+        var listed: [String] = []
+        if case .users = audience {
+            stored = .users(count: users.count)
+            listed = users
+        }
+        let broadcast = Broadcast(
+            appId: app.id, id: RandomID.make(), audience: stored, draft: draft, createdDateTime: now)
+        let created = try await store.createBroadcast(broadcast, users: listed)
+        logger.info(
+            "broadcast created", metadata: ["app": "\(app.id)", "broadcast": "\(created.id)"])
+        broadcastBell.wake(Self.broadcastKey)
+        return created
+    }
+
+    /// The audience's problems, named `audience.…`.
+    static func audienceErrors(_ audience: BroadcastAudience, users: [String]) -> [HubError.FieldError] {
+        switch audience {
+        case .allUsers:
+            return []
+        case .users:
+            var errors: [HubError.FieldError] = []
+            if users.isEmpty {
+                errors.append(.init(field: "audience.users", message: "must list at least one user"))
+            } else if users.count > BroadcastAudience.maxUsers {
+                errors.append(
+                    .init(
+                        field: "audience.users",
+                        message: "lists \(users.count) users; a broadcast lists at most \(BroadcastAudience.maxUsers)"))
+            }
+            for (index, user) in users.enumerated() {
+                guard let violation = Identifier.violation(in: user) else { continue }
+                errors.append(.init(field: "audience.users[\(index)]", message: violation.message))
+                if errors.count >= 20 { break }
+            }
+            return errors
+        case .tags(let anyOf, let allOf):
+            var errors = tagErrors(anyOf, field: "audience.tags.anyOf") + tagErrors(allOf, field: "audience.tags.allOf")
+            if anyOf.isEmpty && allOf.isEmpty {
+                errors.append(.init(field: "audience.tags", message: "give anyOf and/or allOf, with at least one tag"))
+            }
+            for (name, list) in [("anyOf", anyOf), ("allOf", allOf)] where list.count > BroadcastAudience.maxTags {
+                errors.append(
+                    .init(
+                        field: "audience.tags.\(name)",
+                        message: "has \(list.count) tags; at most \(BroadcastAudience.maxTags)"))
+            }
+            return errors
+        }
+    }
+
+    /// One broadcast of the app, with its progress.
+    /// - Throws: ``HubError`` `not-found`.
+    public func broadcast(app appID: String, id: String) async throws -> Broadcast {
+        let app = try app(appID)
+        try Identifier.check(id, field: "id")
+        guard let found = try await store.broadcast(appId: app.id, id: id) else {
+            throw HubError(.notFound, "No broadcast '\(id)' in the app '\(app.id)'.")
+        }
+        return found
+    }
+
+    /// The app's broadcasts, newest first: at most `limit` (1–100) after the broadcast `after`.
+    public func broadcasts(app appID: String, after: String? = nil, limit: Int = 50) async throws -> [Broadcast] {
+        let app = try app(appID)
+        if let after { try Identifier.check(after, field: "after") }
+        return try await store.broadcasts(appId: app.id, after: after, limit: min(max(limit, 1), 100))
+    }
+
+    /// Cancels a broadcast: users not yet published never get it (a chunk being published
+    /// finishes). Cancelling a cancelled broadcast answers it again.
+    /// - Throws: ``HubError`` `not-found`; `conflict` when it is already `done`.
+    public func cancelBroadcast(app appID: String, id: String) async throws -> Broadcast {
+        let app = try app(appID)
+        try Identifier.check(id, field: "id")
+        guard let cancelled = try await store.cancelBroadcast(appId: app.id, id: id, at: now()) else {
+            throw HubError(.notFound, "No broadcast '\(id)' in the app '\(app.id)'.")
+        }
+        if cancelled.status == .done {
+            throw HubError(.conflict, "The broadcast '\(id)' is done: every user of its audience has it.")
+        }
+        return cancelled
+    }
+
+    // MARK: Expanding
+
+    /// Leases the next chunk of an open broadcast (or one whose instance died), publishes it
+    /// user by user through ``publish(app:batch:)`` (the one publish path: validation, planner,
+    /// outbox, hand-offs) and records its progress.
+    /// - Returns: whether there was a chunk to publish.
+    /// - Throws: the store's error; the chunk's lease then ends and it is published again.
+    @discardableResult
+    public func expandBroadcastChunk() async throws -> Bool {
+        let settings = configuration.broadcasts
+        let leasedAt = now()
+        guard
+            let chunk = try await store.leaseBroadcastChunk(
+                size: max(1, settings.chunkSize), owner: configuration.instanceID, now: leasedAt,
+                leaseUntil: leasedAt.addingTimeInterval(settings.lease.seconds))
+        else { return false }
+        let broadcast = chunk.broadcast
+        var published = 0
+        var failed = 0
+        if router.apps[broadcast.appId] != nil {
+            let outcomes = try await publish(
+                app: broadcast.appId, batch: chunk.users.map { BatchItem(userId: $0, draft: broadcast.draft) })
+            for outcome in outcomes {
+                if case .success = outcome { published += 1 } else { failed += 1 }
+            }
+        } else {
+            failed = chunk.users.count
+        }
+        try await store.finishBroadcastChunk(chunk, published: published, failed: failed, at: now())
+        logger.debug(
+            "broadcast chunk published",
+            metadata: [
+                "app": "\(broadcast.appId)", "broadcast": "\(broadcast.id)", "published": "\(published)",
+                "failed": "\(failed)",
+            ])
+        return true
+    }
+
+    /// Expands broadcasts chunk after chunk until graceful shutdown: between chunks it yields,
+    /// and waits while this instance's lanes still hold more handed-off deliveries than they
+    /// send at once (a broadcast goes at the pace of delivery, and single publishes queue behind
+    /// one chunk at most). Idle, it looks again every ``BroadcastConfiguration/pollInterval`` or
+    /// when a broadcast is created here. Store failures are logged once per episode and retried.
+    func runBroadcastExpander() async {
+        let settings = configuration.broadcasts
+        var failures = 0
+        await withGracefulShutdownHandler {
+            while !Task.isShuttingDownGracefully && !Task.isCancelled {
+                let ticket = broadcastBell.ticket()
+                var worked = false
+                do {
+                    worked = try await expandBroadcastChunk()
+                    if failures > 0 { logger.notice("expanding broadcasts works again") }
+                    failures = 0
+                } catch {
+                    if failures == 0 && !Task.isCancelled {
+                        logger.warning("expanding a broadcast failed; retrying", metadata: ["error": "\(error)"])
+                    }
+                    failures += 1
+                }
+                if worked {
+                    await dispatcher.waitForHandOffRoom()
+                    await Task.yield()
+                    continue
+                }
+                let pause = failures > 0 ? dispatcher.storeBackoff(failures) : settings.pollInterval
+                _ = await broadcastBell.wait(Self.broadcastKey, endpoint: nil, after: ticket, timeout: pause)
+            }
+        } onGracefulShutdown: {
+            self.broadcastBell.wake(Self.broadcastKey)
+        }
+    }
+
+    /// What wakes the expander.
+    static let broadcastKey = FeedKey(appId: "broadcasts", userId: "")
+}
+
+extension Dispatcher.Lane {
+    /// Whether the lane runs and a lane's worth of handed-off deliveries or more wait for its slots.
+    var holdsALaneOfHandOffs: Bool { handedOff.withLock { ($0?.count ?? 0) >= concurrency } }
+}
+
+extension Dispatcher {
+    /// Waits while a running lane of this instance holds a lane's worth of handed-off deliveries
+    /// or more (woken by its sends returning), or until shutdown.
+    func waitForHandOffRoom() async {
+        while !stopping {
+            let ticket = bells.ticket()
+            guard let full = lanes.first(where: \.holdsALaneOfHandOffs) else { return }
+            _ = await bells.wait(full.slotKey, endpoint: nil, after: ticket, timeout: .seconds(1))
+        }
+    }
+}
