@@ -52,12 +52,17 @@ struct ReadmeTourTests {
         #expect(run.finished, "the shell did not come back within 120 s:\n\(transcript)")
         #expect(!transcript.contains(PastedShell.failed), "a command failed:\n\(transcript)")
         #expect(run.hubExit == 0, "hub serve (job %1) did not exit 0 after kill %1:\n\(transcript)")
-        // Each step's answer, in order: ready, register, publish (curl and hub publish), the synced
-        // feed, the two PATCHes, the woken long-poll, the event stream, the Graph publish.
+        // Each step's answer, in order: ready, register, publish (curl and hub publish), the batch,
+        // the tags, the broadcast, the synced feed, the two PATCHes, the woken long-poll, the event
+        // stream, the Graph publish.
         #expect(transcript.contains(#"{"status":"ready"}"#))
         #expect(transcript.contains(#""state":"active""#), "register: \(transcript)")
         #expect(transcript.contains(#""appNotificationId":"welcome""#))
         #expect(transcript.contains(#""appNotificationId":"meeting""#))
+        #expect(transcript.contains(#"{"results":[{"index":0,"notification":{"appNotificationId":"outage""#))
+        #expect(transcript.contains(#""tags":["lang:fr","plan:pro"]"#), "the tags: \(transcript)")
+        #expect(transcript.contains(#""status":"done""#), "the broadcast: \(transcript)")
+        #expect(transcript.contains(#""appNotificationId":"dark-mode""#), "alice's feed has the broadcast")
         #expect(transcript.contains(#""changes":["#), "the synced feed")
         #expect(transcript.contains(#""readState":"read""#))
         #expect(transcript.contains(#""userActionState":"dismissed""#))
