@@ -158,7 +158,7 @@ struct GroupCommitTests {
     }
 }
 
-@Suite("Group commit: order, budget and window")
+@Suite("Group commit: order and budget")
 struct GroupCommitSchedulingTests {
     /// What the jobs of a test ran, in order.
     final class Ran: Sendable {
@@ -190,7 +190,7 @@ struct GroupCommitSchedulingTests {
     func relaxedCrowdDoesNotStarve() async throws {
         let commits = Atomic<Int>(0)
         let commit = GroupCommit(
-            writer: try itemsDatabase(), cycleBudget: .milliseconds(10), commitWindow: .zero,
+            writer: try itemsDatabase(), cycleBudget: .milliseconds(10),
             afterCommit: { commits.add(1, ordering: .relaxed) })
         let release = DispatchSemaphore(value: 0)
         let blocker = await hold(commit, until: release)
@@ -218,7 +218,7 @@ struct GroupCommitSchedulingTests {
         let commits = Ran()
         let database = try itemsDatabase()
         let commit = GroupCommit(
-            writer: database, cycleBudget: .milliseconds(50), commitWindow: .zero,
+            writer: database, cycleBudget: .milliseconds(50),
             afterCommit: { commits.append("commit") })
         let release = DispatchSemaphore(value: 0)
         let blocker = await hold(commit, until: release)
@@ -241,21 +241,12 @@ struct GroupCommitSchedulingTests {
         #expect(try await database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM item") } == 6)
     }
 
-    @Test("the window holds a transaction for company only while callers write at the same time")
-    func windowOnlyWithCompany() async throws {
-        let commits = Ran()
+    @Test("no window: after frequent, overlapping writes, a job alone commits as soon as the thread is free")
+    func noWindow() async throws {
+        let commits = Atomic<Int>(0)
         let database = try itemsDatabase()
-        let commit = GroupCommit(
-            writer: database, commitWindow: .milliseconds(5), afterCommit: { commits.append("commit") })
-        // One caller writing again as soon as its write returns: never held back.
-        for index in 0..<40 {
-            try await commit.write { db in
-                try db.execute(sql: "INSERT INTO item (name) VALUES (?)", arguments: ["alone-\(index)"])
-            }
-        }
-        #expect(commit.heldBack == 0)
-        // Four callers writing at the same time: transactions are held for company and shared.
-        let before = commits.all.count
+        let commit = GroupCommit(writer: database, afterCommit: { commits.add(1, ordering: .relaxed) })
+        // Four callers writing at the same time: the rhythm a fixed window opened for.
         try await withThrowingTaskGroup(of: Void.self) { group in
             for caller in 0..<4 {
                 group.addTask {
@@ -268,41 +259,24 @@ struct GroupCommitSchedulingTests {
             }
             try await group.waitForAll()
         }
-        #expect(commit.heldBack > 0)
-        #expect(commits.all.count - before < 100)
-        #expect(try await database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM item") } == 240)
-    }
-}
-
-@Suite("Commit window policy")
-struct CommitWindowTests {
-    private let start = ContinuousClock.now
-
-    private func window(gapMilliseconds: Int, overlapping: Bool, arrivals: Int = 40) -> CommitWindow {
-        var window = CommitWindow(length: .milliseconds(2))
-        for index in 0..<arrivals {
-            window.arrived(at: start + .milliseconds(index * gapMilliseconds), whileOthersWrite: overlapping)
+        // One job queued behind a transaction in progress: the queue then holds a single durable job,
+        // which a window held back for company (and with a long window, for good).
+        let release = DispatchSemaphore(value: 0)
+        let blocker = await hold(commit, until: release)
+        let done = Atomic<Bool>(false)
+        let last = Task {
+            try await commit.write { db in try db.execute(sql: "INSERT INTO item (name) VALUES ('last')") }
+            done.store(true, ordering: .relaxed)
         }
-        return window
-    }
-
-    @Test("opens for frequent, overlapping durable writes with a short queue")
-    func opens() {
-        #expect(window(gapMilliseconds: 1, overlapping: true).holds(queued: 1, durableQueued: true))
-        #expect(
-            window(gapMilliseconds: 1, overlapping: true).holds(queued: CommitWindow.crowd - 1, durableQueued: true))
-    }
-
-    @Test("stays shut for a lone caller, sparse writes, a crowd, relaxed jobs only, or a zero length")
-    func staysShut() {
-        #expect(!window(gapMilliseconds: 1, overlapping: false).holds(queued: 1, durableQueued: true))
-        #expect(!window(gapMilliseconds: 10, overlapping: true).holds(queued: 1, durableQueued: true))
-        #expect(!window(gapMilliseconds: 1, overlapping: true).holds(queued: CommitWindow.crowd, durableQueued: true))
-        #expect(!window(gapMilliseconds: 1, overlapping: true).holds(queued: 1, durableQueued: false))
-        #expect(!window(gapMilliseconds: 1, overlapping: true).holds(queued: 0, durableQueued: true))
-        #expect(!window(gapMilliseconds: 1, overlapping: true, arrivals: 1).holds(queued: 1, durableQueued: true))
-        var off = CommitWindow(length: .zero)
-        for index in 0..<40 { off.arrived(at: start + .milliseconds(index), whileOthersWrite: true) }
-        #expect(!off.holds(queued: 1, durableQueued: true))
+        #expect(await eventually { commit.queued == 1 })
+        let before = commits.load(ordering: .relaxed)
+        release.signal()
+        try await blocker.value
+        // The held transaction, then the job's own, at once: nothing else will come.
+        #expect(await eventually(timeout: .seconds(10)) { done.load(ordering: .relaxed) })
+        guard done.load(ordering: .relaxed) else { return }
+        try await last.value
+        #expect(commits.load(ordering: .relaxed) == before + 2)
+        #expect(try await database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM item") } == 201)
     }
 }
