@@ -16,13 +16,16 @@ struct PollingBench: AsyncParsableCommand {
         abstract: "Publish → wake and HTTP publish p50/p99 by waiters, RSS per waiting connection, idle CPU.",
         discussion: """
             For each count of --waiters (0 first: the floor), starts `hub serve` (the `hub` beside this \
-            executable, or --hub) on a generated hub.yaml (SQLite in a fresh temporary folder), parks that \
-            many long-polls (one user each) from this process, then publishes --wakes notifications at \
+            executable, or --hub) on a generated hub.yaml (SQLite in a fresh temporary folder), registers a \
+            polling endpoint for each waiting user and parks that many long-polls as those endpoints (one \
+            user each; --anonymous: without endpoints) from this process; a woken device polls again at once \
+            (--no-repoll: it does not). Then it publishes --wakes notifications at \
             --rate per second over --publishers keep-alive connections, each to a distinct user (a \
             waiting one when any wait), and times each publish to its response (HTTP publish) and to \
             the first byte of its long-poll's answer (publish → wake). The run with the most waiters \
             also reads VmRSS before and after parking (KiB per long-poll), the hub's CPU over \
-            --idle-seconds while they wait, and the time SIGTERM takes. Then (unless --wake-only) \
+            --idle-seconds while they wait, and the time SIGTERM takes. Then (unless --wake-only) as many \
+            long-polls without endpoints (the figure per waiting long-poll to quote), \
             as many event streams, and as many connections that send nothing (the floor every \
             connection costs). Each line ends with the load average, since the figures depend on what \
             else runs. Needs that many file descriptors in each process (the soft limit is raised to \
