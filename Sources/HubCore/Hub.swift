@@ -331,7 +331,7 @@ public final class Hub: Service, Sendable {
                 page = try await store.feed(key, after: version, limit: limit)
             }
         }
-        if let endpoint { try await recordSync(key, endpoint: endpoint) }
+        if let endpoint { recordSync(key, endpoint: endpoint) }
         guard let page else { return FeedPage(changes: [], version: version, hasMore: false) }
         return NotificationView(now: now(), reader: .device(platform)).page(page)
     }
@@ -349,8 +349,10 @@ public final class Hub: Service, Sendable {
     }
 
     /// Writes a polling endpoint's sync time unless it was written less than
-    /// ``syncRecordInterval`` ago.
-    private func recordSync(_ key: FeedKey, endpoint: String) async throws {
+    /// ``syncRecordInterval`` ago, without holding up the page: the time is informational, and a
+    /// woken long-poll that waited for this write waited for a commit of its own (issue 43). A
+    /// write that fails is logged; a sync after the interval writes it again.
+    private func recordSync(_ key: FeedKey, endpoint: String) {
         let current = now()
         let ref = EndpointRef(key: key, id: endpoint)
         let due = recordedSyncs.withLock { recorded -> Bool in
@@ -365,7 +367,18 @@ public final class Hub: Service, Sendable {
             recorded[ref] = current
             return true
         }
-        if due { try await store.touchEndpoint(key, id: endpoint, syncedAt: current) }
+        guard due else { return }
+        let store = self.store
+        let logger = self.logger
+        Task {
+            do {
+                try await store.touchEndpoint(key, id: endpoint, syncedAt: current)
+            } catch {
+                logger.warning(
+                    "writing a polling endpoint's sync time failed",
+                    metadata: ["app": "\(key.appId)", "endpoint": "\(endpoint)", "error": "\(error)"])
+            }
+        }
     }
 
     /// After a committed change of the feed (its change `version`, `nil` when several or unknown):

@@ -64,11 +64,6 @@ public struct DispatcherConfiguration: Sendable {
     /// Longest sleep of a lane whose queue is empty when nothing wakes it (deliveries that come
     /// due by time: retries, fallbacks, leases of a crashed instance).
     public var idleInterval: Duration = .seconds(1)
-    /// How long the recorder lets outcomes gather before it writes a batch smaller than
-    /// ``batchSize``. The leases keep the deliveries meanwhile, so this costs nothing but a later
-    /// `finishedAt` in the store; a write (a commit, with an fsync on SQLite) per outcome would
-    /// cost as much as the publish itself at moderate rates. Zero writes each outcome at once.
-    public var outcomeDelay: Duration = .milliseconds(50)
     /// Outcomes waiting to be written at which the lanes stop claiming (a store that cannot keep
     /// up); also the most the recorder writes in one call.
     public var maxUnrecordedOutcomes: Int = 8192

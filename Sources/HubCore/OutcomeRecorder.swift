@@ -4,9 +4,12 @@ import Synchronization
 /// The outcomes of sends not yet written to the store. Sends add to it; the dispatcher's recorder
 /// loop writes everything queued (up to ``DispatcherConfiguration/maxUnrecordedOutcomes``) in one
 /// ``OutboxStore/recordOutcomes(_:)`` call, again and again, so a busy dispatcher writes large
-/// batches; a small batch waits ``DispatcherConfiguration/outcomeDelay`` for company first. (A cap of
-/// four claims per write let the backlog grow past 150,000 outcomes with 100 endpoints per user:
-/// every write waited for a commit shared with publishes, and carried only 1,024.)
+/// batches. (A cap of four claims per write let the backlog grow past 150,000 outcomes with 100
+/// endpoints per user: every write waited for a commit shared with publishes, and carried only
+/// 1,024.) No batch waits for company: the outcomes that come while one write is in flight go in
+/// the next, so the batches grow with the rate and the store's speed, and an outcome that finds the
+/// recorder idle is written at once. (A fixed 50 ms wait for a small batch held every outcome's
+/// lease and `finishedAt` back at moderate rates: issue 43.)
 final class OutcomeRecorder: Sendable {
     private struct State {
         var queue: [OutboxOutcome] = []
@@ -38,8 +41,6 @@ final class OutcomeRecorder: Sendable {
 
     /// Outcomes queued, not yet taken by the writer.
     var queued: Int { state.withLock { $0.queue.count } }
-
-    var isClosed: Bool { state.withLock { $0.closed } }
 
     /// Up to `limit` queued outcomes for the writer, and whether no more will come.
     func take(_ limit: Int) -> (batch: [OutboxOutcome], closed: Bool) {
@@ -80,12 +81,6 @@ extension Dispatcher {
         var closedAt: ContinuousClock.Instant?
         while true {
             let ticket = bells.ticket()
-            // Let a small batch gather for `outcomeDelay` (not while stopping or failing).
-            if failures == 0, configuration.outcomeDelay > .zero, !recorder.isClosed,
-                (1..<configuration.batchSize).contains(recorder.queued)
-            {
-                try? await clock.sleep(for: configuration.outcomeDelay)
-            }
             let (batch, closed) = recorder.take(configuration.maxUnrecordedOutcomes)
             if closed && closedAt == nil { closedAt = clock.now }
             if batch.isEmpty {

@@ -29,9 +29,11 @@ import Synchronization
 /// the queue are concurrent calls that have not returned, so running them in another order
 /// changes nothing a caller can see.
 ///
-/// **A window at moderate rates.** When durable writes arrive often, from callers writing at the
-/// same time, but too few queue up to share an fsync, the next transaction waits `commitWindow`
-/// for company (see ``CommitWindow``).
+/// **No window but the commit itself.** A transaction never waits for company: the jobs that
+/// arrive while one commits share the next, so the batches grow with the rate and the fsync time
+/// on their own, and a job that finds the commit thread free commits at once. (A fixed window,
+/// held whenever writes came often and overlapped, added its length and the sleep's overshoot to
+/// every publish at moderate rates: issue 43.)
 ///
 /// **A thread of its own.** The transactions run on a dedicated thread, not in a task: a commit
 /// cycle that had to wait for a cooperative thread between batches waited behind the very
@@ -58,11 +60,6 @@ final class GroupCommit: Sendable {
         var waiting = false
         /// The `synchronous` level the connection was last set to by this instance.
         var synchronous: Durability = .durable
-        /// A transaction is being run.
-        var committing = false
-        var window: CommitWindow
-        /// How often a transaction was held back for company.
-        var held = 0
     }
 
     /// The commit thread's name, as `top -H` and `perf` show it (see `Thread.start(named:_:)`).
@@ -82,13 +79,12 @@ final class GroupCommit: Sendable {
 
     init(
         writer: any DatabaseWriter, maxBatch: Int = 256, cycleBudget: Duration = .milliseconds(20),
-        commitWindow: Duration = .milliseconds(1), idleTimeout: DispatchTimeInterval = .seconds(1),
-        afterCommit: (@Sendable () -> Void)? = nil
+        idleTimeout: DispatchTimeInterval = .seconds(1), afterCommit: (@Sendable () -> Void)? = nil
     ) {
         self.writer = writer
         self.maxBatch = maxBatch
         self.cycleBudget = cycleBudget
-        self.state = Mutex(State(window: CommitWindow(length: commitWindow)))
+        self.state = Mutex(State())
         self.idleTimeout = idleTimeout
         self.afterCommit = afterCommit
     }
@@ -114,16 +110,9 @@ final class GroupCommit: Sendable {
     /// Jobs waiting for a transaction (tests).
     var queued: Int { state.withLock { $0.queue.count } }
 
-    /// How often a transaction was held back for company (tests).
-    var heldBack: Int { state.withLock { $0.held } }
-
     private func enqueue(_ job: Job) {
         enum Action { case none, signal, start }
-        let now = ContinuousClock.now
         let action = state.withLock { state -> Action in
-            if job.durability == .durable {
-                state.window.arrived(at: now, whileOthersWrite: state.committing || !state.queue.isEmpty)
-            }
             state.queue.append(job)
             if !state.running {
                 state.running = true
@@ -146,18 +135,9 @@ final class GroupCommit: Sendable {
     /// Writes batches until no work came for `idleTimeout`.
     private func commitLoop() {
         while true {
-            let hold = state.withLock { state -> Duration? in
-                guard
-                    state.window.holds(
-                        queued: state.queue.count, durableQueued: state.queue.contains { $0.durability == .durable })
-                else { return nil }
-                state.held += 1
-                return state.window.length
-            }
-            if let hold { Thread.sleep(forTimeInterval: hold.seconds) }
             let batch = state.withLock { state -> [Job] in
                 let batch = Self.take(&state.queue, maxBatch)
-                if batch.isEmpty { state.waiting = true } else { state.committing = true }
+                if batch.isEmpty { state.waiting = true }
                 return batch
             }
             if batch.isEmpty {
@@ -175,9 +155,8 @@ final class GroupCommit: Sendable {
                 continue
             }
             let results = commit(batch)
-            state.withLock { state in
-                state.committing = false
-                if results.count < batch.count { state.queue.insert(contentsOf: batch[results.count...], at: 0) }
+            if results.count < batch.count {
+                state.withLock { $0.queue.insert(contentsOf: batch[results.count...], at: 0) }
             }
             for (job, result) in zip(batch, results) { job.continuation.resume(with: result) }
         }

@@ -8,9 +8,7 @@ import Synchronization
 /// Sleepers whose deadline the clock passes resume in deadline order; a sleeper that is cancelled
 /// throws `CancellationError` at once. Because the code under test runs on other tasks, a test
 /// usually waits until that code is asleep before moving the clock (``sleeperCount``, or what the
-/// code exposes of its waits) so an advance cannot slip in before the sleep it is meant to end. A
-/// hub on a manual clock should have `DispatcherConfiguration.outcomeDelay` zero, or its outcomes
-/// wait for the clock to move:
+/// code exposes of its waits) so an advance cannot slip in before the sleep it is meant to end:
 ///
 /// ```swift
 /// let clock = ManualClock()

@@ -60,4 +60,35 @@ struct OutcomeRecorderTests {
         // per write needed at least four more).
         #expect(gate.calls.load(ordering: .relaxed) <= 2)
     }
+
+    @Test("an outcome that finds the recorder idle is written at once: no batch waits on the clock for company")
+    func idleRecorderWritesAtOnce() async throws {
+        let store = try SQLiteStore.inMemory()
+        let gate = OutcomeGate()
+        gate.gate.open()
+        let apns = TestHub.apnsLike()
+        // The dispatcher's defaults, on a clock that moves only when told: a batch that waited for
+        // company on it would wait for good.
+        let configuration = HubConfiguration(
+            apps: [TestHub.app], instanceID: "recorder-idle", storeTimeout: .seconds(30))
+        let hub = try Hub(
+            configuration: configuration, store: InterceptedStore(store, gate), transports: [apns],
+            logger: .init(label: "hub"), clock: ManualClock())
+        _ = try await hub.registerEndpoint(
+            app: TestHub.app.id, user: "alice", id: "phone",
+            EndpointRegistration(
+                platform: .ios, appId: TestHub.app.platforms[.ios]![0], transport: .apns, token: "token",
+                attributes: ["environment": "production"]))
+        let running = Task { try await hub.run() }
+        defer { running.cancel() }
+        for round in 0..<3 {
+            _ = try await hub.publish(
+                app: TestHub.app.id, user: "alice",
+                NotificationDraft(appNotificationId: "n\(round)", payload: NotificationPayload(rawContent: "{}")))
+            #expect(await eventually { apns.deliveries.count == round + 1 })
+            // Written without the clock moving, one write per outcome (nothing else was queued).
+            #expect(await eventually { gate.calls.load(ordering: .relaxed) >= round + 1 }, "round \(round)")
+        }
+        #expect(await eventually { (try? await store.deliveryStatistics().pending) == 0 })
+    }
 }

@@ -1,5 +1,8 @@
 import Foundation
+import HubPolling
+import HubSQLite
 import HubTesting
+import Synchronization
 import Testing
 
 @testable import HubCore
@@ -108,5 +111,60 @@ struct PollingWakeTests {
         #expect(
             !test.hub.signals.isCurrent(FeedKey(appId: TestHub.app.id, userId: "alice"), version: written.changeVersion)
         )
+    }
+
+    /// Holds every `touchEndpoint` call until opened, and counts them.
+    final class SyncTimeGate: StoreInterceptor {
+        let calls = Atomic<Int>(0)
+        let gate = Gate()
+
+        func intercept<T: Sendable>(_ name: String, _ call: @escaping @Sendable () async throws -> T) async throws -> T
+        {
+            if name == "touchEndpoint" {
+                calls.add(1, ordering: .relaxed)
+                await gate.pass()
+            }
+            return try await call()
+        }
+    }
+
+    /// What a long-poll answered, once it did.
+    final class Answer: Sendable {
+        let page = Mutex<FeedPage?>(nil)
+    }
+
+    @Test("a woken long-poll of a polling endpoint answers without waiting for its sync time to be written")
+    func syncTimeDoesNotHoldTheAnswer() async throws {
+        let gate = SyncTimeGate()
+        let store = try SQLiteStore.inMemory()
+        let signals = FeedSignals()
+        var configuration = HubConfiguration(apps: [TestHub.app], instanceID: "sync-time", storeTimeout: .seconds(30))
+        configuration.dispatcher = Self.noDispatcher
+        let hub = try Hub(
+            configuration: configuration, store: InterceptedStore(store, gate),
+            transports: [PollingTransport(signals: signals)], signals: signals, logger: .init(label: "hub"))
+        _ = try await hub.registerEndpoint(
+            app: TestHub.app.id, user: "alice", id: "tablet",
+            EndpointRegistration(platform: .android, appId: TestHub.app.platforms[.android]![0], transport: .polling))
+        let answer = Answer()
+        let poll = Task {
+            let page = try await hub.feed(
+                app: TestHub.app.id, user: "alice", after: 0, wait: .seconds(30), endpoint: "tablet")
+            answer.page.withLock { $0 = page }
+        }
+        #expect(await eventually { hub.signals.waiterCount == 1 })
+        let (published, _) = try await hub.publish(
+            app: TestHub.app.id, user: "alice",
+            NotificationDraft(appNotificationId: "n-1", payload: NotificationPayload(rawContent: "{}")))
+        // Answered while the write of the endpoint's sync time is held.
+        #expect(await eventually { answer.page.withLock { $0 } != nil })
+        #expect(answer.page.withLock { $0 }?.changes.map(\.id) == [published.id])
+        #expect(await eventually { gate.calls.load(ordering: .relaxed) == 1 }, "the sync time is written")
+        gate.gate.open()
+        #expect(
+            await eventually {
+                (try? await hub.endpoint(app: TestHub.app.id, user: "alice", id: "tablet"))?.lastSyncAt != nil
+            })
+        poll.cancel()
     }
 }

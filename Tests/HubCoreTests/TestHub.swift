@@ -66,9 +66,6 @@ struct TestHub {
         configuration.maxBackoff = .milliseconds(50)
         configuration.idleInterval = .milliseconds(20)
         configuration.maxAttempts = 3
-        // Outcomes are written at once: a small batch does not wait on the clock (a manual one
-        // would hold it until advanced).
-        configuration.outcomeDelay = .zero
         return configuration
     }
 

@@ -158,7 +158,7 @@ struct GroupCommitTests {
     }
 }
 
-@Suite("Group commit: order, budget and window")
+@Suite("Group commit: order and budget")
 struct GroupCommitSchedulingTests {
     /// What the jobs of a test ran, in order.
     final class Ran: Sendable {
@@ -190,7 +190,7 @@ struct GroupCommitSchedulingTests {
     func relaxedCrowdDoesNotStarve() async throws {
         let commits = Atomic<Int>(0)
         let commit = GroupCommit(
-            writer: try itemsDatabase(), cycleBudget: .milliseconds(10), commitWindow: .zero,
+            writer: try itemsDatabase(), cycleBudget: .milliseconds(10),
             afterCommit: { commits.add(1, ordering: .relaxed) })
         let release = DispatchSemaphore(value: 0)
         let blocker = await hold(commit, until: release)
@@ -218,7 +218,7 @@ struct GroupCommitSchedulingTests {
         let commits = Ran()
         let database = try itemsDatabase()
         let commit = GroupCommit(
-            writer: database, cycleBudget: .milliseconds(50), commitWindow: .zero,
+            writer: database, cycleBudget: .milliseconds(50),
             afterCommit: { commits.append("commit") })
         let release = DispatchSemaphore(value: 0)
         let blocker = await hold(commit, until: release)
@@ -241,68 +241,34 @@ struct GroupCommitSchedulingTests {
         #expect(try await database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM item") } == 6)
     }
 
-    @Test("the window holds a transaction for company only while callers write at the same time")
-    func windowOnlyWithCompany() async throws {
-        let commits = Ran()
+    @Test("no window: jobs queued behind a transaction in progress commit as soon as it ends, however few")
+    func noWindow() async throws {
+        let commits = Atomic<Int>(0)
         let database = try itemsDatabase()
-        let commit = GroupCommit(
-            writer: database, commitWindow: .milliseconds(5), afterCommit: { commits.append("commit") })
-        // One caller writing again as soon as its write returns: never held back.
-        for index in 0..<40 {
-            try await commit.write { db in
-                try db.execute(sql: "INSERT INTO item (name) VALUES (?)", arguments: ["alone-\(index)"])
-            }
-        }
-        #expect(commit.heldBack == 0)
-        // Four callers writing at the same time: transactions are held for company and shared.
-        let before = commits.all.count
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for caller in 0..<4 {
-                group.addTask {
-                    for index in 0..<50 {
-                        try await commit.write { db in
-                            try db.execute(sql: "INSERT INTO item (name) VALUES (?)", arguments: ["\(caller)-\(index)"])
-                        }
+        let commit = GroupCommit(writer: database, afterCommit: { commits.add(1, ordering: .relaxed) })
+        // Seven callers writing at the same time, behind a transaction in progress: too few to share
+        // an fsync well, the company a fixed window waited for (with a long window, for good).
+        let release = DispatchSemaphore(value: 0)
+        let blocker = await hold(commit, until: release)
+        let done = Ran()
+        var writes: [Task<Void, any Error>] = []
+        for index in 0..<7 {
+            writes.append(
+                Task {
+                    try await commit.write { db in
+                        try db.execute(sql: "INSERT INTO item (name) VALUES (?)", arguments: ["job-\(index)"])
                     }
-                }
-            }
-            try await group.waitForAll()
+                    done.append("job-\(index)")
+                })
         }
-        #expect(commit.heldBack > 0)
-        #expect(commits.all.count - before < 100)
-        #expect(try await database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM item") } == 240)
-    }
-}
-
-@Suite("Commit window policy")
-struct CommitWindowTests {
-    private let start = ContinuousClock.now
-
-    private func window(gapMilliseconds: Int, overlapping: Bool, arrivals: Int = 40) -> CommitWindow {
-        var window = CommitWindow(length: .milliseconds(2))
-        for index in 0..<arrivals {
-            window.arrived(at: start + .milliseconds(index * gapMilliseconds), whileOthersWrite: overlapping)
-        }
-        return window
-    }
-
-    @Test("opens for frequent, overlapping durable writes with a short queue")
-    func opens() {
-        #expect(window(gapMilliseconds: 1, overlapping: true).holds(queued: 1, durableQueued: true))
-        #expect(
-            window(gapMilliseconds: 1, overlapping: true).holds(queued: CommitWindow.crowd - 1, durableQueued: true))
-    }
-
-    @Test("stays shut for a lone caller, sparse writes, a crowd, relaxed jobs only, or a zero length")
-    func staysShut() {
-        #expect(!window(gapMilliseconds: 1, overlapping: false).holds(queued: 1, durableQueued: true))
-        #expect(!window(gapMilliseconds: 10, overlapping: true).holds(queued: 1, durableQueued: true))
-        #expect(!window(gapMilliseconds: 1, overlapping: true).holds(queued: CommitWindow.crowd, durableQueued: true))
-        #expect(!window(gapMilliseconds: 1, overlapping: true).holds(queued: 1, durableQueued: false))
-        #expect(!window(gapMilliseconds: 1, overlapping: true).holds(queued: 0, durableQueued: true))
-        #expect(!window(gapMilliseconds: 1, overlapping: true, arrivals: 1).holds(queued: 1, durableQueued: true))
-        var off = CommitWindow(length: .zero)
-        for index in 0..<40 { off.arrived(at: start + .milliseconds(index), whileOthersWrite: true) }
-        #expect(!off.holds(queued: 1, durableQueued: true))
+        #expect(await eventually { commit.queued == 7 })
+        release.signal()
+        try await blocker.value
+        #expect(await eventually(timeout: .seconds(10)) { done.all.count == 7 })
+        guard done.all.count == 7 else { return }
+        for write in writes { try await write.value }
+        // The held transaction, then one for the seven: nothing waited for more.
+        #expect(commits.load(ordering: .relaxed) == 2)
+        #expect(try await database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM item") } == 7)
     }
 }

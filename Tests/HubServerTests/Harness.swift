@@ -111,9 +111,6 @@ struct Harness: Sendable {
             apps: apps, maxPayloadBytes: maxPayloadBytes, storeTimeout: storeTimeout)
         hubConfiguration.dispatcher.idleInterval = .milliseconds(50)
         hubConfiguration.dispatcher.sweepInterval = sweepInterval
-        // Outcomes are written at once: a small batch does not wait on the clock (a manual one
-        // would hold it until advanced).
-        hubConfiguration.dispatcher.outcomeDelay = .zero
         hubConfiguration.statisticsFlushInterval = statisticsFlushInterval
         hubConfiguration.broadcasts.enabled = broadcasts
         hubConfiguration.broadcasts.chunkSize = broadcastChunkSize
