@@ -73,6 +73,9 @@ public enum StoreConformance {
         Check(name: "statisticsAddUp", run: statisticsAddUp),
         Check(name: "statisticsPurge", run: statisticsPurge),
         Check(name: "endpointCountsPerTransport", run: endpointCountsPerTransport),
+        Check(name: "endpointLimit", run: endpointLimit),
+        Check(name: "endpointPages", run: endpointPages),
+        Check(name: "releaseUncounted", run: releaseUncounted),
     ]
 
     /// Runs every check, each on a store from `makeStore`, and throws one ``ConformanceFailure``

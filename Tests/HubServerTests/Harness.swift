@@ -56,7 +56,8 @@ struct Harness: Sendable {
         extraIdentity: [IdentityRegistration] = [], plug: StorePlug? = nil, storeTimeout: Duration = .seconds(5),
         extraApps: [CrossDeviceApp] = [], clock: any HubClock = SystemClock(),
         storePath: String? = nil, statisticsFlushInterval: Duration = .seconds(5),
-        sweepInterval: Duration = DispatcherConfiguration().sweepInterval
+        sweepInterval: Duration = DispatcherConfiguration().sweepInterval,
+        maxEndpointsPerUser: Int? = EndpointLimit.defaultMaxPerUser
     ) async throws {
         let key = ES256PrivateKey()
         let directory = try TemporaryFolder.make("hubserver")
@@ -113,6 +114,7 @@ struct Harness: Sendable {
         // would hold it until advanced).
         hubConfiguration.dispatcher.outcomeDelay = .zero
         hubConfiguration.statisticsFlushInterval = statisticsFlushInterval
+        hubConfiguration.maxEndpointsPerUser = maxEndpointsPerUser
         let store = try storePath.map(SQLiteStore.init(path:)) ?? SQLiteStore.inMemory()
         hub = try Hub(
             configuration: hubConfiguration,
