@@ -16,7 +16,7 @@ struct IsolationTests {
         id: "notes.contoso.com", name: "Notes", platforms: [.windows: [WNSFixture.package]],
         credentials: PushCredentials([WNSFixture.classic]))
     static let tasks = CrossDeviceApp(
-        id: "tasks.contoso.com", name: "Tasks", platforms: [.windows: [WNSFixture.package]],
+        id: "tasks.contoso.com", name: "Tasks", platforms: [.windows: ["Contoso.Tasks_8wekyb3d8bbwe"]],
         credentials: PushCredentials([WNSFixture.classic]))
     /// The WNS lane's depth in these tests: small, so that a hoarder could fill it.
     static let lane = 16
@@ -27,7 +27,7 @@ struct IsolationTests {
         var latencies: [Duration]
         /// Sends of the hoarder that the dead host holds unanswered when the victims were done.
         var hoarderHanging: Int
-        /// How long graceful shutdown took with those sends hanging.
+        /// How long the hub's graceful shutdown took with those sends hanging.
         var shutdown: Duration
     }
 
@@ -37,7 +37,7 @@ struct IsolationTests {
     private static func run(hoarder: Int, victims count: Int = 10) async throws -> Run {
         let good = try await WNSEmulator.start()
         good.registerPackage(sid: WNSFixture.sid, secret: "package-secret")
-        let dead = try await WNSEmulator.start()
+        let dead = try await WNSEmulator.start(authority: good.authority)
         dead.stopAnswering()
         let transport = try WNSTransport(
             configuration: WNSConfiguration(
@@ -56,14 +56,14 @@ struct IsolationTests {
             logger: Logger(label: "hub"))
         try await hub.store.migrate()
         let group = ServiceGroup(
-            configuration: .init(services: [.init(service: transport), .init(service: hub)], logger: hub.logger))
+            configuration: .init(services: [.init(service: hub)], logger: hub.logger))
         let running = Task { try await group.run() }
 
         func register(_ app: CrossDeviceApp, _ user: String, _ id: String, _ channel: String) async throws {
             _ = try await hub.registerEndpoint(
                 app: app.id, user: user, id: id,
                 EndpointRegistration(
-                    platform: .windows, appId: WNSFixture.package, transport: .wns, token: channel))
+                    platform: .windows, appId: app.platforms[.windows]![0], transport: .wns, token: channel))
         }
         func publish(_ app: CrossDeviceApp, _ user: String, _ id: String) async throws {
             _ = try await hub.publish(
@@ -104,6 +104,9 @@ struct IsolationTests {
         await group.triggerGracefulShutdown()
         _ = try? await running.value
         let shutdown = ContinuousClock.now - stopping
+        let closing = ContinuousClock.now
+        try await transport.shutdown()
+        print("isolation: the WNS client closed in \(ContinuousClock.now - closing)")
         try await good.shutdown()
         try await dead.shutdown()
         return Run(latencies: latencies, hoarderHanging: hanging, shutdown: shutdown)
