@@ -55,6 +55,7 @@ public struct EndpointPosition: Sendable, Hashable {
     }
 
     /// Whether `endpoint` comes after this position in listing order.
+    /// - Parameter endpoint: an endpoint of the listing.
     public func precedes(_ endpoint: Endpoint) -> Bool {
         if endpoint.userId != userId { return userId.utf8.lexicographicallyPrecedes(endpoint.userId.utf8) }
         return endpointId.utf8.lexicographicallyPrecedes(endpoint.id.utf8)
@@ -83,6 +84,9 @@ public struct EndpointPage: Sendable, Hashable {
 
     /// The page of `limit` endpoints made from up to `limit + 1` read in listing order: the
     /// one past `limit` only says that there is a next page.
+    /// - Parameters:
+    ///   - endpoints: up to `limit + 1` endpoints, in listing order.
+    ///   - limit: the most endpoints on the page.
     public init(reading endpoints: [Endpoint], limit: Int) {
         let page = Array(endpoints.prefix(limit))
         self.endpoints = page

@@ -97,6 +97,7 @@ extension Hub {
     }
 
     /// The limit on the endpoints of one user of `app`: the app's own, else the hub's.
+    /// - Parameter app: a configured app.
     public func endpointLimit(of app: CrossDeviceApp) -> EndpointLimit {
         EndpointLimit(maxPerUser: app.maxEndpointsPerUser ?? configuration.maxEndpointsPerUser)
     }

@@ -110,6 +110,9 @@ public protocol EndpointStore: Sendable {
     /// transaction as the insert (leaving out one whose token the new endpoint takes over) and
     /// lets `limit` decide (``EndpointLimit/check(adding:existing:)``), so that concurrent
     /// registrations cannot pass the limit together. A refresh is never refused.
+    /// - Parameters:
+    ///   - endpoint: the endpoint to register or refresh.
+    ///   - limit: how many endpoints the user may have (``EndpointLimit/unlimited`` for none).
     func upsertEndpoint(_ endpoint: Endpoint, limit: EndpointLimit) async throws -> Endpoint
     func endpoint(_ key: FeedKey, id: String) async throws -> Endpoint?
     /// The user's endpoints, ordered by ID. For all of an app's endpoints use ``endpoints(appId:state:)``.
@@ -117,6 +120,11 @@ public protocol EndpointStore: Sendable {
     func endpoints(appId: String, state: EndpointState?) async throws -> [Endpoint]
     /// Up to `limit` of the app's endpoints after `after` (all from the start when `nil`),
     /// optionally only those in `state`, ordered by user, then ID (bytewise).
+    /// - Parameters:
+    ///   - appId: the app.
+    ///   - state: only endpoints in this state; `nil`: all.
+    ///   - after: where the page starts (the last endpoint of the previous page); `nil`: the start.
+    ///   - limit: the most endpoints to read.
     func endpoints(
         appId: String, state: EndpointState?, after: EndpointPosition?, limit: Int
     ) async throws -> [Endpoint]

@@ -68,6 +68,7 @@ public protocol Transport: Service {
     /// own (a WNS channel URI, a Web Push endpoint); `nil` (the default) for a transport that
     /// sends to one provider. The dispatcher caps the sends in flight per host and backs off a
     /// host that cannot be reached (see ``ProviderReply/unreachable``).
+    /// - Parameter endpoint: an endpoint of this transport.
     func destination(of endpoint: Endpoint) -> String?
 }
 
