@@ -28,7 +28,8 @@ final class LaneShares: Sendable {
     enum Admission: Equatable {
         /// Send now; give the ticket back to ``finished(_:unreachable:at:)``.
         case admitted(Ticket)
-        /// Over a share: put back unsent, due at `until`.
+        /// Over a share (`reason`: `user`, `host`, `app`, or `probe` while one send finds out
+        /// whether a backed-off host is back): put back unsent, due at `until`.
         case deferred(until: Date, reason: String)
         /// The host is backing off after failures to reach it: retry no earlier than `until`.
         case hostDown(until: Date, reason: String)
@@ -91,14 +92,14 @@ final class LaneShares: Sendable {
                 }
                 // The back-off ended: one send at a time finds out whether the host is back.
                 if state.hosts[host, default: 0] >= 1 {
-                    return .deferred(until: now.addingTimeInterval(deferral.seconds), reason: "host probing")
+                    return .deferred(until: now.addingTimeInterval(deferral.seconds), reason: "probe")
                 }
             }
             if let host, state.hosts[host, default: 0] >= hostCap {
-                return .deferred(until: now.addingTimeInterval(deferral.seconds), reason: "host share")
+                return .deferred(until: now.addingTimeInterval(deferral.seconds), reason: "host")
             }
             if state.users[user, default: 0] >= userCap {
-                return .deferred(until: now.addingTimeInterval(deferral.seconds), reason: "user share")
+                return .deferred(until: now.addingTimeInterval(deferral.seconds), reason: "user")
             }
             let weight = max(1, weight)
             let held = state.apps[app, default: 0]
@@ -106,7 +107,7 @@ final class LaneShares: Sendable {
                 let total = state.weights.values.reduce(0, +)
                 let appCap = max(1, (concurrency * weight + total - 1) / max(total, 1))
                 if held >= appCap {
-                    return .deferred(until: now.addingTimeInterval(deferral.seconds), reason: "app share")
+                    return .deferred(until: now.addingTimeInterval(deferral.seconds), reason: "app")
                 }
             }
             state.apps[app, default: 0] += 1
