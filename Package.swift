@@ -166,6 +166,7 @@ let package = Package(
                 "HubCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: strictness
@@ -392,6 +393,7 @@ let package = Package(
             dependencies: [
                 "HubWNS", "HubFCM", "HubAPNS", "HubPolling", "HubTesting", "HubEmulators", "HubSQLite",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictness
         ),

@@ -83,7 +83,10 @@ public final class WNSTransport: Transport {
                         messageId: messageID)
                 }
             } catch {
-                return ProviderReply(outcome(for: error, endpoint: outbound.endpoint), messageId: messageID)
+                return ProviderReply(
+                    outcome(for: error, endpoint: outbound.endpoint), messageId: messageID,
+                    unreachable: error.code == .networkFailure
+                        ? error.underlying.flatMap { ConnectionFailure.unreachable($0) } : nil)
             }
         }
         return ProviderReply(.accepted, messageId: messageID)
@@ -99,6 +102,15 @@ public final class WNSTransport: Transport {
     /// failure to close is logged, not thrown: it must not fail the shutdown of `hub serve`.
     public func run() async throws {
         await closeAfterGracefulShutdown("WNS", logger: logger, close: shutdown)
+    }
+
+    /// The channel URI's host (with its port when it names one): the dispatcher caps the sends in
+    /// flight per host and backs off a host that cannot be reached.
+    public func destination(of endpoint: Endpoint) -> String? {
+        guard let channelURI = endpoint.token, let url = try? ProviderURL(checking: channelURI, notAURL: "") else {
+            return nil
+        }
+        return url.port.map { "\(url.host):\($0)" } ?? url.host
     }
 
     /// Refuses endpoints of apps without WNS credentials and channel URIs the policy does not allow.

@@ -1,5 +1,6 @@
 import Foundation
 public import HubCore
+import HubHTTP2
 public import Logging
 
 /// The `webpush` transport: endpoints of the web platform through the browsers' push services
@@ -75,8 +76,28 @@ public final class WebPushTransport: Transport {
             let response = try await client.send(message(for: outbound), to: subscription, vapid: vapid)
             return ProviderReply(.accepted, messageId: response.location)
         } catch {
-            return ProviderReply(outcome(for: error, endpoint: outbound.endpoint))
+            return ProviderReply(
+                outcome(for: error, endpoint: outbound.endpoint),
+                unreachable: Self.unreachable(error))
         }
+    }
+
+    /// Why the push service was never reached, when no connection could be opened to it (DNS,
+    /// TCP, TLS): the dispatcher then backs off its host.
+    static func unreachable(_ error: WebPushError) -> String? {
+        guard error.code == .networkFailure, let failure = error.underlying as? HTTP2ClientError,
+            failure.code == .connectionFailed
+        else { return nil }
+        return failure.description
+    }
+
+    /// The push service's host (with its port when the endpoint names one): the dispatcher caps
+    /// the sends in flight per host and backs off a host that cannot be reached.
+    public func destination(of endpoint: Endpoint) -> String? {
+        guard let subscription = try? WebPushSubscription(token: endpoint.token ?? ""),
+            let url = try? ProviderURL(checking: subscription.endpoint, notAURL: "")
+        else { return nil }
+        return url.port.map { "\(url.host):\($0)" } ?? url.host
     }
 
     /// Refuses endpoints of apps without a VAPID key, tokens that are not subscriptions and

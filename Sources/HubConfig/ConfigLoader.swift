@@ -189,10 +189,18 @@ extension ConfigReader {
         return logging
     }
 
+    /// What `limits.maxEndpointsPerUser` and `apps[].maxEndpointsPerUser` may be.
+    static let endpointLimits = 1...10_000
+
     mutating func readLimits(_ node: Node) -> LimitSettings {
         var limits = LimitSettings()
-        let allowed = ["defaultLifetime", "maxLifetime", "maxPayloadBytes", "retention"]
+        let allowed = ["defaultLifetime", "maxLifetime", "maxPayloadBytes", "retention", "maxEndpointsPerUser"]
         guard let entries = mapping(node, at: "limits", allowed: allowed) else { return limits }
+        if let count = integer(
+            entries["maxEndpointsPerUser"], at: "limits.maxEndpointsPerUser", in: Self.endpointLimits)
+        {
+            limits.maxEndpointsPerUser = count
+        }
         if let value = duration(entries["defaultLifetime"], at: "limits.defaultLifetime") {
             limits.defaultLifetime = value
         }

@@ -5,6 +5,7 @@ import Yams
 extension ConfigReader {
     static let appKeys = [
         "id", "name", "platforms", "identity", "credentials", "domain", "publishers", "delivery", "rateLimits",
+        "maxEndpointsPerUser", "dispatchWeight",
     ]
 
     mutating func readApps(_ node: Node) -> [CrossDeviceApp] {
@@ -68,6 +69,11 @@ extension ConfigReader {
             let mode = choice(sub["mode"], at: "\(path).delivery.mode", DeliveryMode.known.map(\.rawValue))
         {
             app.delivery = DeliveryPolicy(mode: DeliveryMode(rawValue: mode))
+        }
+        app.maxEndpointsPerUser = integer(
+            entries["maxEndpointsPerUser"], at: "\(path).maxEndpointsPerUser", in: Self.endpointLimits)
+        if let weight = integer(entries["dispatchWeight"], at: "\(path).dispatchWeight", in: 1...100) {
+            app.dispatchWeight = weight
         }
         return id == nil ? nil : app
     }

@@ -15,6 +15,12 @@ public struct DispatcherSettings: Sendable, Equatable {
     public var maxAttempts: Int = DispatcherConfiguration().maxAttempts
     /// `maxAge`: age after which a delivery is given up, whatever its attempts.
     public var maxAge: Duration = DispatcherConfiguration().maxAge
+    /// `userShare`: the most of a lane's slots one user's sends may hold (0 to 1).
+    public var userShare: Double = DispatcherConfiguration().maxUserShare
+    /// `hostShare`: the most of a lane's slots the sends to one destination host may hold (0 to 1).
+    public var hostShare: Double = DispatcherConfiguration().maxHostShare
+    /// `drainTimeout`: how long shutdown waits for sends in flight before cancelling them.
+    public var drainTimeout: Duration = DispatcherConfiguration().shutdownDrainTimeout
     public init() {}
 
     /// `configuration` with these settings.
@@ -25,12 +31,17 @@ public struct DispatcherSettings: Sendable, Equatable {
         configuration.lease = lease
         configuration.maxAttempts = maxAttempts
         configuration.maxAge = maxAge
+        configuration.maxUserShare = userShare
+        configuration.maxHostShare = hostShare
+        configuration.shutdownDrainTimeout = drainTimeout
         return configuration
     }
 }
 
 extension ConfigReader {
-    static let dispatcherKeys = ["concurrency", "lanes", "lease", "maxAttempts", "maxAge"]
+    static let dispatcherKeys = [
+        "concurrency", "lanes", "lease", "maxAttempts", "maxAge", "userShare", "hostShare", "drainTimeout",
+    ]
     /// The most sends one lane keeps in flight.
     static let maxLaneConcurrency = 10_000
 
@@ -66,6 +77,21 @@ extension ConfigReader {
                 error(node, "'\(path).maxAge' must be from 1m to 30d")
             } else {
                 settings.maxAge = value
+            }
+        }
+        for (key, keyPath) in [("userShare", \DispatcherSettings.userShare), ("hostShare", \.hostShare)] {
+            guard let node = entries[key], let text = string(node, at: "\(path).\(key)") else { continue }
+            if let value = Double(text), value > 0, value <= 1 {
+                settings[keyPath: keyPath] = value
+            } else {
+                error(node, "'\(path).\(key)' must be a fraction of the lane above 0 and at most 1, such as 0.25")
+            }
+        }
+        if let node = entries["drainTimeout"], let value = duration(node, at: "\(path).drainTimeout") {
+            if value < .seconds(1) || value > .seconds(300) {
+                error(node, "'\(path).drainTimeout' must be from 1s to 5m")
+            } else {
+                settings.drainTimeout = value
             }
         }
         return settings

@@ -37,7 +37,7 @@ struct EnvironmentOverrides {
         "server.connections": ConfigReader.connectionKeys,
         "store": ["sqlite", "postgres"], "store.sqlite": ["path"], "store.postgres": ["url", "poolSize"],
         "logging": ["format", "level"],
-        "limits": ["defaultLifetime", "maxLifetime", "maxPayloadBytes", "retention"],
+        "limits": ["defaultLifetime", "maxLifetime", "maxPayloadBytes", "retention", "maxEndpointsPerUser"],
         "dispatcher": ConfigReader.dispatcherKeys,
         "apps.*": ConfigReader.appKeys,
         "apps.*.platforms": Platform.known.map(\.rawValue),

@@ -21,10 +21,12 @@ public struct HubFile: Sendable {
 
     /// The values `Hub` runs on.
     public func hubConfiguration() -> HubConfiguration {
-        HubConfiguration(
+        var configuration = HubConfiguration(
             apps: apps, defaultLifetime: limits.defaultLifetime, maxLifetime: limits.maxLifetime,
             maxPayloadBytes: limits.maxPayloadBytes, retention: limits.retention,
             dispatcher: dispatcher.applied(to: DispatcherConfiguration()))
+        configuration.maxEndpointsPerUser = limits.maxEndpointsPerUser
+        return configuration
     }
 }
 
@@ -87,5 +89,8 @@ public struct LimitSettings: Sendable {
     public var maxLifetime: Duration = .seconds(30 * 86_400)
     public var maxPayloadBytes: Int = 4096
     public var retention: Duration = .seconds(7 * 86_400)
+    /// `maxEndpointsPerUser`: the most endpoints one user of an app may have (an app's own
+    /// `apps[].maxEndpointsPerUser` comes first).
+    public var maxEndpointsPerUser: Int = EndpointLimit.defaultMaxPerUser
     public init() {}
 }

@@ -17,6 +17,13 @@ public struct CrossDeviceApp: Sendable, Hashable, Identifiable {
     public var domain: DomainVerification?
     public var publishers: [Publisher]
     public var delivery: DeliveryPolicy
+    /// The most endpoints one user of this app may have (hub.yaml `apps[].maxEndpointsPerUser`);
+    /// `nil`: the hub's ``HubConfiguration/maxEndpointsPerUser``.
+    public var maxEndpointsPerUser: Int?
+    /// This app's weight in each transport lane's fair share (hub.yaml `apps[].dispatchWeight`,
+    /// default 1): while several apps have sends in flight in a lane, an app may hold about
+    /// `weight / total weight` of its slots (see ``DispatcherConfiguration/maxUserShare``).
+    public var dispatchWeight: Int = 1
 
     public init(
         id: String,

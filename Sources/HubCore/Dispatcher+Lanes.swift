@@ -20,10 +20,13 @@ extension Dispatcher {
         /// Deliveries handed off by this instance's publishes (already leased to it), sent before
         /// anything is claimed; `nil` while the lane does not run.
         let handedOff = Mutex<HandOffQueue?>(nil)
+        /// Who holds the lane's slots: the app, user and host shares.
+        let shares: LaneShares
 
-        init(_ selection: OutboxLane, concurrency: Int) {
+        init(_ selection: OutboxLane, concurrency: Int, configuration: DispatcherConfiguration) {
             self.selection = selection
             self.concurrency = max(1, concurrency)
+            self.shares = LaneShares(concurrency: max(1, concurrency), configuration: configuration)
             switch selection {
             case .transport(let id): name = id.rawValue
             case .otherThan: name = "other"
@@ -151,22 +154,64 @@ extension Dispatcher {
             // Handed off but never sent: put them back for the next claim (at-least-once).
             let unsent = lane.closeHandOffs()
             putBack(unsent)
+            // Sends still waiting for their provider after the drain bound are cancelled: their
+            // deliveries are retried by the next start.
+            let deadline = clock.now + configuration.shutdownDrainTimeout
+            while lane.inFlight.load(ordering: .acquiring) > 0, clock.now < deadline, !Task.isCancelled {
+                let ticket = bells.ticket()
+                guard lane.inFlight.load(ordering: .acquiring) > 0 else { break }
+                _ = await bells.wait(lane.slotKey, endpoint: nil, after: ticket, timeout: deadline - clock.now)
+            }
+            let left = lane.inFlight.load(ordering: .acquiring)
+            if left > 0 {
+                logger.warning(
+                    "sends still in flight after the drain bound are cancelled; their deliveries are retried",
+                    metadata: ["lane": "\(lane.name)", "count": "\(left)"])
+                group.cancelAll()
+            }
         }
     }
 
-    /// Sends `items` (leased to this instance) in `lane`, each in its own child task.
+    /// Sends `items` (leased to this instance) in `lane`, each in its own child task, as far as
+    /// the lane's shares let them (``LaneShares``): a delivery over its app's, user's or host's
+    /// share is put back unsent for a little later; one to a host that backs off fails fast.
     private func send(_ items: [ClaimedDelivery], in lane: Lane, group: inout DiscardingTaskGroup) {
-        lane.inFlight.add(items.count, ordering: .releasing)
+        var admitted: [(ClaimedDelivery, LaneShares.Ticket)] = []
+        admitted.reserveCapacity(items.count)
+        let at = now()
         for item in items {
+            let endpoint = item.endpoint
+            let host = router.transport(endpoint.transport)?.destination(of: endpoint)
+            let admission = lane.shares.admit(
+                app: item.delivery.appId, weight: router.apps[item.delivery.appId]?.dispatchWeight ?? 1,
+                user: FeedKey(appId: item.delivery.appId, userId: item.delivery.userId), host: host, at: at)
+            switch admission {
+            case .admitted(let ticket):
+                admitted.append((item, ticket))
+            case .deferred(let until, let reason):
+                Counter(
+                    label: "hub_deliveries_deferred_total", dimensions: [("lane", lane.name), ("share", reason)]
+                ).increment()
+                recorder.add(OutboxOutcome(id: item.delivery.id, .release(dueAt: until), at: at))
+            case .hostDown(let until, let reason):
+                let change = retry(item.delivery, after: .seconds(until.timeIntervalSince(at)), reason: reason)
+                statistics.record(item.delivery, transport: endpoint.transport, change, at: at)
+                recorder.add(OutboxOutcome(id: item.delivery.id, change, at: at))
+            }
+        }
+        lane.inFlight.add(admitted.count, ordering: .releasing)
+        for (item, ticket) in admitted {
             group.addTask {
-                let (change, messageId) = await self.process(item)
+                let (change, messageId, unreachable) = await self.process(item)
                 let at = self.now()
+                lane.shares.finished(ticket, unreachable: unreachable, at: at)
                 self.statistics.record(item.delivery, transport: item.endpoint.transport, change, at: at)
                 self.recorder.add(OutboxOutcome(id: item.delivery.id, change, at: at, providerMessageId: messageId))
                 lane.inFlight.subtract(1, ordering: .releasing)
                 self.bells.wake(lane.slotKey)
             }
         }
+        if admitted.count < items.count { bells.wake(lane.slotKey) }
     }
 
     /// Returns leased, unsent deliveries to the outbox, due at once, through the recorder.

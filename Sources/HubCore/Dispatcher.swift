@@ -20,9 +20,14 @@ import Synchronization
 ///   capped back-off (the hub's ``DeadlineStore`` bounds each call), logged once per episode;
 ///   outcomes not yet written are kept and written once the store answers again.
 ///
-/// Graceful shutdown stops claiming, lets in-flight sends finish, writes their outcomes (for at
-/// most ``DispatcherConfiguration/shutdownFlushTimeout``), then returns; deliveries still queued
-/// stay in the store for the next start (at-least-once).
+/// - **Fair shares.** Inside a lane no app, user or destination host may hold every slot, and a
+///   host that cannot be reached is backed off (see ``LaneShares``).
+///
+/// Graceful shutdown stops claiming, lets in-flight sends finish (for at most
+/// ``DispatcherConfiguration/shutdownDrainTimeout``; then the rest are cancelled and retried by
+/// the next start), writes their outcomes (for at most
+/// ``DispatcherConfiguration/shutdownFlushTimeout``), then returns; deliveries still queued stay
+/// in the store for the next start (at-least-once).
 final class Dispatcher: Sendable {
     let store: any Store
     let router: Router
@@ -60,9 +65,11 @@ final class Dispatcher: Sendable {
         self.lanes =
             transports.map { id in
                 let preferred = router.transport(id)?.preferredConcurrency
-                return Lane(.transport(id), concurrency: configuration.concurrency(for: id, preferred: preferred))
+                return Lane(
+                    .transport(id), concurrency: configuration.concurrency(for: id, preferred: preferred),
+                    configuration: configuration)
             }
-            + [Lane(.otherThan(Set(transports)), concurrency: 4)]
+            + [Lane(.otherThan(Set(transports)), concurrency: 4, configuration: configuration)]
         self.faults = StoreFaults(logger: logger)
         self.recorder = OutcomeRecorder(bells: bells)
     }
@@ -126,18 +133,21 @@ final class Dispatcher: Sendable {
     // MARK: Sending one delivery
 
     /// Sends one claimed delivery through its transport and says how to record it, with the
-    /// provider's message ID when it gave one.
-    func process(_ claimed: ClaimedDelivery) async -> (change: OutboxOutcome.Change, messageId: String?) {
+    /// provider's message ID when it gave one, and why its host could not be reached if it could not.
+    func process(
+        _ claimed: ClaimedDelivery
+    ) async -> (change: OutboxOutcome.Change, messageId: String?, unreachable: String?) {
         let delivery = claimed.delivery
         let endpoint = claimed.endpoint
         let transportLabel = endpoint.transport.rawValue
         guard let app = router.apps[delivery.appId] else {
             return (
-                .finish(.rejected, detail: "the app '\(delivery.appId)' is no longer configured", goneSince: nil), nil
+                .finish(.rejected, detail: "the app '\(delivery.appId)' is no longer configured", goneSince: nil), nil,
+                nil
             )
         }
         if let reason = Self.skipReason(claimed, now: now()) {
-            return (.finish(.superseded, detail: reason, goneSince: nil), nil)
+            return (.finish(.superseded, detail: reason, goneSince: nil), nil, nil)
         }
         guard let transport = router.transport(endpoint.transport) else {
             // A configuration fault (credentials missing or refused at start): park, never drop.
@@ -145,7 +155,7 @@ final class Dispatcher: Sendable {
                 "the \(endpoint.transport) transport is not enabled on this hub: give the app its credentials "
                 + "for it and restart"
             reportSuspension(app: app.id, transport: endpoint.transport, reason: reason)
-            return (.suspend(reason: reason), nil)
+            return (.suspend(reason: reason), nil, nil)
         }
         let started = clock.now
         let outbound = OutboundDelivery(
@@ -158,7 +168,7 @@ final class Dispatcher: Sendable {
         Counter(
             label: "hub_deliveries_total", dimensions: [("transport", transportLabel), ("outcome", outcome.label)]
         ).increment()
-        return (change(for: outcome, of: delivery, to: endpoint, app: app), reply.messageId)
+        return (change(for: outcome, of: delivery, to: endpoint, app: app), reply.messageId, reply.unreachable)
     }
 
     /// How to record `outcome` of `delivery`.
@@ -244,7 +254,7 @@ final class Dispatcher: Sendable {
     }
 
     /// Another attempt after a back-off, or `gaveUp` when attempts or age ran out.
-    private func retry(_ delivery: Delivery, after: Duration?, reason: String) -> OutboxOutcome.Change {
+    func retry(_ delivery: Delivery, after: Duration?, reason: String) -> OutboxOutcome.Change {
         let current = now()
         let age = current.timeIntervalSince(delivery.createdAt)
         if delivery.attempts >= configuration.maxAttempts || age >= configuration.maxAge.seconds {

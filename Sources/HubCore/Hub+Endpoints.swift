@@ -89,11 +89,17 @@ extension Hub {
             if let problem = plugin.problem(registering: endpoint, for: app) { fail(plugin.tokenField, problem) }
         }
         if !errors.isEmpty { throw HubError.invalid(errors) }
-        endpoint = try await store.upsertEndpoint(endpoint)
+        endpoint = try await store.upsertEndpoint(endpoint, limit: endpointLimit(of: app))
         logger.info(
             "endpoint registered",
             metadata: ["app": "\(app.id)", "endpoint": "\(endpointID)", "transport": "\(transport)"])
         return endpoint
+    }
+
+    /// The limit on the endpoints of one user of `app`: the app's own, else the hub's.
+    /// - Parameter app: a configured app.
+    public func endpointLimit(of app: CrossDeviceApp) -> EndpointLimit {
+        EndpointLimit(maxPerUser: app.maxEndpointsPerUser ?? configuration.maxEndpointsPerUser)
     }
 
     public func endpoints(app appID: String, user userID: String) async throws -> [Endpoint] {
@@ -120,6 +126,36 @@ extension Hub {
     /// The app's endpoints, optionally only those in `state` (`inactive` = the feedback list).
     public func appEndpoints(app appID: String, state: EndpointState? = nil) async throws -> [Endpoint] {
         try await store.endpoints(appId: try app(appID).id, state: state)
+    }
+
+    /// One page of the app's endpoints (ordered by user, then ID), optionally only those in `state`.
+    /// - Parameters:
+    ///   - appID: the app.
+    ///   - state: only endpoints in this state (`inactive` = the feedback list); `nil`: all.
+    ///   - after: where the page starts (the previous page's ``EndpointPage/next``); `nil`: the start.
+    ///   - limit: the most endpoints on the page (1 to ``EndpointPage/maxSize``).
+    public func appEndpoints(
+        app appID: String, state: EndpointState? = nil, after: EndpointPosition?, limit: Int
+    ) async throws -> EndpointPage {
+        let limit = min(max(1, limit), EndpointPage.maxSize)
+        let read = try await store.endpoints(appId: try app(appID).id, state: state, after: after, limit: limit + 1)
+        return EndpointPage(reading: read, limit: limit)
+    }
+
+    /// One page of a user's endpoints, ordered by ID.
+    /// - Parameters:
+    ///   - appID: the app.
+    ///   - userID: the user.
+    ///   - after: the last endpoint ID of the previous page; `nil`: the start.
+    ///   - limit: the most endpoints on the page (1 to ``EndpointPage/maxSize``).
+    public func endpoints(
+        app appID: String, user userID: String, after: String?, limit: Int
+    ) async throws -> EndpointPage {
+        let limit = min(max(1, limit), EndpointPage.maxSize)
+        let all = try await store.endpoints(try feedKey(appID, userID))
+        let position = after.map { EndpointPosition(userId: userID, endpointId: $0) }
+        return EndpointPage(
+            reading: Array(all.filter { position?.precedes($0) ?? true }.prefix(limit + 1)), limit: limit)
     }
 
     public func deliveryStatistics() async throws -> DeliveryStatistics {

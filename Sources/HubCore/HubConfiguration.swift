@@ -20,6 +20,10 @@ public struct HubConfiguration: Sendable {
     public var statisticsFlushInterval: Duration = .seconds(5)
     /// How this instance expands broadcasts.
     public var broadcasts = BroadcastConfiguration()
+    /// The most endpoints one user of an app may have (hub.yaml `limits.maxEndpointsPerUser`), unless
+    /// the app sets its own (``CrossDeviceApp/maxEndpointsPerUser``); `nil`: no limit. Past it a new
+    /// endpoint is refused with ``HubError/Code/conflict`` (see ``EndpointLimit``).
+    public var maxEndpointsPerUser: Int? = EndpointLimit.defaultMaxPerUser
 
     public init(
         apps: [CrossDeviceApp],
@@ -71,6 +75,24 @@ public struct DispatcherConfiguration: Sendable {
     public var maxStoreBackoff: Duration = .seconds(5)
     /// After graceful shutdown began, how long the dispatcher keeps trying to write the last outcomes.
     public var shutdownFlushTimeout: Duration = .seconds(5)
+    /// After graceful shutdown began, how long the lanes wait for sends in flight to return; then
+    /// the sends still waiting for their provider are cancelled and retried by the next start. So
+    /// shutdown takes at most this plus ``shutdownFlushTimeout``, whatever the lanes hold.
+    public var shutdownDrainTimeout: Duration = .seconds(5)
+    /// The most of a lane's slots one user's sends may hold (at least one slot): so one user's
+    /// sends that hang cannot hold the lane. See `LaneShares` for the app and host shares.
+    public var maxUserShare: Double = 0.25
+    /// The most of a lane's slots the sends to one destination host may hold (transports that
+    /// name hosts: WNS, Web Push).
+    public var maxHostShare: Double = 0.5
+    /// How much later a delivery over its app's, user's or host's share of a lane is due again
+    /// (put back unsent, no attempt counted).
+    public var fairnessDeferral: Duration = .seconds(1)
+    /// The back-off of a destination host after the first failure to reach it (its name did not
+    /// resolve, or connecting failed); it doubles with each failure in a row.
+    public var initialHostBackoff: Duration = .seconds(1)
+    /// The longest back-off of a destination host that could not be reached.
+    public var maxHostBackoff: Duration = .seconds(300)
     /// First retry delay; doubles per attempt (with ±20 % jitter) up to `maxBackoff`.
     public var initialBackoff: Duration = .seconds(1)
     public var maxBackoff: Duration = .seconds(3600)

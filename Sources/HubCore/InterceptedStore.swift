@@ -69,8 +69,14 @@ public struct InterceptedStore<Interceptor: StoreInterceptor>: Store {
         try await call("deliveryTrace") { try await $0.deliveryTrace(key, id: id) }
     }
 
-    public func upsertEndpoint(_ endpoint: Endpoint) async throws -> Endpoint {
-        try await call("upsertEndpoint") { try await $0.upsertEndpoint(endpoint) }
+    public func upsertEndpoint(_ endpoint: Endpoint, limit: EndpointLimit) async throws -> Endpoint {
+        try await call("upsertEndpoint") { try await $0.upsertEndpoint(endpoint, limit: limit) }
+    }
+
+    public func endpoints(
+        appId: String, state: EndpointState?, after: EndpointPosition?, limit: Int
+    ) async throws -> [Endpoint] {
+        try await call("endpoints") { try await $0.endpoints(appId: appId, state: state, after: after, limit: limit) }
     }
 
     public func endpoint(_ key: FeedKey, id: String) async throws -> Endpoint? {

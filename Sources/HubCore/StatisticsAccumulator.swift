@@ -51,7 +51,7 @@ final class StatisticsAccumulator: Sendable {
     }
 
     /// Counts the outcome of one send (`change`, known at `date`) of `delivery` through
-    /// `transport`. Superseded deliveries (never sent) are not counted.
+    /// `transport`. Superseded and released deliveries (never sent) are not counted.
     func record(_ delivery: Delivery, transport: TransportID, _ change: OutboxOutcome.Change, at date: Date) {
         let event: Event
         switch change {
@@ -64,7 +64,7 @@ final class StatisticsAccumulator: Sendable {
         case .finish(.gaveUp, _, _):
             // The detail names attempts and age, different for each delivery.
             event = .failed(reason: "gaveUp")
-        case .finish:
+        case .finish, .release:
             return
         case .retry:
             event = .retried

@@ -15,7 +15,7 @@ public import struct Foundation.Date
 /// - A planned tap to an endpoint coalesces with that endpoint's pending, unleased tap (newest
 ///   version, higher priority, earlier due time). A tap put back by a retry while a newer
 ///   unleased tap waits is finished as `superseded` instead.
-/// - ``EndpointStore/upsertEndpoint(_:)`` keeps the stored `lastSyncAt` when the incoming one is `nil`.
+/// - ``EndpointStore/upsertEndpoint(_:limit:)`` keeps the stored `lastSyncAt` when the incoming one is `nil`.
 /// - An `endpointGone` result without a provider time compares the endpoint's `registeredAt` with
 ///   the delivery's claim time; `inactiveSince` is then the finish time.
 /// - `UserNotification.deliveryMode` is the publisher's per-notification override, not the app default.
@@ -107,11 +107,29 @@ extension FeedStore {
 public protocol EndpointStore: Sendable {
     /// Registers or refreshes an endpoint. A refresh re-activates an inactive endpoint when its
     /// `registeredAt` is after the time it went inactive.
-    func upsertEndpoint(_ endpoint: Endpoint) async throws -> Endpoint
+    ///
+    /// When the endpoint is new, the store counts the user's other endpoints in the same
+    /// transaction as the insert (leaving out one whose token the new endpoint takes over) and
+    /// lets `limit` decide (``EndpointLimit/check(adding:existing:)``), so that concurrent
+    /// registrations cannot pass the limit together. A refresh is never refused.
+    /// - Parameters:
+    ///   - endpoint: the endpoint to register or refresh.
+    ///   - limit: how many endpoints the user may have (``EndpointLimit/unlimited`` for none).
+    func upsertEndpoint(_ endpoint: Endpoint, limit: EndpointLimit) async throws -> Endpoint
     func endpoint(_ key: FeedKey, id: String) async throws -> Endpoint?
     /// The user's endpoints, ordered by ID. For all of an app's endpoints use ``endpoints(appId:state:)``.
     func endpoints(_ key: FeedKey) async throws -> [Endpoint]
     func endpoints(appId: String, state: EndpointState?) async throws -> [Endpoint]
+    /// Up to `limit` of the app's endpoints after `after` (all from the start when `nil`),
+    /// optionally only those in `state`, ordered by user, then ID (bytewise).
+    /// - Parameters:
+    ///   - appId: the app.
+    ///   - state: only endpoints in this state; `nil`: all.
+    ///   - after: where the page starts (the last endpoint of the previous page); `nil`: the start.
+    ///   - limit: the most endpoints to read.
+    func endpoints(
+        appId: String, state: EndpointState?, after: EndpointPosition?, limit: Int
+    ) async throws -> [Endpoint]
     /// Removes an endpoint and its pending deliveries. Returns whether it existed.
     func deleteEndpoint(_ key: FeedKey, id: String) async throws -> Bool
     /// Records that the endpoint synced the feed (for fallback policies).
@@ -139,6 +157,8 @@ public protocol OutboxStore: Sendable {
     /// - A retry puts the delivery back, due at `dueAt`, lease cleared. A tap put back while a
     ///   newer unleased tap to its endpoint waits is finished as `superseded` instead, passing on
     ///   its priority.
+    /// - A release puts the delivery back unsent, due at `dueAt`, lease cleared, one attempt
+    ///   fewer (the claim counted one); a released tap is superseded like a retried one.
     /// - A suspension parks the delivery: it stays pending (lease cleared, `lastError` = the
     ///   reason) but no claim takes it until ``resumeSuspended(at:)``; it is counted in
     ///   ``DeliveryStatistics/suspended`` and ``nextDueDate()`` ignores it. A suspended tap put
@@ -165,6 +185,21 @@ public protocol OutboxStore: Sendable {
     /// (`finished` is empty), so that a scrape costs the size of the outbox, not of the delivery
     /// history. The default reads ``deliveryStatistics()``; stores with history should do better.
     func outboxDepth() async throws -> DeliveryStatistics
+}
+
+extension EndpointStore {
+    /// Registers or refreshes an endpoint without a limit on the user's endpoints.
+    public func upsertEndpoint(_ endpoint: Endpoint) async throws -> Endpoint {
+        try await upsertEndpoint(endpoint, limit: .unlimited)
+    }
+
+    /// Reads every endpoint of the app and keeps the page; stores should read only the page.
+    public func endpoints(
+        appId: String, state: EndpointState?, after: EndpointPosition?, limit: Int
+    ) async throws -> [Endpoint] {
+        let all = try await endpoints(appId: appId, state: state)
+        return Array(all.filter { after?.precedes($0) ?? true }.prefix(limit))
+    }
 }
 
 extension OutboxStore {
@@ -222,6 +257,9 @@ public struct OutboxOutcome: Sendable, Hashable {
         case retry(dueAt: Date, error: String)
         /// Parked for a configuration fault: kept, not claimed, until the hub starts again.
         case suspend(reason: String)
+        /// Not sent (the lane deferred it to keep its shares fair): back in the outbox unleased,
+        /// due at `dueAt`; the claim's attempt is not counted, the last error is kept.
+        case release(dueAt: Date)
     }
 
     public var id: Int64

@@ -63,6 +63,13 @@ public protocol Transport: Service {
     /// Completes an endpoint at registration, such as a default for an attribute the device did not
     /// give (the APNs environment from the app's credentials).
     func prepare(_ endpoint: Endpoint, for app: CrossDeviceApp) -> Endpoint
+
+    /// The host a send to `endpoint` connects to, when endpoints of this transport name their
+    /// own (a WNS channel URI, a Web Push endpoint); `nil` (the default) for a transport that
+    /// sends to one provider. The dispatcher caps the sends in flight per host and backs off a
+    /// host that cannot be reached (see ``ProviderReply/unreachable``).
+    /// - Parameter endpoint: an endpoint of this transport.
+    func destination(of endpoint: Endpoint) -> String?
 }
 
 extension Transport {
@@ -83,6 +90,8 @@ extension Transport {
     public func problem(registering endpoint: Endpoint, for app: CrossDeviceApp) -> String? { nil }
 
     public func prepare(_ endpoint: Endpoint, for app: CrossDeviceApp) -> Endpoint { endpoint }
+
+    public func destination(of endpoint: Endpoint) -> String? { nil }
 
     /// Waits for graceful shutdown. Override to release connections once the hub has drained.
     public func run() async throws {
@@ -138,9 +147,20 @@ public struct ProviderReply: Sendable, Hashable {
     /// The longest provider message ID a receipt keeps; longer ones are cut.
     public static let maxMessageIdLength = 512
 
-    public init(_ outcome: DeliveryOutcome, messageId: String? = nil) {
+    /// Why the send never reached its destination host, when it did not: the host name did not
+    /// resolve, or connecting failed or timed out (not a provider's answer, nor a request that
+    /// timed out on an open connection). The dispatcher then backs off the host
+    /// (``Transport/destination(of:)``), so sends to it fail fast instead of each waiting.
+    public var unreachable: String?
+
+    /// - Parameters:
+    ///   - outcome: what the dispatcher should do with the delivery.
+    ///   - messageId: the provider's ID of the message, when it gave one.
+    ///   - unreachable: why the destination host could not be reached, when it could not.
+    public init(_ outcome: DeliveryOutcome, messageId: String? = nil, unreachable: String? = nil) {
         self.outcome = outcome
         self.messageId = messageId.flatMap { $0.isEmpty ? nil : String($0.prefix(Self.maxMessageIdLength)) }
+        self.unreachable = unreachable
     }
 }
 

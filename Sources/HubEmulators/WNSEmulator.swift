@@ -54,6 +54,12 @@ public final class WNSEmulator: Sendable {
         var received: [ReceivedNotification] = []
         var tokenRequests = 0
         var refusedSends: [Int] = []
+        /// Whether channel sends go unanswered (``stopAnswering()``).
+        var silent = false
+        /// The unanswered sends, answered 503 at ``shutdown()``.
+        var unanswered: [CheckedContinuation<Void, Never>] = []
+        var unansweredCount = 0
+        var stopped = false
     }
 
     let state = Mutex(State())
@@ -74,14 +80,46 @@ public final class WNSEmulator: Sendable {
         let emulator = try WNSEmulator(
             listener: EmulatorListener(authority: authority, commonName: "WNS emulator CA"), now: now)
         try await emulator.listener.start(port: port, http2: false) { [weak emulator] request in
-            .now(emulator?.route(request) ?? EmulatorResponse(status: 503))
+            guard let emulator else { return .now(EmulatorResponse(status: 503)) }
+            if request.path.hasPrefix("/channels/"), emulator.state.withLock({ $0.silent && !$0.stopped }) {
+                return .later { await emulator.waitUnanswered() }
+            }
+            return .now(emulator.route(request))
         }
         return emulator
     }
 
-    /// Stops listening and closes open connections.
+    /// Stops listening and closes open connections; sends left unanswered get 503.
     public func shutdown() async throws {
+        let waiting = state.withLock { state in
+            state.stopped = true
+            defer { state.unanswered = [] }
+            return state.unanswered
+        }
+        for continuation in waiting { continuation.resume() }
         try await listener.shutdown()
+    }
+
+    /// Makes every channel send from now on go unanswered (a host that accepts connections and
+    /// requests but never answers) until ``shutdown()``.
+    public func stopAnswering() {
+        state.withLock { $0.silent = true }
+    }
+
+    /// Channel sends left unanswered so far (``stopAnswering()``).
+    public var unansweredSends: Int { state.withLock { $0.unansweredCount } }
+
+    private func waitUnanswered() async -> EmulatorResponse {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let parked = state.withLock { state in
+                guard !state.stopped else { return false }
+                state.unanswered.append(continuation)
+                state.unansweredCount += 1
+                return true
+            }
+            if !parked { continuation.resume() }
+        }
+        return EmulatorResponse(status: 503)
     }
 
     public var port: Int { listener.port }

@@ -15,12 +15,19 @@ extension PostgresStore {
     /// A non-nil token held by another endpoint of the same app and transport (another user, or
     /// another ID) moves here: that endpoint and its pending deliveries are removed.
     ///
+    /// A new endpoint is inserted only when `limit` lets the user have one more: the transaction
+    /// takes the user's feed lock (so concurrent registrations of the user wait for each other),
+    /// then counts the user's other endpoints (but one whose token moves here).
+    ///
     /// - Returns: the endpoint as stored.
-    public func upsertEndpoint(_ endpoint: Endpoint) async throws -> Endpoint {
+    /// - Throws: ``HubError/Code/conflict`` from `limit` when the endpoint is new and the user has
+    ///   as many as it allows.
+    public func upsertEndpoint(_ endpoint: Endpoint, limit: EndpointLimit) async throws -> Endpoint {
         try Identifier.checkBeforeStoring(endpoint)
         return try await transaction { db in
             let key = FeedKey(appId: endpoint.appId, userId: endpoint.userId)
             var stored = endpoint
+            if limit.maxPerUser != nil { try await Self.lockFeed(key, on: db) }
             if let existing = try await Self.fetchEndpoint(key, id: endpoint.id, forUpdate: true, db) {
                 if existing.state == .inactive {
                     let revived =
@@ -31,6 +38,17 @@ extension PostgresStore {
                     stored.inactiveSince = revived ? nil : existing.inactiveSince
                 }
                 stored.lastSyncAt = stored.lastSyncAt ?? existing.lastSyncAt
+            } else if limit.maxPerUser != nil {
+                let token = endpoint.token
+                let count = try await db.rows(
+                    """
+                    SELECT COUNT(*)::bigint FROM hub_endpoint
+                    WHERE app_id = \(key.appId) AND user_id = \(key.userId)
+                        AND NOT (\(token)::text IS NOT NULL AND transport = \(endpoint.transport.rawValue)
+                            AND token = \(token)::text)
+                    """)
+                let existing = try count.first?.decode(Int64.self) ?? 0
+                try limit.check(adding: endpoint.id, existing: Int(existing))
             }
             let e = stored
             let rows = try await db.rows(
@@ -100,6 +118,26 @@ extension PostgresStore {
             SELECT \(unescaped: EndpointColumns.list) FROM hub_endpoint
             WHERE app_id = \(appId) AND (\(state?.rawValue)::text IS NULL OR state = \(state?.rawValue))
             ORDER BY user_id COLLATE "C", id COLLATE "C"
+            """
+        ).map { try Endpoint(row: $0) }
+    }
+
+    /// Up to `limit` of the app's endpoints after `after`, optionally only those in `state`,
+    /// ordered by user, then ID (bytewise).
+    public func endpoints(
+        appId: String, state: EndpointState?, after: EndpointPosition?, limit: Int
+    ) async throws -> [Endpoint] {
+        try Identifier.checkBeforeStoring(["appId": appId])
+        let afterUser = after?.userId
+        let afterID = after?.endpointId
+        return try await rows(
+            """
+            SELECT \(unescaped: EndpointColumns.list) FROM hub_endpoint
+            WHERE app_id = \(appId) AND (\(state?.rawValue)::text IS NULL OR state = \(state?.rawValue))
+                AND (\(afterUser)::text IS NULL
+                    OR (user_id COLLATE "C", id COLLATE "C") > (\(afterUser)::text COLLATE "C", \(afterID)::text COLLATE "C"))
+            ORDER BY user_id COLLATE "C", id COLLATE "C"
+            LIMIT \(Int64(max(0, limit)))
             """
         ).map { try Endpoint(row: $0) }
     }

@@ -194,6 +194,9 @@ extension PostgresStore {
                     try await Self.retry(
                         delivery, dueAt: delivery.dueAt, error: reason, at: outcome.at, messageId: messageId, db,
                         suspending: true)
+                case .release(let dueAt):
+                    try await Self.retry(
+                        delivery, dueAt: dueAt, error: delivery.lastError, at: outcome.at, db, releasing: true)
                 }
             }
         }
@@ -275,10 +278,11 @@ extension PostgresStore {
     /// makes the row the endpoint's coalescing tap, so no publish may insert another meanwhile.
     ///
     /// With `suspending`, the delivery is parked instead (see ``recordOutcomes(_:)``). A parked tap
-    /// that a put-back tap merges into is un-parked: the lane tries it again.
+    /// that a put-back tap merges into is un-parked: the lane tries it again. With `releasing`, it
+    /// was not sent: it goes back with one attempt fewer and its last error kept.
     private static func retry(
         _ delivery: Delivery, dueAt: Date, error: String?, at now: Date, messageId: String? = nil, _ db: Session,
-        suspending: Bool = false
+        suspending: Bool = false, releasing: Bool = false
     ) async throws {
         let id = delivery.id
         if delivery.kind == .shoulderTap {
@@ -308,6 +312,15 @@ extension PostgresStore {
                     """)
                 return
             }
+        }
+        if releasing {
+            try await db.rows(
+                """
+                UPDATE hub_delivery SET lease_owner = NULL, lease_until = NULL, due_at = \(dueAt),
+                    attempts = GREATEST(0, attempts - 1)
+                WHERE id = \(id) AND state = 'pending'
+                """)
+            return
         }
         let suspendedAt: Date? = suspending ? now : nil
         try await db.rows(

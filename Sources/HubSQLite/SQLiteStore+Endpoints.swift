@@ -14,8 +14,13 @@ extension SQLiteStore {
     /// A non-nil token held by another endpoint of the same app and transport (another user, or
     /// another ID) moves here: that endpoint and its pending deliveries are removed.
     ///
+    /// A new endpoint is inserted only when `limit` lets the user have one more: the user's other
+    /// endpoints (but one whose token moves here) are counted in the same write transaction.
+    ///
     /// - Returns: the endpoint as stored.
-    public func upsertEndpoint(_ endpoint: Endpoint) async throws -> Endpoint {
+    /// - Throws: ``HubError/Code/conflict`` from `limit` when the endpoint is new and the user has
+    ///   as many as it allows.
+    public func upsertEndpoint(_ endpoint: Endpoint, limit: EndpointLimit) async throws -> Endpoint {
         try Identifier.checkBeforeStoring(endpoint)
         return try await write { db in
             let key = FeedKey(appId: endpoint.appId, userId: endpoint.userId)
@@ -38,6 +43,19 @@ extension SQLiteStore {
                 stored.lastSyncAt = stored.lastSyncAt ?? existing.lastSyncAt
                 try EndpointRecord(stored).update(db)
             } else {
+                if limit.maxPerUser != nil {
+                    let existing =
+                        try Int.fetchOne(
+                            db.cachedStatement(
+                                sql: """
+                                    SELECT COUNT(*) FROM endpoint WHERE appId = ? AND userId = ?
+                                        AND NOT (? IS NOT NULL AND transport = ? AND token = ?)
+                                    """),
+                            arguments: [
+                                key.appId, key.userId, endpoint.token, endpoint.transport.rawValue, endpoint.token,
+                            ]) ?? 0
+                    try limit.check(adding: endpoint.id, existing: existing)
+                }
                 try EndpointRecord(stored).insert(db)
             }
 
@@ -88,6 +106,29 @@ extension SQLiteStore {
             return try EndpointRecord.fetchAll(
                 db.cachedStatement(sql: "SELECT * FROM endpoint WHERE appId = ? ORDER BY userId, id"),
                 arguments: [appId]
+            ).map(\.endpoint)
+        }
+    }
+
+    /// Up to `limit` of the app's endpoints after `after`, optionally only those in `state`,
+    /// ordered by user, then ID (bytewise), read through the (appId, userId, id) key.
+    public func endpoints(
+        appId: String, state: EndpointState?, after: EndpointPosition?, limit: Int
+    ) async throws -> [Endpoint] {
+        try Identifier.checkBeforeStoring(["appId": appId])
+        return try await read { db in
+            try EndpointRecord.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT * FROM endpoint WHERE appId = ?
+                            AND (? IS NULL OR userId > ? OR (userId = ? AND id > ?))
+                            AND (? IS NULL OR state = ?)
+                        ORDER BY userId, id LIMIT ?
+                        """),
+                arguments: [
+                    appId, after?.userId, after?.userId, after?.userId, after?.endpointId, state?.rawValue,
+                    state?.rawValue, max(0, limit),
+                ]
             ).map(\.endpoint)
         }
     }

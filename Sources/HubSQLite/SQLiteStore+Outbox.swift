@@ -165,6 +165,8 @@ extension SQLiteStore {
                     try Self.retry(
                         db, id: outcome.id, dueAt: nil, error: reason, at: outcome.at.canonical, suspending: true,
                         providerMessageId: messageId)
+                case .release(let dueAt):
+                    try Self.release(db, id: outcome.id, dueAt: dueAt, at: outcome.at.canonical)
                 }
             }
             try Self.finishPlain(db, plain, at: plainAt.canonical)
@@ -265,6 +267,30 @@ extension SQLiteStore {
             record.suspendedAt = now
             record.suspendedReason = error
         }
+        try record.update(db)
+    }
+
+    /// Puts a claimed delivery back unsent, due at `dueAt`, one attempt fewer (see
+    /// ``OutboxStore/recordOutcomes(_:)``). A tap whose endpoint got a newer pending tap meanwhile
+    /// is superseded by it, passing on its priority.
+    static func release(_ db: Database, id: Int64, dueAt: Date, at now: Date) throws {
+        guard
+            var record = try DeliveryRecord.fetchOne(
+                db.cachedStatement(sql: "SELECT * FROM delivery WHERE id = ?"), arguments: [id]),
+            record.state == .pending
+        else { return }
+        if record.kind == .shoulderTap, var newer = try pendingTap(db, endpointOf: record), newer.id != id {
+            newer.priority = newer.priority.higher(record.priority)
+            newer.resume()
+            try newer.update(db)
+            record.finish(.superseded, detail: "A newer tap to the endpoint replaced it.", at: now)
+            try record.update(db)
+            return
+        }
+        record.leaseOwner = nil
+        record.leaseUntil = nil
+        record.dueAt = dueAt.canonical
+        record.attempts = max(0, record.attempts - 1)
         try record.update(db)
     }
 

@@ -58,6 +58,10 @@ struct EndpointResource: Encodable, Sendable {
 
 struct EndpointList: Encodable, Sendable {
     var endpoints: [EndpointResource]
+    /// The cursor of the next page (its `after`), absent on the last page.
+    var nextAfter: String?
+    /// The path and query of the next page, absent on the last page.
+    var next: String?
 }
 
 /// A Graph subscription ID (`X-UNS-ID`) for the calling user.

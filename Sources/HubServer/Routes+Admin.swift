@@ -6,9 +6,12 @@ extension HubAPI {
     ///
     /// - `GET /v1/apps`: the configured apps: IDs, names, platform app IDs, identity issuers,
     ///   credential and key *kinds*, publisher *names*. Never a secret.
-    /// - `GET /v1/apps/{app}/endpoints?state=active|inactive`: the app's endpoints; `inactive` is
-    ///   the feedback list of endpoints a provider reported dead.
-    /// - `GET /v1/apps/{app}/users/{userId}/endpoints`: one user's endpoints.
+    /// - `GET /v1/apps/{app}/endpoints?state=active|inactive&limit=&after=`: a page of the app's
+    ///   endpoints; `inactive` is the feedback list of endpoints a provider reported dead.
+    /// - `GET /v1/apps/{app}/users/{userId}/endpoints?limit=&after=`: a page of one user's endpoints.
+    ///
+    /// Listings are paged (``EndpointPaging``): `limit` (default 100, at most 1000) and `after`,
+    /// the `nextAfter` of the previous page; `next` is the next page's path and query.
     /// - `GET /v1/apps/{app}/statistics`: outbox counts, and the app's deliveries suspended for a
     ///   configuration fault per transport with the latest reason.
     ///
@@ -22,20 +25,41 @@ extension HubAPI {
             try authenticateAdmin(request)
             let app = try hub.app(try context.pathParameter("app"))
             var state: EndpointState?
+            var errors: [HubError.FieldError] = []
             if let text = request.uri.queryParameters["state"].map(String.init) {
-                guard [EndpointState.active, .inactive].contains(EndpointState(rawValue: text)) else {
-                    throw HubError.invalid([.init(field: "state", message: "must be active or inactive")])
+                if [EndpointState.active, .inactive].contains(EndpointState(rawValue: text)) {
+                    state = EndpointState(rawValue: text)
+                } else {
+                    errors.append(.init(field: "state", message: "must be active or inactive"))
                 }
-                state = EndpointState(rawValue: text)
             }
-            let endpoints = try await hub.appEndpoints(app: app.id, state: state)
-            return try JSON.response(EndpointList(endpoints: endpoints.map { EndpointResource($0, includeUser: true) }))
+            let paging = EndpointPaging(request, appWide: true, errors: &errors)
+            if !errors.isEmpty { throw HubError.invalid(errors) }
+            let page = try await hub.appEndpoints(
+                app: app.id, state: state, after: paging.after.flatMap(EndpointPaging.position), limit: paging.limit)
+            let cursor = page.next.map(EndpointPaging.cursor)
+            let path = "/v1/apps/\(Self.segment(app.id))/endpoints"
+            return try JSON.response(
+                EndpointList(
+                    endpoints: page.endpoints.map { EndpointResource($0, includeUser: true) }, nextAfter: cursor,
+                    next: cursor.map {
+                        paging.nextLink(path, cursor: $0, extra: state.map { [("state", $0.rawValue)] } ?? [])
+                    }))
         }
         router.get("/v1/apps/:app/users/:userId/endpoints") { request, context in
             try authenticateAdmin(request)
             let app = try hub.app(try context.pathParameter("app"))
-            let endpoints = try await hub.endpoints(app: app.id, user: try context.pathParameter("userId"))
-            return try JSON.response(EndpointList(endpoints: endpoints.map { EndpointResource($0, includeUser: true) }))
+            let user = try context.pathParameter("userId")
+            var errors: [HubError.FieldError] = []
+            let paging = EndpointPaging(request, appWide: false, errors: &errors)
+            if !errors.isEmpty { throw HubError.invalid(errors) }
+            let page = try await hub.endpoints(app: app.id, user: user, after: paging.after, limit: paging.limit)
+            let cursor = page.next?.endpointId
+            let path = "/v1/apps/\(Self.segment(app.id))/users/\(Self.segment(user))/endpoints"
+            return try JSON.response(
+                EndpointList(
+                    endpoints: page.endpoints.map { EndpointResource($0, includeUser: true) }, nextAfter: cursor,
+                    next: cursor.map { paging.nextLink(path, cursor: $0) }))
         }
         router.get("/v1/apps/:app/statistics") { request, context in
             try authenticateAdmin(request)

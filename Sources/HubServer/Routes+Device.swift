@@ -10,7 +10,9 @@ extension HubAPI {
     /// changes its own user's data in the app of the path.
     ///
     /// - `PUT /v1/apps/{app}/me/endpoints/{endpointId}`: register (201) or refresh (200).
-    /// - `GET /v1/apps/{app}/me/endpoints`, `GET|DELETE /v1/apps/{app}/me/endpoints/{endpointId}`.
+    /// - `GET /v1/apps/{app}/me/endpoints?limit=&after=` (paged, see ``EndpointPaging``),
+    ///   `GET|DELETE /v1/apps/{app}/me/endpoints/{endpointId}`. Registering a new endpoint past the
+    ///   user's limit (``EndpointLimit``) is a 409.
     /// - `GET /v1/apps/{app}/me/feed?cursor=&limit=&wait=`: changes since a cursor; `wait` long-polls;
     ///   `Accept: text/event-stream` streams them (see `ServerSentEvents.swift`).
     /// - `GET /v1/apps/{app}/me/notifications?readState=&userActionState=&status=&limit=`: history.
@@ -36,8 +38,15 @@ extension HubAPI {
         }
         router.get(RouterPath(me + "/endpoints")) { request, context in
             let (app, user) = try await authenticateDevice(request, context: context)
-            let endpoints = try await hub.endpoints(app: app.id, user: user)
-            return try JSON.response(EndpointList(endpoints: endpoints.map { EndpointResource($0) }))
+            var errors: [HubError.FieldError] = []
+            let paging = EndpointPaging(request, appWide: false, errors: &errors)
+            if !errors.isEmpty { throw HubError.invalid(errors) }
+            let page = try await hub.endpoints(app: app.id, user: user, after: paging.after, limit: paging.limit)
+            let cursor = page.next?.endpointId
+            return try JSON.response(
+                EndpointList(
+                    endpoints: page.endpoints.map { EndpointResource($0) }, nextAfter: cursor,
+                    next: cursor.map { paging.nextLink("/v1/apps/\(Self.segment(app.id))/me/endpoints", cursor: $0) }))
         }
         router.get(RouterPath(me + "/endpoints/:endpointId")) { request, context in
             let (app, user) = try await authenticateDevice(request, context: context)

@@ -116,3 +116,99 @@ extension StoreConformance {
         try expect.equal(try await store.endpoints(Fixture.bob), [b2, p2], "endpoints without tokens coexist")
     }
 }
+
+// Checks of the endpoint limit, listing pages and released deliveries.
+extension StoreConformance {
+    /// A new endpoint past the user's limit is refused (409) and nothing is stored; a refresh of an
+    /// existing endpoint, another user's endpoint, and a new endpoint that takes over the token of
+    /// one of the user's own always pass; deleting an endpoint makes room. Concurrent registrations
+    /// cannot pass the limit together.
+    public static func endpointLimit(_ store: any Store) async throws {
+        let expect = Expect()
+        try await store.migrate()
+        let limit = EndpointLimit(maxPerUser: 3)
+        for id in ["e1", "e2", "e3"] { _ = try await store.upsertEndpoint(Fixture.endpoint(id), limit: limit) }
+        do {
+            _ = try await store.upsertEndpoint(Fixture.endpoint("e4"), limit: limit)
+            throw expect.fail("a fourth endpoint past a limit of 3 was stored")
+        } catch let error as HubError {
+            try expect.equal(error.code, .conflict, "past the limit: a conflict")
+            try expect.that(error.message.contains("maxEndpointsPerUser = 3"), "the message names the limit")
+            try expect.that(error.message.contains("Delete"), "the message says how to make room")
+        }
+        try expect.equal(
+            try await store.endpoints(Fixture.alice).map(\.id), ["e1", "e2", "e3"], "nothing stored past the limit")
+        let refreshed = try await store.upsertEndpoint(
+            Fixture.endpoint("e2", token: "tok-new", registeredAt: Fixture.at(5)), limit: limit)
+        try expect.equal(refreshed.token, "tok-new", "a refresh at the limit passes")
+        _ = try await store.upsertEndpoint(Fixture.endpoint("b1", of: Fixture.bob), limit: limit)
+        // A new ID with e1's token: e1 goes, so the user stays at 3.
+        _ = try await store.upsertEndpoint(Fixture.endpoint("e9", token: "token-alice-e1"), limit: limit)
+        try expect.equal(
+            try await store.endpoints(Fixture.alice).map(\.id), ["e2", "e3", "e9"],
+            "a new endpoint that takes over one of the user's tokens replaces it")
+        try expect.that(try await store.deleteEndpoint(Fixture.alice, id: "e3"), "delete to make room")
+        _ = try await store.upsertEndpoint(Fixture.endpoint("e4"), limit: limit)
+        try expect.equal(
+            try await store.endpoints(Fixture.alice).map(\.id), ["e2", "e4", "e9"], "room made by a delete is used")
+
+        // Ten new endpoints at once for a user with room for one.
+        _ = try await store.deleteEndpoint(Fixture.alice, id: "e4")
+        let stored = await withTaskGroup(of: Bool.self) { group in
+            for index in 0..<10 {
+                group.addTask {
+                    (try? await store.upsertEndpoint(Fixture.endpoint("c\(index)"), limit: limit)) != nil
+                }
+            }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        try expect.equal(stored, 1, "concurrent registrations: only one fits")
+        try expect.equal(try await store.endpoints(Fixture.alice).count, 3, "the limit holds under concurrency")
+    }
+
+    /// An app's endpoints are read in pages ordered by user, then ID, each after the last of the
+    /// previous page, optionally only those in a state.
+    public static func endpointPages(_ store: any Store) async throws {
+        let expect = Expect()
+        try await store.migrate()
+        let carol = FeedKey(appId: Fixture.app, userId: "carol")
+        var all: [Endpoint] = []
+        for (key, ids) in [(Fixture.bob, ["b2", "b1"]), (Fixture.alice, ["e3", "e1", "e2"]), (carol, ["c1"])] {
+            for id in ids { all.append(try await store.upsertEndpoint(Fixture.endpoint(id, of: key))) }
+        }
+        let ordered = all.sorted { ($0.userId, $0.id) < ($1.userId, $1.id) }.map(\.id)
+        var read: [String] = []
+        var after: EndpointPosition?
+        for _ in 0..<10 {
+            let page = try await store.endpoints(appId: Fixture.app, state: nil, after: after, limit: 2)
+            read += page.map(\.id)
+            guard page.count == 2, let last = page.last else { break }
+            after = EndpointPosition(userId: last.userId, endpointId: last.id)
+        }
+        try expect.equal(read, ordered, "pages of 2 cover the app's endpoints once, by user then ID")
+        try expect.equal(
+            try await store.endpoints(
+                appId: Fixture.app, state: nil, after: EndpointPosition(userId: "alice", endpointId: "e2"), limit: 10
+            ).map(\.id), ["e3", "b1", "b2", "c1"], "a page after a position")
+        try expect.equal(
+            try await store.endpoints(appId: Fixture.app, state: .inactive, after: nil, limit: 10), [],
+            "only endpoints in the state")
+    }
+
+    /// A released delivery goes back unleased, due when told, without the claim's attempt.
+    public static func releaseUncounted(_ store: any Store) async throws {
+        let expect = Expect()
+        try await store.migrate()
+        _ = try await store.upsertEndpoint(Fixture.endpoint("e1"))
+        try await Fixture.publish(store, Fixture.draft("r-1"))
+        let claimed = try await Fixture.claim(store, at: Fixture.t0)
+        try expect.equal(claimed.map(\.delivery.attempts), [1], "the claim counts an attempt")
+        try await store.recordOutcomes([
+            OutboxOutcome(id: claimed[0].delivery.id, .release(dueAt: Fixture.at(10)), at: Fixture.t0)
+        ])
+        try expect.that(try await Fixture.claim(store, at: Fixture.at(5)).isEmpty, "not due before the release time")
+        let again = try await Fixture.claim(store, at: Fixture.at(10))
+        try expect.equal(again.map(\.delivery.id), [claimed[0].delivery.id], "claimed again when due")
+        try expect.equal(again.map(\.delivery.attempts), [1], "the released claim's attempt was not counted")
+    }
+}

@@ -81,6 +81,9 @@ public enum StoreConformance {
         Check(name: "broadcastChunkTakenOver", run: broadcastChunkTakenOver),
         Check(name: "broadcastTagAudience", run: broadcastTagAudience),
         Check(name: "broadcastListAndCancel", run: broadcastListAndCancel),
+        Check(name: "endpointLimit", run: endpointLimit),
+        Check(name: "endpointPages", run: endpointPages),
+        Check(name: "releaseUncounted", run: releaseUncounted),
     ]
 
     /// Runs every check, each on a store from `makeStore`, and throws one ``ConformanceFailure``

@@ -58,7 +58,8 @@ struct Harness: Sendable {
         storePath: String? = nil, statisticsFlushInterval: Duration = .seconds(5),
         sweepInterval: Duration = DispatcherConfiguration().sweepInterval, rateLimits: RateLimits = RateLimits(),
         maxBatchBodyBytes: Int? = nil, broadcasts: Bool = true,
-        broadcastChunkSize: Int = 3
+        broadcastChunkSize: Int = 3,
+        maxEndpointsPerUser: Int? = EndpointLimit.defaultMaxPerUser
     ) async throws {
         let key = ES256PrivateKey()
         let directory = try TemporaryFolder.make("hubserver")
@@ -114,6 +115,7 @@ struct Harness: Sendable {
         hubConfiguration.statisticsFlushInterval = statisticsFlushInterval
         hubConfiguration.broadcasts.enabled = broadcasts
         hubConfiguration.broadcasts.chunkSize = broadcastChunkSize
+        hubConfiguration.maxEndpointsPerUser = maxEndpointsPerUser
         let store = try storePath.map(SQLiteStore.init(path:)) ?? SQLiteStore.inMemory()
         hub = try Hub(
             configuration: hubConfiguration,
