@@ -129,7 +129,9 @@ public protocol OutboxStore: Sendable {
     /// Deliveries no longer leased by `owner` are left alone.
     func renewLeases(_ ids: [Int64], owner: String, until: Date) async throws
     /// Records the outcomes of claimed deliveries in one transaction. Unknown or already finished
-    /// deliveries are left alone.
+    /// deliveries are left alone. A delivery's own final answer (any finish but `.endpointGone`) is
+    /// recorded before the batch's other outcomes, whose side effects then leave it alone
+    /// (``OutboxMachine/isRecordedFirst(_:)``); those apply in the batch's order.
     ///
     /// - A finish ends the delivery. `.endpointGone` also deactivates the endpoint (unless it
     ///   re-registered after `goneSince`, or, without a provider time, after the claim) and

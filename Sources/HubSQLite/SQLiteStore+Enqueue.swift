@@ -102,6 +102,31 @@ extension SQLiteStore {
         return Enqueued(handedOff: handedOff, leftForClaim: leftForClaim)
     }
 
+    /// The `SET` list of the tap upsert: ``OutboxMachine/tapMerge`` with `excluded` the planned tap.
+    static let tapMergeSQL = mergeSQL(OutboxMachine.tapMerge) { "excluded.\($0.rawValue)" }
+
+    /// `rules` as the `SET` list of an update of a tap row (its columns unqualified), the other
+    /// tap's columns named by `incoming`.
+    static func mergeSQL(
+        _ rules: [(column: OutboxMachine.Column, rule: OutboxMachine.Rule)],
+        incoming: (OutboxMachine.Column) -> String
+    ) -> String {
+        rules.map { column, rule in
+            let (current, other) = (column.rawValue, incoming(column))
+            let value =
+                switch rule {
+                case .fromNewerVersion:
+                    "CASE WHEN \(incoming(.changeVersion)) >= changeVersion THEN \(other) ELSE \(current) END"
+                case .greatest: "MAX(\(current), \(other))"
+                case .fromMoreUrgent: "CASE WHEN \(incoming(.urgency)) > urgency THEN \(other) ELSE \(current) END"
+                case .least: "MIN(\(current), \(other))"
+                case .cleared: "NULL"
+                }
+            return "\(current) = \(value)"
+        }
+        .joined(separator: ", ")
+    }
+
     /// The endpoints of `key` with a pending, unleased tap (found by the unique partial index).
     private static func waitingTaps(_ db: Database, _ key: FeedKey) throws -> Set<String> {
         Set(
@@ -130,10 +155,7 @@ extension SQLiteStore {
                     FROM json_each(?) WHERE true
                     ON CONFLICT (appId, userId, endpointId)
                         WHERE state = 'pending' AND kind = 'shoulderTap' AND leaseOwner IS NULL
-                    DO UPDATE SET changeVersion = excluded.changeVersion, notificationId = excluded.notificationId,
-                        suspendedAt = NULL, suspendedReason = NULL,
-                        priority = CASE WHEN excluded.urgency > urgency THEN excluded.priority ELSE priority END,
-                        urgency = MAX(urgency, excluded.urgency), dueAt = MIN(dueAt, excluded.dueAt)
+                    DO UPDATE SET \(tapMergeSQL)
                     RETURNING id
                     """),
             arguments: [
@@ -215,10 +237,24 @@ extension SQLiteStore {
 }
 
 extension DeliveryRecord {
-    /// Un-parks a suspended row: a newer tap merged into it, so the lane tries it again.
-    mutating func resume() {
-        suspendedAt = nil
-        suspendedReason = nil
+    /// What ``OutboxMachine``'s tap merges decide of this row.
+    var tap: OutboxMachine.Tap {
+        get {
+            OutboxMachine.Tap(
+                transport: transport, notificationId: notificationId, changeVersion: changeVersion,
+                priority: priority, dueAt: dueAt, suspended: suspendedAt != nil)
+        }
+        set {
+            transport = newValue.transport
+            notificationId = newValue.notificationId
+            changeVersion = newValue.changeVersion
+            priority = newValue.priority
+            dueAt = newValue.dueAt
+            if !newValue.suspended {
+                suspendedAt = nil
+                suspendedReason = nil
+            }
+        }
     }
 
     /// Marks the row finished with `result`; the lease ends.
