@@ -62,8 +62,11 @@ public enum OutboxMachine {
 
     /// One arrow of the state diagram: `event` takes a delivery from `from` to `to`.
     public struct Transition: Sendable, Hashable {
+        /// The phase before; `nil` when the event creates the row.
         public var from: Phase?
+        /// What happened.
         public var event: Event
+        /// The phase after.
         public var to: Phase
         /// - Parameters:
         ///   - from: the phase before (`nil`: the row does not exist yet).
@@ -177,10 +180,15 @@ public enum OutboxMachine {
 
     /// What a tap row holds that merges decide.
     public struct Tap: Sendable, Hashable {
+        /// The transport the row goes by (its lane).
         public var transport: TransportID
+        /// The notification the tap announces.
         public var notificationId: String?
+        /// The feed version the tap announces.
         public var changeVersion: Int64
+        /// Its priority (claim order).
         public var priority: NotificationPriority
+        /// When it is due.
         public var dueAt: Date
         /// Parked (``Phase/suspended``).
         public var suspended: Bool
