@@ -303,6 +303,13 @@ public enum OutboxMachine {
 
     // MARK: Resuming
 
-    /// The due time of a parked row when the hub starts again: at once at the latest.
-    public static func resumedDueAt(_ dueAt: Date, at now: Date) -> Date { min(dueAt, now) }
+    /// How a parked row is un-parked when the hub starts again, from the time it starts
+    /// (`incoming`'s `dueAt`): due at once at the latest, suspension cleared. Stores render their
+    /// `UPDATE` from this table.
+    public static let resume: [(column: Column, rule: Rule)] = [
+        (.dueAt, .least),
+        (.suspendedAt, .cleared),
+        (.suspendedReason, .cleared),
+    ]
+
 }

@@ -336,9 +336,11 @@ extension PostgresStore {
     public func resumeSuspended(at now: Date) async throws -> Int {
         try await rows(
             """
-            UPDATE hub_delivery SET suspended_at = NULL, suspended_reason = NULL, due_at = LEAST(due_at, \(now))
-            WHERE state = 'pending' AND suspended_at IS NOT NULL
-            RETURNING id
+            WITH resumed AS (SELECT \(now)::timestamptz AS due_at)
+            UPDATE hub_delivery d SET \(unescaped: DeliveryColumns.resume)
+            FROM resumed
+            WHERE d.state = 'pending' AND d.suspended_at IS NOT NULL
+            RETURNING d.id
             """
         ).count
     }

@@ -231,6 +231,9 @@ enum DeliveryColumns {
     /// (``HubCore/OutboxMachine/supersedingMerge``).
     static let supersedingMerge = mergeSQL(OutboxMachine.supersedingMerge, current: "d", incoming: "incoming")
 
+    /// How a parked row `d` is un-parked at `resumed.due_at` (``HubCore/OutboxMachine/resume``).
+    static let resume = mergeSQL(OutboxMachine.resume, current: "d", incoming: "resumed")
+
     /// `rules` as the `SET` list of an update of the tap row `current` from the tap `incoming`
     /// (both table aliases).
     static func mergeSQL(

@@ -292,7 +292,7 @@ extension SQLiteStore {
         try await write(.relaxed) { db in
             try db.cachedStatement(
                 sql: """
-                    UPDATE delivery SET suspendedAt = NULL, suspendedReason = NULL, dueAt = MIN(dueAt, ?)
+                    UPDATE delivery SET \(Self.mergeSQL(OutboxMachine.resume) { _ in "?1" })
                     WHERE state = 'pending' AND suspendedAt IS NOT NULL
                     """
             ).execute(arguments: [now.canonical.storedSeconds])
