@@ -178,6 +178,36 @@ public enum OutboxMachine {
         (.suspendedReason, .cleared),
     ]
 
+    /// `rules` as the `SET` list of an SQL `UPDATE` (or `ON CONFLICT … DO UPDATE`) of a row from
+    /// another: how a store renders a merge in its dialect.
+    /// - Parameters:
+    ///   - rules: ``tapMerge``, ``supersedingMerge`` or ``resume``.
+    ///   - target: a column's name as the left side of an assignment.
+    ///   - current: a column of the row updated, as an expression.
+    ///   - incoming: a column of the other row (or bound value), as an expression.
+    ///   - greatest: the dialect's two-argument maximum (`MAX`, `GREATEST`).
+    ///   - least: the dialect's two-argument minimum (`MIN`, `LEAST`).
+    public static func setList(
+        _ rules: [(column: Column, rule: Rule)], target: (Column) -> String, current: (Column) -> String,
+        incoming: (Column) -> String, greatest: String, least: String
+    ) -> String {
+        rules.map { column, rule in
+            let (mine, other) = (current(column), incoming(column))
+            let value =
+                switch rule {
+                case .fromNewerVersion:
+                    "CASE WHEN \(incoming(.changeVersion)) >= \(current(.changeVersion)) THEN \(other) ELSE \(mine) END"
+                case .greatest: "\(greatest)(\(mine), \(other))"
+                case .fromMoreUrgent:
+                    "CASE WHEN \(incoming(.urgency)) > \(current(.urgency)) THEN \(other) ELSE \(mine) END"
+                case .least: "\(least)(\(mine), \(other))"
+                case .cleared: "NULL"
+                }
+            return "\(target(column)) = \(value)"
+        }
+        .joined(separator: ", ")
+    }
+
     /// What a tap row holds that merges decide.
     public struct Tap: Sendable, Hashable {
         /// The transport the row goes by (its lane).

@@ -9,7 +9,8 @@ public import struct Foundation.Date
 ///
 /// Semantics every store shares, beyond each method's summary:
 /// - Change versions come from one store-wide counter; every change of a notification (create,
-///   update, state change, delete, expiry) takes the next value.
+///   update, state change, delete, expiry) takes the next value. The notifications a sweep
+///   releases or expires take theirs in the order of their previous versions.
 /// - Which deliveries a change enqueues is the ``DeliveryPlanner``'s decision, never the store's;
 ///   the store persists the plan in the change's transaction.
 /// - A planned tap to an endpoint coalesces with that endpoint's pending, unleased tap (newest

@@ -234,27 +234,14 @@ enum DeliveryColumns {
     /// How a parked row `d` is un-parked at `resumed.due_at` (``HubCore/OutboxMachine/resume``).
     static let resume = mergeSQL(OutboxMachine.resume, current: "d", incoming: "resumed")
 
-    /// `rules` as the `SET` list of an update of the tap row `current` from the tap `incoming`
-    /// (both table aliases).
+    /// `rules` (``HubCore/OutboxMachine/setList(_:target:current:incoming:greatest:least:)``) as
+    /// the `SET` list of an update of the row `current` from the row `incoming` (table aliases).
     static func mergeSQL(
         _ rules: [(column: OutboxMachine.Column, rule: OutboxMachine.Rule)], current: String, incoming: String
     ) -> String {
-        rules.map { column, rule in
-            let name = Self.name(column)
-            let (mine, other) = ("\(current).\(name)", "\(incoming).\(name)")
-            let value =
-                switch rule {
-                case .fromNewerVersion:
-                    "CASE WHEN \(incoming).change_version >= \(current).change_version THEN \(other) ELSE \(mine) END"
-                case .greatest: "GREATEST(\(mine), \(other))"
-                case .fromMoreUrgent:
-                    "CASE WHEN \(incoming).urgency > \(current).urgency THEN \(other) ELSE \(mine) END"
-                case .least: "LEAST(\(mine), \(other))"
-                case .cleared: "NULL"
-                }
-            return "\(name) = \(value)"
-        }
-        .joined(separator: ",\n    ")
+        OutboxMachine.setList(
+            rules, target: name, current: { "\(current).\(name($0))" }, incoming: { "\(incoming).\(name($0))" },
+            greatest: "GREATEST", least: "LEAST")
     }
 
     /// The column of `column` in `hub_delivery`.

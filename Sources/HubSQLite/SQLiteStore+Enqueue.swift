@@ -105,26 +105,15 @@ extension SQLiteStore {
     /// The `SET` list of the tap upsert: ``OutboxMachine/tapMerge`` with `excluded` the planned tap.
     static let tapMergeSQL = mergeSQL(OutboxMachine.tapMerge) { "excluded.\($0.rawValue)" }
 
-    /// `rules` as the `SET` list of an update of a tap row (its columns unqualified), the other
-    /// tap's columns named by `incoming`.
+    /// `rules` (``OutboxMachine/setList(_:target:current:incoming:greatest:least:)``) as the `SET`
+    /// list of an update of a delivery row (its columns unqualified), the other row's columns (or
+    /// bound values) named by `incoming`.
     static func mergeSQL(
         _ rules: [(column: OutboxMachine.Column, rule: OutboxMachine.Rule)],
         incoming: (OutboxMachine.Column) -> String
     ) -> String {
-        rules.map { column, rule in
-            let (current, other) = (column.rawValue, incoming(column))
-            let value =
-                switch rule {
-                case .fromNewerVersion:
-                    "CASE WHEN \(incoming(.changeVersion)) >= changeVersion THEN \(other) ELSE \(current) END"
-                case .greatest: "MAX(\(current), \(other))"
-                case .fromMoreUrgent: "CASE WHEN \(incoming(.urgency)) > urgency THEN \(other) ELSE \(current) END"
-                case .least: "MIN(\(current), \(other))"
-                case .cleared: "NULL"
-                }
-            return "\(current) = \(value)"
-        }
-        .joined(separator: ", ")
+        OutboxMachine.setList(
+            rules, target: \.rawValue, current: \.rawValue, incoming: incoming, greatest: "MAX", least: "MIN")
     }
 
     /// The endpoints of `key` with a pending, unleased tap (found by the unique partial index).

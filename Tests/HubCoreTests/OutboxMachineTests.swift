@@ -98,4 +98,18 @@ struct OutboxMachineTests {
         #expect(!OutboxMachine.isRecordedFirst(.finish(.endpointGone, detail: nil, goneSince: nil)))
         #expect(!OutboxMachine.isRecordedFirst(.retry(dueAt: Self.t0, error: "503")))
     }
+
+    @Test("A merge renders as the SET list stores update with, in their dialect")
+    func setList() {
+        let sql = OutboxMachine.setList(
+            OutboxMachine.tapMerge, target: \.rawValue, current: { "d.\($0.rawValue)" },
+            incoming: { "x.\($0.rawValue)" }, greatest: "GREATEST", least: "LEAST")
+        #expect(
+            sql == "transport = CASE WHEN x.changeVersion >= d.changeVersion THEN x.transport ELSE d.transport END, "
+                + "notificationId = CASE WHEN x.changeVersion >= d.changeVersion THEN x.notificationId "
+                + "ELSE d.notificationId END, changeVersion = GREATEST(d.changeVersion, x.changeVersion), "
+                + "priority = CASE WHEN x.urgency > d.urgency THEN x.priority ELSE d.priority END, "
+                + "urgency = GREATEST(d.urgency, x.urgency), dueAt = LEAST(d.dueAt, x.dueAt), "
+                + "suspendedAt = NULL, suspendedReason = NULL")
+    }
 }
