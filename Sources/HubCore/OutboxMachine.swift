@@ -167,9 +167,12 @@ public enum OutboxMachine {
     ]
 
     /// How a tap put back while a newer tap to its endpoint waits passes on to that tap: its
-    /// priority, and its version and notification if newer (the waiting tap keeps its transport
-    /// and due time); the waiting tap is un-parked.
+    /// priority, and its version, notification and transport if newer (the newest change decides
+    /// where the tap goes, as in ``tapMerge``; the waiting tap keeps its due time); the waiting
+    /// tap is un-parked. Rows put back together (``OutboxStore/releaseLeases(owner:)``) are put
+    /// back in the order they were created.
     public static let supersedingMerge: [(column: Column, rule: Rule)] = [
+        (.transport, .fromNewerVersion),
         (.notificationId, .fromNewerVersion),
         (.changeVersion, .greatest),
         (.priority, .fromMoreUrgent),

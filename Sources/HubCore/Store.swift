@@ -139,7 +139,8 @@ public protocol OutboxStore: Sendable {
     ///   finishes its other pending deliveries as `superseded`.
     /// - A retry puts the delivery back, due at `dueAt`, lease cleared. A tap put back while a
     ///   newer unleased tap to its endpoint waits is finished as `superseded` instead, passing on
-    ///   its priority.
+    ///   its priority, and its version, notification and transport if newer
+    ///   (``OutboxMachine/supersedingMerge``).
     /// - A suspension parks the delivery: it stays pending (lease cleared, `lastError` = the
     ///   reason) but no claim takes it until ``resumeSuspended(at:)``; it is counted in
     ///   ``DeliveryStatistics/suspended`` and ``nextDueDate()`` ignores it. A suspended tap put
@@ -153,7 +154,8 @@ public protocol OutboxStore: Sendable {
     @discardableResult
     func resumeSuspended(at now: Date) async throws -> Int
     /// Puts back the deliveries `owner` claimed and never finished (it crashed), so that an instance
-    /// restarted under the same name sends them at once. Stores without this wait for the leases.
+    /// restarted under the same name sends them at once, each like a retry that keeps its due time,
+    /// in the order they were created. Stores without this wait for the leases.
     func releaseLeases(owner: String) async throws
     /// The earliest due time of a pending delivery, to sleep until.
     func nextDueDate() async throws -> Date?

@@ -172,19 +172,19 @@ extension PostgresStore {
         try await transaction { [finish, perRow] db in
             if let finish { try await db.run(FinishDeliveries.self, finish) }
             try await Self.lockFeeds(ofDeliveries: perRow.map(\.id), on: db)
-            var pending: [Int64: (delivery: Delivery, claimedAt: Date?)] = [:]
+            var pending: [Int64: (delivery: Delivery, transport: String, claimedAt: Date?)] = [:]
             for row in try await db.rows(
                 """
-                SELECT \(unescaped: DeliveryColumns.list), claimed_at FROM hub_delivery
+                SELECT \(unescaped: DeliveryColumns.list), transport, claimed_at FROM hub_delivery
                 WHERE id = ANY(\(perRow.map(\.id))) AND state = 'pending'
                 """)
             {
                 let row = row.makeRandomAccess()
                 let delivery = try Delivery(row: row)
-                pending[delivery.id] = (delivery, try row.value("claimed_at"))
+                pending[delivery.id] = (delivery, try row.value("transport"), try row.value("claimed_at"))
             }
             for outcome in perRow {
-                guard let (delivery, claimedAt) = pending[outcome.id] else { continue }
+                guard let (delivery, transport, claimedAt) = pending[outcome.id] else { continue }
                 let messageId = outcome.providerMessageId
                 switch outcome.change {
                 case .finish(_, let detail, let goneSince):
@@ -192,10 +192,13 @@ extension PostgresStore {
                         delivery.id, detail: detail, goneSince: goneSince, claimedAt: claimedAt, at: outcome.at,
                         messageId: messageId, db)
                 case .retry(let dueAt, let error):
-                    try await Self.retry(delivery, dueAt: dueAt, error: error, at: outcome.at, messageId: messageId, db)
+                    try await Self.retry(
+                        delivery, transport: transport, dueAt: dueAt, error: error, at: outcome.at,
+                        messageId: messageId, db)
                 case .suspend(let reason):
                     try await Self.retry(
-                        delivery, dueAt: delivery.dueAt, error: reason, at: outcome.at, messageId: messageId, db,
+                        delivery, transport: transport, dueAt: delivery.dueAt, error: reason, at: outcome.at,
+                        messageId: messageId, db,
                         suspending: true)
                 }
             }
@@ -233,12 +236,16 @@ extension PostgresStore {
             try await Self.lockFeeds(ofDeliveries: leased, on: db)
             let pending = try await db.rows(
                 """
-                SELECT \(unescaped: DeliveryColumns.list) FROM hub_delivery
+                SELECT \(unescaped: DeliveryColumns.list), transport FROM hub_delivery
                 WHERE id = ANY(\(leased)) AND lease_owner = \(owner) AND state = 'pending' ORDER BY id
                 """
-            ).map { try Delivery(row: $0) }
-            for delivery in pending {
-                try await Self.retry(delivery, dueAt: delivery.dueAt, error: delivery.lastError, at: Date(), db)
+            ).map { row in
+                let row = row.makeRandomAccess()
+                return (try Delivery(row: row), try row.value("transport", as: String.self))
+            }
+            for (delivery, transport) in pending {
+                try await Self.retry(
+                    delivery, transport: transport, dueAt: delivery.dueAt, error: delivery.lastError, at: Date(), db)
             }
         }
     }
@@ -286,7 +293,8 @@ extension PostgresStore {
     /// With `suspending`, the delivery is parked instead (see ``recordOutcomes(_:)``). A parked tap
     /// that a put-back tap merges into is un-parked: the lane tries it again.
     private static func retry(
-        _ delivery: Delivery, dueAt: Date, error: String?, at now: Date, messageId: String? = nil, _ db: Session,
+        _ delivery: Delivery, transport: String, dueAt: Date, error: String?, at now: Date, messageId: String? = nil,
+        _ db: Session,
         suspending: Bool = false
     ) async throws {
         let id = delivery.id
@@ -295,7 +303,7 @@ extension PostgresStore {
             let newer = try await db.rows(
                 """
                 WITH incoming AS (
-                    SELECT \(delivery.notificationId)::text AS notification_id,
+                    SELECT \(transport)::text AS transport, \(delivery.notificationId)::text AS notification_id,
                         \(delivery.changeVersion)::bigint AS change_version,
                         \(delivery.priority.rawValue)::text AS priority, \(delivery.priority.urgency)::smallint AS urgency
                 )

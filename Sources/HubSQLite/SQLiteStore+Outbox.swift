@@ -312,7 +312,10 @@ extension SQLiteStore {
     public func releaseLeases(owner: String) async throws {
         try await write(.relaxed) { db in
             // A leased row is never suspended (a suspension ends the lease), so the lanes' index has it.
+            // In the order they were created (``OutboxMachine/supersedingMerge``), sorted here so
+            // that the statement keeps to the lanes' index.
             let leased = try DeliveryRecord.fetchAll(db, sql: Self.leasedByOwnerSQL, arguments: [owner])
+                .sorted { ($0.id ?? 0) < ($1.id ?? 0) }
             let now = Date().canonical
             for var record in leased {
                 try Self.putBack(db, &record, dueAt: nil, error: record.lastError, suspending: false, at: now)

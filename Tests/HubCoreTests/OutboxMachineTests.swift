@@ -63,7 +63,7 @@ struct OutboxMachineTests {
     }
 
     @Test(
-        "A put-back tap is superseded only by another waiting tap, passing on priority and a newer version, not its transport or due time"
+        "A put-back tap is superseded only by another waiting tap, passing on its priority and, if newer, its version and transport, never its due time"
     )
     func putBack() {
         #expect(OutboxMachine.putBack(kind: .shoulderTap, newerTapWaits: true) == .supersedes)
@@ -77,8 +77,12 @@ struct OutboxMachineTests {
         let result = OutboxMachine.supersede(putBack, into: waiting)
         #expect(result.priority == .high)
         #expect(result.changeVersion == 4 && result.notificationId == "n2")
-        #expect(result.transport == TransportID("fcm"))
+        #expect(result.transport == TransportID("apns"), "the newer change's transport")
         #expect(result.dueAt == Self.t0.addingTimeInterval(60))
+        let stale = OutboxMachine.supersede(waiting, into: putBack)
+        #expect(
+            stale.transport == TransportID("apns") && stale.changeVersion == 4,
+            "an older tap passes on only its priority")
         #expect(!result.suspended)
     }
 

@@ -356,8 +356,8 @@ struct OutboxReference {
     }
 
     /// A retry, suspension or released lease: a tap while a newer unleased tap to its endpoint
-    /// waits is finished as superseded, passing on its priority (and version, if newer); else the
-    /// row waits again, lease cleared.
+    /// waits is finished as superseded, passing on its priority (and version, notification and
+    /// transport, if newer); else the row waits again, lease cleared.
     mutating func putBack(_ index: Int, dueAt: Date, error: String?, suspending: String?, at now: Date) {
         let row = rows[index]
         if row.kind == .shoulderTap,
@@ -367,9 +367,10 @@ struct OutboxReference {
             })
         {
             if Self.urgency(row.priority) > Self.urgency(rows[newer].priority) { rows[newer].priority = row.priority }
-            if row.changeVersion > rows[newer].changeVersion {
+            if row.changeVersion >= rows[newer].changeVersion {
                 rows[newer].changeVersion = row.changeVersion
                 rows[newer].notificationId = row.notificationId
+                rows[newer].transport = row.transport
             }
             rows[newer].suspended = nil
             rows[index].lastError = error
