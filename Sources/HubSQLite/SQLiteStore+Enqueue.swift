@@ -55,8 +55,9 @@ extension SQLiteStore {
         var leftForClaim = 0
         var leased: [Delivery] = []
         // One statement per due time and way (a plan has one or two due times: now, and its
-        // fallbacks' time).
-        for (dueAt, planned) in Dictionary(grouping: plan, by: \.dueAt) {
+        // fallbacks' time), the earliest first: rows are numbered in the same order on every run
+        // (the ID breaks ties in claim order).
+        for (dueAt, planned) in Dictionary(grouping: plan, by: \.dueAt).sorted(by: { $0.key < $1.key }) {
             var direct: [PlannedDelivery] = []
             var merging: [PlannedDelivery] = []
             for row in planned {

@@ -10,6 +10,12 @@ import Testing
 /// advances and sweeps; after every step the outboxes, endpoints and feeds must be equal. A
 /// failure is shrunk to a short sequence and recorded with its seed (`HUB_OUTBOX_SEED` replays
 /// it; `HUB_OUTBOX_RUNS`, `HUB_OUTBOX_STEPS` run more).
+///
+/// Known limit: rows one publish creates with equal priority and due time are claimed in ID order,
+/// and the stores number the rows of a publish split by a hand-off differently (SQLite: leased
+/// rows first; PostgreSQL: merged taps first); the model numbers them in plan order. Runs longer
+/// than CI's can meet that (`HUB_OUTBOX_SEED=169 HUB_OUTBOX_STEPS=100`): an order among equals,
+/// not a rule.
 @Suite("Outbox differential")
 struct OutboxDifferentialTests {
     @Test("SQLite's outbox follows the reference model (3,000 random steps)")

@@ -139,7 +139,9 @@ struct OutboxReference {
         _ notification: UserNotification, _ change: DeliveryPlanner.Change, now: Date, step: Int,
         handOff: HandOff? = nil
     ) -> [String] {
+        // Rows are created (numbered) by due time, then in plan order.
         let plan = planner.plan(notification, change, endpoints: userEndpoints(notification.userId), now: now)
+            .enumerated().sorted { ($0.element.dueAt, $0.offset) < ($1.element.dueAt, $1.offset) }.map(\.element)
         var handed: [String] = []
         for planned in plan {
             let index: Int
