@@ -9,7 +9,8 @@ public import struct Foundation.Date
 ///
 /// Semantics every store shares, beyond each method's summary:
 /// - Change versions come from one store-wide counter; every change of a notification (create,
-///   update, state change, delete, expiry) takes the next value.
+///   update, state change, delete, expiry) takes the next value. The notifications a sweep
+///   releases or expires take theirs in the order of their previous versions.
 /// - Which deliveries a change enqueues is the ``DeliveryPlanner``'s decision, never the store's;
 ///   the store persists the plan in the change's transaction.
 /// - A planned tap to an endpoint coalesces with that endpoint's pending, unleased tap (newest
@@ -149,14 +150,17 @@ public protocol OutboxStore: Sendable {
     /// Deliveries no longer leased by `owner` are left alone.
     func renewLeases(_ ids: [Int64], owner: String, until: Date) async throws
     /// Records the outcomes of claimed deliveries in one transaction. Unknown or already finished
-    /// deliveries are left alone.
+    /// deliveries are left alone. A delivery's own final answer (any finish but `.endpointGone`) is
+    /// recorded before the batch's other outcomes, whose side effects then leave it alone
+    /// (``OutboxMachine/isRecordedFirst(_:)``); those apply in the batch's order.
     ///
     /// - A finish ends the delivery. `.endpointGone` also deactivates the endpoint (unless it
     ///   re-registered after `goneSince`, or, without a provider time, after the claim) and
     ///   finishes its other pending deliveries as `superseded`.
     /// - A retry puts the delivery back, due at `dueAt`, lease cleared. A tap put back while a
     ///   newer unleased tap to its endpoint waits is finished as `superseded` instead, passing on
-    ///   its priority.
+    ///   its priority, and its version, notification and transport if newer
+    ///   (``OutboxMachine/supersedingMerge``).
     /// - A release puts the delivery back unsent, due at `dueAt`, lease cleared, one attempt
     ///   fewer (the claim counted one); a released tap is superseded like a retried one.
     /// - A suspension parks the delivery: it stays pending (lease cleared, `lastError` = the
@@ -172,7 +176,8 @@ public protocol OutboxStore: Sendable {
     @discardableResult
     func resumeSuspended(at now: Date) async throws -> Int
     /// Puts back the deliveries `owner` claimed and never finished (it crashed), so that an instance
-    /// restarted under the same name sends them at once. Stores without this wait for the leases.
+    /// restarted under the same name sends them at once, each like a retry that keeps its due time,
+    /// in the order they were created. Stores without this wait for the leases.
     func releaseLeases(owner: String) async throws
     /// The earliest due time of a pending delivery, to sleep until.
     func nextDueDate() async throws -> Date?

@@ -37,6 +37,23 @@ extension PostgresStore {
             dueAt = planned.dueAt
             coalesces = planned.coalesces
         }
+
+        /// What ``HubCore/OutboxMachine``'s tap merges decide of this row (never parked).
+        var tap: OutboxMachine.Tap {
+            get {
+                OutboxMachine.Tap(
+                    transport: TransportID(transport), notificationId: notificationId, changeVersion: changeVersion,
+                    priority: NotificationPriority(rawValue: priority), dueAt: dueAt)
+            }
+            set {
+                transport = newValue.transport.rawValue
+                notificationId = newValue.notificationId ?? notificationId
+                changeVersion = newValue.changeVersion
+                priority = newValue.priority.rawValue
+                urgency = newValue.priority.urgency
+                dueAt = newValue.dueAt
+            }
+        }
     }
 
     /// Plans the deliveries `change` of `notification` needs for `endpoints` and writes them.
@@ -100,18 +117,7 @@ extension PostgresStore {
                 merged.append(row)
                 continue
             }
-            var tap = merged[at]
-            if row.changeVersion >= tap.changeVersion {
-                tap.notificationId = row.notificationId
-                tap.changeVersion = row.changeVersion
-                tap.transport = row.transport
-            }
-            if row.urgency > tap.urgency {
-                tap.priority = row.priority
-                tap.urgency = row.urgency
-            }
-            tap.dueAt = min(tap.dueAt, row.dueAt)
-            merged[at] = tap
+            merged[at].tap = OutboxMachine.merge(row.tap, into: merged[at].tap)
         }
         return merged
     }

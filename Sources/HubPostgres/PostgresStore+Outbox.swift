@@ -68,8 +68,8 @@ extension PostgresStore {
             LIMIT $2
             FOR UPDATE OF d SKIP LOCKED
         ), superseded AS (
-            UPDATE hub_delivery d SET state = 'finished', result = 'superseded',
-                detail = 'The endpoint was removed or is inactive.', finished_at = $1, lease_owner = NULL,
+            UPDATE hub_delivery d SET state = 'finished', result = '\(OutboxMachine.supersededAtClaim.result)',
+                detail = '\(OutboxMachine.supersededAtClaim.detail)', finished_at = $1, lease_owner = NULL,
                 lease_until = NULL
             FROM due WHERE d.id = due.id AND NOT due.deliverable
         ), claimed AS (
@@ -141,9 +141,10 @@ extension PostgresStore {
         var finished: [(id: Int64, result: String, detail: String?, at: Date, messageId: String?)] = []
         var seen = Set<Int64>()
         var perRow: [OutboxOutcome] = []
+        // Own final answers first, in one statement (``HubCore/OutboxMachine/isRecordedFirst(_:)``).
         for outcome in outcomes {
             switch outcome.change {
-            case .finish(let result, let detail, _) where result != .endpointGone:
+            case .finish(let result, let detail, _) where OutboxMachine.isRecordedFirst(outcome.change):
                 if seen.insert(outcome.id).inserted {
                     finished.append((outcome.id, result.rawValue, detail, outcome.at, outcome.providerMessageId))
                 }
@@ -171,32 +172,38 @@ extension PostgresStore {
         try await transaction { [finish, perRow] db in
             if let finish { try await db.run(FinishDeliveries.self, finish) }
             try await Self.lockFeeds(ofDeliveries: perRow.map(\.id), on: db)
-            var pending: [Int64: Delivery] = [:]
+            var pending: [Int64: (delivery: Delivery, transport: String, claimedAt: Date?)] = [:]
             for row in try await db.rows(
                 """
-                SELECT \(unescaped: DeliveryColumns.list) FROM hub_delivery
+                SELECT \(unescaped: DeliveryColumns.list), transport, claimed_at FROM hub_delivery
                 WHERE id = ANY(\(perRow.map(\.id))) AND state = 'pending'
                 """)
             {
+                let row = row.makeRandomAccess()
                 let delivery = try Delivery(row: row)
-                pending[delivery.id] = delivery
+                pending[delivery.id] = (delivery, try row.value("transport"), try row.value("claimed_at"))
             }
             for outcome in perRow {
-                guard let delivery = pending[outcome.id] else { continue }
+                guard let (delivery, transport, claimedAt) = pending[outcome.id] else { continue }
                 let messageId = outcome.providerMessageId
                 switch outcome.change {
                 case .finish(_, let detail, let goneSince):
                     try await Self.endpointGone(
-                        delivery.id, detail: detail, goneSince: goneSince, at: outcome.at, messageId: messageId, db)
+                        delivery.id, detail: detail, goneSince: goneSince, claimedAt: claimedAt, at: outcome.at,
+                        messageId: messageId, db)
                 case .retry(let dueAt, let error):
-                    try await Self.retry(delivery, dueAt: dueAt, error: error, at: outcome.at, messageId: messageId, db)
+                    try await Self.retry(
+                        delivery, transport: transport, dueAt: dueAt, error: error, at: outcome.at,
+                        messageId: messageId, db)
                 case .suspend(let reason):
                     try await Self.retry(
-                        delivery, dueAt: delivery.dueAt, error: reason, at: outcome.at, messageId: messageId, db,
+                        delivery, transport: transport, dueAt: delivery.dueAt, error: reason, at: outcome.at,
+                        messageId: messageId, db,
                         suspending: true)
                 case .release(let dueAt):
                     try await Self.retry(
-                        delivery, dueAt: dueAt, error: delivery.lastError, at: outcome.at, db, releasing: true)
+                        delivery, transport: transport, dueAt: dueAt, error: delivery.lastError, at: outcome.at, db,
+                        releasing: true)
                 }
             }
         }
@@ -233,21 +240,31 @@ extension PostgresStore {
             try await Self.lockFeeds(ofDeliveries: leased, on: db)
             let pending = try await db.rows(
                 """
-                SELECT \(unescaped: DeliveryColumns.list) FROM hub_delivery
+                SELECT \(unescaped: DeliveryColumns.list), transport FROM hub_delivery
                 WHERE id = ANY(\(leased)) AND lease_owner = \(owner) AND state = 'pending' ORDER BY id
                 """
-            ).map { try Delivery(row: $0) }
-            for delivery in pending {
-                try await Self.retry(delivery, dueAt: delivery.dueAt, error: delivery.lastError, at: Date(), db)
+            ).map { row in
+                let row = row.makeRandomAccess()
+                return (try Delivery(row: row), try row.value("transport", as: String.self))
+            }
+            for (delivery, transport) in pending {
+                try await Self.retry(
+                    delivery, transport: transport, dueAt: delivery.dueAt, error: delivery.lastError, at: Date(), db)
             }
         }
     }
 
     /// Finishes a delivery as `endpointGone`, deactivates its endpoint unless it registered again
     /// after the verdict, and then supersedes the endpoint's other pending deliveries: one statement.
+    /// Whether the endpoint is deactivated, and since when, are ``HubCore/OutboxMachine``'s
+    /// (``HubCore/OutboxMachine/verdictTime(goneSince:claimedAt:at:)``).
     private static func endpointGone(
-        _ id: Int64, detail: String?, goneSince: Date?, at now: Date, messageId: String?, _ db: Session
+        _ id: Int64, detail: String?, goneSince: Date?, claimedAt: Date?, at now: Date, messageId: String?,
+        _ db: Session
     ) async throws {
+        let verdict = OutboxMachine.verdictTime(goneSince: goneSince, claimedAt: claimedAt, at: now)
+        let inactiveSince = OutboxMachine.inactiveSince(goneSince: goneSince, at: now)
+        let superseded = OutboxMachine.supersededByGoneEndpoint
         try await db.rows(
             """
             WITH finished AS (
@@ -256,17 +273,17 @@ extension PostgresStore {
                     first_sent_at = COALESCE(first_sent_at, claimed_at),
                     provider_message_id = COALESCE(\(messageId)::text, provider_message_id)
                 WHERE id = \(id) AND state = 'pending'
-                RETURNING app_id, user_id, endpoint_id, claimed_at
+                RETURNING app_id, user_id, endpoint_id
             ), deactivated AS (
                 UPDATE hub_endpoint e SET state = 'inactive', inactive_reason = \(detail),
-                    inactive_since = \(goneSince ?? now)
+                    inactive_since = \(inactiveSince)
                 FROM finished f
                 WHERE e.app_id = f.app_id AND e.user_id = f.user_id AND e.id = f.endpoint_id AND e.state = 'active'
-                    AND e.registered_at <= coalesce(\(goneSince)::timestamptz, f.claimed_at, \(now))
+                    AND e.registered_at <= \(verdict)
                 RETURNING e.app_id, e.user_id, e.id
             )
-            UPDATE hub_delivery d SET state = 'finished', result = 'superseded',
-                detail = 'The endpoint became inactive.', finished_at = \(now), lease_owner = NULL, lease_until = NULL
+            UPDATE hub_delivery d SET state = 'finished', result = \(superseded.result.rawValue),
+                detail = \(superseded.detail), finished_at = \(now), lease_owner = NULL, lease_until = NULL
             FROM deactivated x
             WHERE d.app_id = x.app_id AND d.user_id = x.user_id AND d.endpoint_id = x.id AND d.state = 'pending'
                 AND d.id <> \(id)
@@ -281,31 +298,33 @@ extension PostgresStore {
     /// that a put-back tap merges into is un-parked: the lane tries it again. With `releasing`, it
     /// was not sent: it goes back with one attempt fewer and its last error kept.
     private static func retry(
-        _ delivery: Delivery, dueAt: Date, error: String?, at now: Date, messageId: String? = nil, _ db: Session,
+        _ delivery: Delivery, transport: String, dueAt: Date, error: String?, at now: Date, messageId: String? = nil,
+        _ db: Session,
         suspending: Bool = false, releasing: Bool = false
     ) async throws {
         let id = delivery.id
         if delivery.kind == .shoulderTap {
-            let urgency = delivery.priority.urgency
+            // ``OutboxMachine/putBack(kind:newerTapWaits:)``: the update finds whether a newer tap waits.
             let newer = try await db.rows(
                 """
-                UPDATE hub_delivery
-                SET priority = CASE WHEN \(urgency) > urgency THEN \(delivery.priority.rawValue) ELSE priority END,
-                    urgency = GREATEST(urgency, \(urgency)),
-                    notification_id = CASE WHEN \(delivery.changeVersion) > change_version
-                        THEN \(delivery.notificationId) ELSE notification_id END,
-                    change_version = GREATEST(change_version, \(delivery.changeVersion)),
-                    suspended_at = NULL, suspended_reason = NULL
-                WHERE app_id = \(delivery.appId) AND user_id = \(delivery.userId)
-                    AND endpoint_id = \(delivery.endpointId) AND state = 'pending' AND kind = 'shoulderTap'
-                    AND lease_owner IS NULL AND id <> \(id)
-                RETURNING id
+                WITH incoming AS (
+                    SELECT \(transport)::text AS transport, \(delivery.notificationId)::text AS notification_id,
+                        \(delivery.changeVersion)::bigint AS change_version,
+                        \(delivery.priority.rawValue)::text AS priority, \(delivery.priority.urgency)::smallint AS urgency
+                )
+                UPDATE hub_delivery d SET \(unescaped: DeliveryColumns.supersedingMerge)
+                FROM incoming
+                WHERE d.app_id = \(delivery.appId) AND d.user_id = \(delivery.userId)
+                    AND d.endpoint_id = \(delivery.endpointId) AND d.state = 'pending' AND d.kind = 'shoulderTap'
+                    AND d.lease_owner IS NULL AND d.id <> \(id)
+                RETURNING d.id
                 """)
-            if !newer.isEmpty {
+            if OutboxMachine.putBack(kind: delivery.kind, newerTapWaits: !newer.isEmpty) == .supersedes {
+                let superseded = OutboxMachine.supersededByNewerTap
                 try await db.rows(
                     """
-                    UPDATE hub_delivery SET state = 'finished', result = 'superseded',
-                        detail = 'A newer tap to the endpoint replaced it.', last_error = \(error), finished_at = \(now),
+                    UPDATE hub_delivery SET state = 'finished', result = \(superseded.result.rawValue),
+                        detail = \(superseded.detail), last_error = \(error), finished_at = \(now),
                         lease_owner = NULL, lease_until = NULL, first_sent_at = COALESCE(first_sent_at, claimed_at),
                         provider_message_id = COALESCE(\(messageId)::text, provider_message_id)
                     WHERE id = \(id) AND state = 'pending'
@@ -339,9 +358,11 @@ extension PostgresStore {
     public func resumeSuspended(at now: Date) async throws -> Int {
         try await rows(
             """
-            UPDATE hub_delivery SET suspended_at = NULL, suspended_reason = NULL, due_at = LEAST(due_at, \(now))
-            WHERE state = 'pending' AND suspended_at IS NOT NULL
-            RETURNING id
+            WITH resumed AS (SELECT \(now)::timestamptz AS due_at)
+            UPDATE hub_delivery d SET \(unescaped: DeliveryColumns.resume)
+            FROM resumed
+            WHERE d.state = 'pending' AND d.suspended_at IS NOT NULL
+            RETURNING d.id
             """
         ).count
     }

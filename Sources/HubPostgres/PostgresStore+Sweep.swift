@@ -119,16 +119,23 @@ extension PostgresStore {
         guard !feeds.isEmpty else { return (0, []) }
         try await lockFeeds(feeds, on: db)
         // A new statement, so it sees what the previous holders of the locks committed. Each
-        // changed notification takes a version.
+        // changed notification takes a version, in the order of their previous versions, as in
+        // every store (PostgreSQL evaluates `nextval` in the select list after the sort).
         let expired = try await db.rows(
             """
+            WITH numbered AS (
+                SELECT n.app_id, n.user_id, n.id, nextval('hub_change_version') AS version
+                FROM hub_notification n
+                JOIN unnest(\(feeds.map(\.appId))::text[], \(feeds.map(\.userId))::text[]) AS f(app_id, user_id)
+                    ON n.app_id = f.app_id AND n.user_id = f.user_id
+                WHERE n.status = \(unescaped: sql.from) AND n.\(unescaped: sql.time) <= \(now)
+                ORDER BY n.change_version
+            )
             UPDATE hub_notification n
-            SET status = \(unescaped: sql.to), last_modified_date_time = \(now),
-                change_version = nextval('hub_change_version'),
+            SET status = \(unescaped: sql.to), last_modified_date_time = \(now), change_version = x.version,
                 published_version = \(unescaped: sql.publishedVersion)
-            FROM unnest(\(feeds.map(\.appId))::text[], \(feeds.map(\.userId))::text[]) AS f(app_id, user_id)
-            WHERE n.app_id = f.app_id AND n.user_id = f.user_id
-                AND n.status = \(unescaped: sql.from) AND n.\(unescaped: sql.time) <= \(now)
+            FROM numbered x
+            WHERE n.app_id = x.app_id AND n.user_id = x.user_id AND n.id = x.id
             RETURNING \(unescaped: qualified(NotificationColumns.list, "n"))
             """
         ).map { try UserNotification(row: $0) }

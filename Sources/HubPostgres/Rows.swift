@@ -22,14 +22,8 @@ struct JSONColumn<Value: Codable & Sendable>: Codable, Sendable, PostgresCodable
 }
 
 extension NotificationPriority {
-    /// Claim order of a delivery: higher is sent first. Unknown priorities rank like `none`.
-    var urgency: Int16 {
-        switch self {
-        case .high: 2
-        case .low: 1
-        default: 0
-        }
-    }
+    /// Claim order of a delivery (``HubCore/OutboxMachine/urgency(_:)``), as the `urgency` column holds it.
+    var urgency: Int16 { Int16(OutboxMachine.urgency(self)) }
 }
 
 extension PostgresRandomAccessRow {
@@ -229,20 +223,40 @@ extension Endpoint {
 // MARK: - Deliveries
 
 enum DeliveryColumns {
-    /// How a planned tap (`EXCLUDED`) merges into its endpoint's waiting tap `d`: the newer
-    /// notification and its transport, the higher priority, the earlier due time; a parked tap is
-    /// un-parked. The `DO UPDATE SET` list of the taps' `ON CONFLICT`.
-    static let tapMerge = """
-        transport = CASE WHEN EXCLUDED.change_version >= d.change_version
-            THEN EXCLUDED.transport ELSE d.transport END,
-        notification_id = CASE WHEN EXCLUDED.change_version >= d.change_version
-            THEN EXCLUDED.notification_id ELSE d.notification_id END,
-        change_version = GREATEST(d.change_version, EXCLUDED.change_version),
-        priority = CASE WHEN EXCLUDED.urgency > d.urgency THEN EXCLUDED.priority ELSE d.priority END,
-        urgency = GREATEST(d.urgency, EXCLUDED.urgency),
-        due_at = LEAST(d.due_at, EXCLUDED.due_at),
-        suspended_at = NULL, suspended_reason = NULL
-        """
+    /// How a planned tap (`EXCLUDED`) merges into its endpoint's waiting tap `d`
+    /// (``HubCore/OutboxMachine/tapMerge``): the `DO UPDATE SET` list of the taps' `ON CONFLICT`.
+    static let tapMerge = mergeSQL(OutboxMachine.tapMerge, current: "d", incoming: "EXCLUDED")
+
+    /// How a put-back tap (`incoming`) passes on to its endpoint's waiting tap `d`
+    /// (``HubCore/OutboxMachine/supersedingMerge``).
+    static let supersedingMerge = mergeSQL(OutboxMachine.supersedingMerge, current: "d", incoming: "incoming")
+
+    /// How a parked row `d` is un-parked at `resumed.due_at` (``HubCore/OutboxMachine/resume``).
+    static let resume = mergeSQL(OutboxMachine.resume, current: "d", incoming: "resumed")
+
+    /// `rules` (``HubCore/OutboxMachine/setList(_:target:current:incoming:greatest:least:)``) as
+    /// the `SET` list of an update of the row `current` from the row `incoming` (table aliases).
+    static func mergeSQL(
+        _ rules: [(column: OutboxMachine.Column, rule: OutboxMachine.Rule)], current: String, incoming: String
+    ) -> String {
+        OutboxMachine.setList(
+            rules, target: name, current: { "\(current).\(name($0))" }, incoming: { "\(incoming).\(name($0))" },
+            greatest: "GREATEST", least: "LEAST")
+    }
+
+    /// The column of `column` in `hub_delivery`.
+    static func name(_ column: OutboxMachine.Column) -> String {
+        switch column {
+        case .transport: "transport"
+        case .notificationId: "notification_id"
+        case .changeVersion: "change_version"
+        case .priority: "priority"
+        case .urgency: "urgency"
+        case .dueAt: "due_at"
+        case .suspendedAt: "suspended_at"
+        case .suspendedReason: "suspended_reason"
+        }
+    }
 
     static let list = """
         id, app_id, user_id, endpoint_id, kind, notification_id, change_version, priority, attempts, created_at,

@@ -83,19 +83,11 @@ enum JSONColumn {
 // MARK: - Priorities
 
 extension NotificationPriority {
-    /// Claim order of a delivery: higher is sent first. Unknown priorities rank like `none`.
-    var urgency: Int {
-        switch self {
-        case .high: 2
-        case .low: 1
-        default: 0
-        }
-    }
+    /// Claim order of a delivery (``OutboxMachine/urgency(_:)``).
+    var urgency: Int { OutboxMachine.urgency(self) }
 
-    /// The more urgent of two priorities.
-    func higher(_ other: NotificationPriority) -> NotificationPriority {
-        other.urgency > urgency ? other : self
-    }
+    /// The more urgent of two priorities (``OutboxMachine/higher(_:_:)``).
+    func higher(_ other: NotificationPriority) -> NotificationPriority { OutboxMachine.higher(self, other) }
 }
 
 // MARK: - Notifications

@@ -55,8 +55,9 @@ extension SQLiteStore {
         var leftForClaim = 0
         var leased: [Delivery] = []
         // One statement per due time and way (a plan has one or two due times: now, and its
-        // fallbacks' time).
-        for (dueAt, planned) in Dictionary(grouping: plan, by: \.dueAt) {
+        // fallbacks' time), the earliest first: rows are numbered in the same order on every run
+        // (the ID breaks ties in claim order).
+        for (dueAt, planned) in Dictionary(grouping: plan, by: \.dueAt).sorted(by: { $0.key < $1.key }) {
             var direct: [PlannedDelivery] = []
             var merging: [PlannedDelivery] = []
             for row in planned {
@@ -102,6 +103,20 @@ extension SQLiteStore {
         return Enqueued(handedOff: handedOff, leftForClaim: leftForClaim)
     }
 
+    /// The `SET` list of the tap upsert: ``OutboxMachine/tapMerge`` with `excluded` the planned tap.
+    static let tapMergeSQL = mergeSQL(OutboxMachine.tapMerge) { "excluded.\($0.rawValue)" }
+
+    /// `rules` (``OutboxMachine/setList(_:target:current:incoming:greatest:least:)``) as the `SET`
+    /// list of an update of a delivery row (its columns unqualified), the other row's columns (or
+    /// bound values) named by `incoming`.
+    static func mergeSQL(
+        _ rules: [(column: OutboxMachine.Column, rule: OutboxMachine.Rule)],
+        incoming: (OutboxMachine.Column) -> String
+    ) -> String {
+        OutboxMachine.setList(
+            rules, target: \.rawValue, current: \.rawValue, incoming: incoming, greatest: "MAX", least: "MIN")
+    }
+
     /// The endpoints of `key` with a pending, unleased tap (found by the unique partial index).
     private static func waitingTaps(_ db: Database, _ key: FeedKey) throws -> Set<String> {
         Set(
@@ -130,10 +145,7 @@ extension SQLiteStore {
                     FROM json_each(?) WHERE true
                     ON CONFLICT (appId, userId, endpointId)
                         WHERE state = 'pending' AND kind = 'shoulderTap' AND leaseOwner IS NULL
-                    DO UPDATE SET changeVersion = excluded.changeVersion, notificationId = excluded.notificationId,
-                        suspendedAt = NULL, suspendedReason = NULL,
-                        priority = CASE WHEN excluded.urgency > urgency THEN excluded.priority ELSE priority END,
-                        urgency = MAX(urgency, excluded.urgency), dueAt = MIN(dueAt, excluded.dueAt)
+                    DO UPDATE SET \(tapMergeSQL)
                     RETURNING id
                     """),
             arguments: [
@@ -215,10 +227,24 @@ extension SQLiteStore {
 }
 
 extension DeliveryRecord {
-    /// Un-parks a suspended row: a newer tap merged into it, so the lane tries it again.
-    mutating func resume() {
-        suspendedAt = nil
-        suspendedReason = nil
+    /// What ``OutboxMachine``'s tap merges decide of this row.
+    var tap: OutboxMachine.Tap {
+        get {
+            OutboxMachine.Tap(
+                transport: transport, notificationId: notificationId, changeVersion: changeVersion,
+                priority: priority, dueAt: dueAt, suspended: suspendedAt != nil)
+        }
+        set {
+            transport = newValue.transport
+            notificationId = newValue.notificationId
+            changeVersion = newValue.changeVersion
+            priority = newValue.priority
+            dueAt = newValue.dueAt
+            if !newValue.suspended {
+                suspendedAt = nil
+                suspendedReason = nil
+            }
+        }
     }
 
     /// Marks the row finished with `result`; the lease ends.

@@ -61,8 +61,8 @@ extension SQLiteStore {
                     db,
                     unsendable.map {
                         PlainFinish(
-                            id: $0, result: .superseded, detail: "The endpoint was removed or is inactive.",
-                            messageId: nil)
+                            id: $0, result: OutboxMachine.supersededAtClaim.result,
+                            detail: OutboxMachine.supersededAtClaim.detail, messageId: nil)
                     }, at: now)
             }
             return claimed.sorted {
@@ -145,14 +145,19 @@ extension SQLiteStore {
     public func recordOutcomes(_ outcomes: [OutboxOutcome]) async throws {
         guard !outcomes.isEmpty else { return }
         try await write(.relaxed) { db in
+            // Own final answers first (``OutboxMachine/isRecordedFirst(_:)``), in one statement per ending.
             var plain: [PlainFinish] = []
             var plainAt = Date.distantPast
-            for outcome in outcomes {
+            for outcome in outcomes where OutboxMachine.isRecordedFirst(outcome.change) {
+                guard case .finish(let result, let detail, _) = outcome.change else { continue }
+                plain.append(
+                    PlainFinish(id: outcome.id, result: result, detail: detail, messageId: outcome.providerMessageId))
+                plainAt = max(plainAt, outcome.at)
+            }
+            try Self.finishPlain(db, plain, at: plainAt.canonical)
+            for outcome in outcomes where !OutboxMachine.isRecordedFirst(outcome.change) {
                 let messageId = outcome.providerMessageId
                 switch outcome.change {
-                case .finish(let result, let detail, _) where result != .endpointGone:
-                    plain.append(PlainFinish(id: outcome.id, result: result, detail: detail, messageId: messageId))
-                    plainAt = max(plainAt, outcome.at)
                 case .finish(_, let detail, let goneSince):
                     try Self.finishGone(
                         db, id: outcome.id, detail: detail, goneSince: goneSince, at: outcome.at.canonical,
@@ -169,7 +174,6 @@ extension SQLiteStore {
                     try Self.release(db, id: outcome.id, dueAt: dueAt, at: outcome.at.canonical)
                 }
             }
-            try Self.finishPlain(db, plain, at: plainAt.canonical)
         }
     }
 
@@ -233,39 +237,56 @@ extension SQLiteStore {
         guard var endpoint = try fetchEndpoint(db, key, id: record.endpointId), endpoint.state == .active else {
             return
         }
-        let verdictTime = goneSince ?? record.claimedAt ?? now
-        guard endpoint.registeredAt <= verdictTime else { return }
+        guard
+            OutboxMachine.deactivates(
+                registeredAt: endpoint.registeredAt, goneSince: goneSince, claimedAt: record.claimedAt, at: now)
+        else { return }
         endpoint.state = .inactive
         endpoint.inactiveReason = detail
-        endpoint.inactiveSince = (goneSince ?? now).canonical
+        endpoint.inactiveSince = OutboxMachine.inactiveSince(goneSince: goneSince, at: now).canonical
         try EndpointRecord(endpoint).update(db)
-        try finishPendingDeliveries(
-            db, of: endpoint, result: .superseded, detail: "The endpoint became inactive.", at: now)
+        let superseded = OutboxMachine.supersededByGoneEndpoint
+        try finishPendingDeliveries(db, of: endpoint, result: superseded.result, detail: superseded.detail, at: now)
     }
 
     /// Puts a delivery back for another attempt at `dueAt`, or parks it when `suspending` (see
-    /// ``recordOutcomes(_:)``). A tap whose endpoint has a newer unleased tap merges into it instead.
+    /// ``recordOutcomes(_:)``).
     static func retry(
         _ db: Database, id: Int64, dueAt: Date?, error: String, at now: Date, suspending: Bool = false,
         providerMessageId: String? = nil
     ) throws {
         guard var record = try sentPending(db, id: id, providerMessageId: providerMessageId) else { return }
-        if record.kind == .shoulderTap, var newer = try pendingTap(db, endpointOf: record), newer.id != id {
-            newer.priority = newer.priority.higher(record.priority)
-            newer.resume()
+        try putBack(db, &record, dueAt: dueAt, error: error, suspending: suspending, at: now)
+    }
+
+    /// Puts a claimed row back as ``OutboxMachine/putBack(kind:newerTapWaits:)`` decides: it
+    /// waits again (lease cleared, due at `dueAt` when given, parked when `suspending`), or, a tap
+    /// whose endpoint has a newer waiting tap, is finished as superseded and passes on to that tap
+    /// (``OutboxMachine/supersede(_:into:)``). With `releasing` it was not sent: it waits again with
+    /// one attempt fewer (the claim counted one).
+    static func putBack(
+        _ db: Database, _ record: inout DeliveryRecord, dueAt: Date?, error: String?, suspending: Bool, at now: Date,
+        releasing: Bool = false
+    ) throws {
+        let waiting = record.kind == .shoulderTap ? try pendingTap(db, endpointOf: record) : nil
+        let newer = waiting.flatMap { $0.id != record.id ? $0 : nil }
+        switch (OutboxMachine.putBack(kind: record.kind, newerTapWaits: newer != nil), newer) {
+        case (.supersedes, var newer?):
+            newer.tap = OutboxMachine.supersede(record.tap, into: newer.tap)
             try newer.update(db)
             record.lastError = error
-            record.finish(.superseded, detail: "A newer tap to the endpoint replaced it.", at: now)
-            try record.update(db)
-            return
-        }
-        record.leaseOwner = nil
-        record.leaseUntil = nil
-        if let dueAt { record.dueAt = dueAt.canonical }
-        record.lastError = error
-        if suspending {
-            record.suspendedAt = now
-            record.suspendedReason = error
+            let superseded = OutboxMachine.supersededByNewerTap
+            record.finish(superseded.result, detail: superseded.detail, at: now)
+        default:
+            record.leaseOwner = nil
+            record.leaseUntil = nil
+            if let dueAt { record.dueAt = dueAt.canonical }
+            record.lastError = error
+            if releasing { record.attempts = max(0, record.attempts - 1) }
+            if suspending {
+                record.suspendedAt = now
+                record.suspendedReason = error
+            }
         }
         try record.update(db)
     }
@@ -279,19 +300,7 @@ extension SQLiteStore {
                 db.cachedStatement(sql: "SELECT * FROM delivery WHERE id = ?"), arguments: [id]),
             record.state == .pending
         else { return }
-        if record.kind == .shoulderTap, var newer = try pendingTap(db, endpointOf: record), newer.id != id {
-            newer.priority = newer.priority.higher(record.priority)
-            newer.resume()
-            try newer.update(db)
-            record.finish(.superseded, detail: "A newer tap to the endpoint replaced it.", at: now)
-            try record.update(db)
-            return
-        }
-        record.leaseOwner = nil
-        record.leaseUntil = nil
-        record.dueAt = dueAt.canonical
-        record.attempts = max(0, record.attempts - 1)
-        try record.update(db)
+        try putBack(db, &record, dueAt: dueAt, error: record.lastError, suspending: false, at: now, releasing: true)
     }
 
     /// Un-parks every suspended delivery, due at once (see ``OutboxStore/resumeSuspended(at:)``).
@@ -300,7 +309,7 @@ extension SQLiteStore {
         try await write(.relaxed) { db in
             try db.cachedStatement(
                 sql: """
-                    UPDATE delivery SET suspendedAt = NULL, suspendedReason = NULL, dueAt = MIN(dueAt, ?)
+                    UPDATE delivery SET \(Self.mergeSQL(OutboxMachine.resume) { _ in "?1" })
                     WHERE state = 'pending' AND suspendedAt IS NOT NULL
                     """
             ).execute(arguments: [now.canonical.storedSeconds])
@@ -320,20 +329,13 @@ extension SQLiteStore {
     public func releaseLeases(owner: String) async throws {
         try await write(.relaxed) { db in
             // A leased row is never suspended (a suspension ends the lease), so the lanes' index has it.
+            // In the order they were created (``OutboxMachine/supersedingMerge``), sorted here so
+            // that the statement keeps to the lanes' index.
             let leased = try DeliveryRecord.fetchAll(db, sql: Self.leasedByOwnerSQL, arguments: [owner])
+                .sorted { ($0.id ?? 0) < ($1.id ?? 0) }
+            let now = Date().canonical
             for var record in leased {
-                if record.kind == .shoulderTap, var newer = try Self.pendingTap(db, endpointOf: record),
-                    newer.id != record.id
-                {
-                    newer.priority = newer.priority.higher(record.priority)
-                    newer.resume()
-                    try newer.update(db)
-                    record.finish(.superseded, detail: "A newer tap to the endpoint replaced it.", at: Date().canonical)
-                } else {
-                    record.leaseOwner = nil
-                    record.leaseUntil = nil
-                }
-                try record.update(db)
+                try Self.putBack(db, &record, dueAt: nil, error: record.lastError, suspending: false, at: now)
             }
         }
     }
@@ -399,5 +401,15 @@ extension SQLiteStore {
                 lastReason: row["suspendedReason"], lastSuspendedAt: row.optionalDate("lastAt"))
         }
         return DeliveryStatistics(pending: pending, finished: finished, suspended: suspended)
+    }
+}
+
+extension SQLiteStore {
+    /// Every row of the outbox, pending and finished, by ID: what the differential test compares
+    /// with the other store and the reference model.
+    func outboxRecords() async throws -> [DeliveryRecord] {
+        try await read { db in
+            try DeliveryRecord.fetchAll(db.cachedStatement(sql: "SELECT * FROM delivery ORDER BY id"))
+        }
     }
 }

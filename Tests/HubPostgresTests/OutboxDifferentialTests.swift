@@ -1,0 +1,65 @@
+import Foundation
+import HubCore
+import Testing
+
+@testable import HubPostgres
+@testable import HubSQLite
+
+/// The outbox rules of both stores against the reference model (``OutboxReference``): random,
+/// seeded sequences of registrations, publishes, claims, outcomes, lease releases, clock
+/// advances and sweeps; after every step the outboxes, endpoints and feeds must be equal. A
+/// failure is shrunk to a short sequence and recorded with its seed (`HUB_OUTBOX_SEED` replays
+/// it; `HUB_OUTBOX_RUNS`, `HUB_OUTBOX_STEPS` run more).
+///
+/// Known limit: rows one publish creates with equal priority and due time are claimed in ID order,
+/// and the stores number the rows of a publish split by a hand-off differently (SQLite: leased
+/// rows first; PostgreSQL: merged taps first); the model numbers them in plan order. Runs longer
+/// than CI's can meet that (`HUB_OUTBOX_SEED=169 HUB_OUTBOX_STEPS=100`): an order among equals,
+/// not a rule.
+@Suite("Outbox differential")
+struct OutboxDifferentialTests {
+    @Test("SQLite's outbox follows the reference model (3,000 random steps)")
+    func sqlite() async throws {
+        try await OutboxDifferential.check(runs: 50, steps: 60) { [try DifferentialSide.sqlite()] }
+    }
+
+    @Test(
+        "PostgreSQL's and SQLite's outboxes follow the reference model (3,000 random steps)",
+        .enabled(if: PostgresTestDatabase.isEnabled, PostgresTestDatabase.skipReason))
+    func postgres() async throws {
+        try await PostgresTestDatabase.withStore { store in
+            try await OutboxDifferential.check(runs: 50, steps: 60, firstSeed: 1_001) {
+                [try DifferentialSide.sqlite(), try await DifferentialSide.postgres(store)]
+            }
+        }
+    }
+
+    @Test("A store that breaks one rule fails the differential test, shrunk to a few steps")
+    func catchesAndShrinks() async throws {
+        // SQLite seen through a fault: a row claimed a second time shows one attempt too many.
+        let faulty: () throws -> [DifferentialSide] = {
+            let side = try DifferentialSide.sqlite()
+            let read = side.readRows
+            return [
+                DifferentialSide(name: "faulty SQLite", store: side.store) {
+                    try await read().map { row in
+                        var row = row
+                        if row.state.attempts >= 2 { row.state.attempts += 1 }
+                        return row
+                    }
+                }
+            ]
+        }
+        var found: OutboxDifferential.Failure?
+        for seed in UInt64(1)...20 {
+            found = try await OutboxDifferential.run(OutboxDifferential.generate(seed: seed, count: 60), sides: faulty)
+            if found != nil { break }
+        }
+        let failure = try #require(found, "no sequence of 20 claimed a row twice")
+        let shrunk = try await OutboxDifferential.shrink(failure, sides: faulty)
+        // The least that shows it: register, publish, claim, let the lease end (or put the row
+        // back), claim again.
+        #expect(shrunk.steps.count <= 6, "\(shrunk)")
+        #expect(shrunk.differences.contains { $0.contains("attempts=3") }, "\(shrunk)")
+    }
+}
