@@ -18,6 +18,8 @@ struct APNSFanOutTests {
         var app = APNSHarness.app
         app.credentials.apns = harness.credentials
         var configuration = HubConfiguration(apps: [app])
+        // 100 devices a user: more than the default limit of endpoints per user allows.
+        configuration.maxEndpointsPerUser = nil
         configuration.dispatcher.batchSize = 1000
         configuration.dispatcher.concurrency = 256
         configuration.dispatcher.idleInterval = .milliseconds(20)
