@@ -21,45 +21,25 @@ struct BroadcastCommand: AsyncParsableCommand {
             """)
 
     @OptionGroup var options: ConfigOption
-    @Option(help: "The app's ID (its domain).") var app: String
+    @OptionGroup var target: PublisherOptions
     @Flag(help: "Every user with an active endpoint or a feed in the app.") var all = false
     @Option(name: .customLong("tag"), help: "Users with this tag (repeat: any of them).") var anyOf: [String] = []
     @Option(name: .customLong("all-tag"), help: "Users with this tag too (repeat: all of them).") var allOf: [String] =
         []
     @Option(help: "A file of user IDs, one a line (at most 100,000).") var usersFile: String?
-    @Option(help: "Visible title.") var title: String?
-    @Option(help: "Visible body.") var body: String?
-    @Option(help: "rawContent for the app (a string, often JSON).") var raw: String?
     @Option(help: "appNotificationId (users who have it get it updated); default: a new one.") var id: String?
-    @Option(help: "The hub's base URL; default: from server.listen in hub.yaml.") var url: String?
-    @Option(help: "Publisher key as env:NAME or file:path (or the key itself); default: from hub.yaml.") var key:
-        String?
-    @Option(help: "Which publisher of the app in hub.yaml, by name; default: the first.") var publisher: String?
     @Flag(help: "Print the accepted broadcast and return without following it.") var noWait = false
 
     func validate() throws {
         let audiences = [all, !anyOf.isEmpty || !allOf.isEmpty, usersFile != nil].filter { $0 }.count
         guard audiences == 1 else { throw ValidationError("give one audience: --all, --tag/--all-tag or --users-file") }
-        guard title != nil || body != nil || raw != nil else {
-            throw ValidationError("give --title and/or --body (a visible notification), or --raw")
-        }
     }
 
     func run() async throws {
-        let (base, publisherKey) = try PublishCommand.resolveTarget(
-            options: options, app: app, url: url, key: key, publisher: publisher)
-        var object: [String: Any] = ["audience": try audience()]
+        let (base, publisherKey) = try target.resolveTarget(options)
+        var object: [String: Any] = ["audience": try audience(), "payload": target.payload]
         object["appNotificationId"] = id
-        var payload: [String: Any] = [:]
-        if title != nil || body != nil {
-            var visual: [String: String] = [:]
-            visual["title"] = title
-            visual["body"] = body
-            payload["visualContent"] = visual
-        }
-        payload["rawContent"] = raw
-        object["payload"] = payload
-        let path = "/v1/apps/\(PublishCommand.escape(app))/broadcasts"
+        let path = "/v1/apps/\(PublishCommand.escape(target.app))/broadcasts"
         let created = try await Self.send(
             base + path, key: publisherKey, json: try JSONSerialization.data(withJSONObject: object))
         guard !noWait, let broadcastID = created["id"] as? String else {
@@ -92,26 +72,16 @@ struct BroadcastCommand: AsyncParsableCommand {
         return ["tags": tags]
     }
 
-    /// The user IDs of a file, one a line (blank lines skipped); a line that is no identifier is
-    /// refused with its number.
+    /// The user IDs of a file as `hub publish --users-file` reads them
+    /// (``PublishCommand/readUsers(_:)``); a line that is no identifier is refused with its number,
+    /// since a broadcast's audience is refused whole.
     static func users(inFile path: String) throws -> [String] {
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw ValidationError("--users-file \(path) cannot be read as UTF-8 text: \(error.localizedDescription)")
-        }
-        var users: [String] = []
-        // `\r\n` is one Character, a newline like `\n`.
-        for (index, line) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
-            let user = String(line)
-            if user.isEmpty { continue }
-            if let violation = Identifier.violation(in: user) {
-                throw ValidationError("\(path):\(index + 1): the user ID \(violation.message)")
+        let users = try PublishCommand.readUsers(path).map { user in
+            if let violation = Identifier.violation(in: user.id) {
+                throw ValidationError("\(path):\(user.line): the user ID \(violation.message)")
             }
-            users.append(user)
+            return user.id
         }
-        guard !users.isEmpty else { throw ValidationError("\(path) lists no user") }
         guard users.count <= BroadcastAudience.maxUsers else {
             throw ValidationError(
                 "\(path) lists \(users.count) users; a broadcast lists at most \(BroadcastAudience.maxUsers)")

@@ -23,24 +23,17 @@ struct PublishCommand: AsyncParsableCommand {
             """)
 
     @OptionGroup var options: ConfigOption
-    @Option(help: "The app's ID (its domain).") var app: String
+    @OptionGroup var target: PublisherOptions
     @Option(help: "The user to notify.") var user: String?
     @Option(help: "A file of user IDs, one a line, to notify in batches (instead of --user).") var usersFile: String?
     @Option(help: "Users per batch request with --users-file, 1 to 1000.") var batchSize = 1000
-    @Option(help: "Visible title.") var title: String?
-    @Option(help: "Visible body.") var body: String?
-    @Option(help: "rawContent for the app (a string, often JSON).") var raw: String?
     @Option(help: "appNotificationId (the same one again updates it); default: a new one.") var id: String?
     @Option(help: "Priority: none, low or high.") var priority: String?
-    @Option(help: "The hub's base URL; default: from server.listen in hub.yaml.") var url: String?
-    @Option(help: "Publisher key as env:NAME or file:path (or the key itself); default: from hub.yaml.") var key:
-        String?
-    @Option(help: "Which publisher of the app in hub.yaml, by name; default: the first.") var publisher: String?
+
+    /// The app's ID.
+    var app: String { target.app }
 
     func validate() throws {
-        guard title != nil || body != nil || raw != nil else {
-            throw ValidationError("give --title and/or --body (a visible notification), or --raw")
-        }
         guard (user == nil) != (usersFile == nil) else {
             throw ValidationError("give --user (one user) or --users-file (many), not both")
         }
@@ -48,7 +41,7 @@ struct PublishCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (base, publisherKey) = try resolveTarget()
+        let (base, publisherKey) = try target.resolveTarget(options)
         let object = publishBody(id: id ?? "cli-\(UUID().uuidString.lowercased())")
         guard let user else {
             try await publishToUsersFile(object, base: base, key: publisherKey)
@@ -78,59 +71,9 @@ struct PublishCommand: AsyncParsableCommand {
 
     /// The publish body of the flags, with `appNotificationId` `id`.
     func publishBody(id: String) -> [String: Any] {
-        var object: [String: Any] = ["appNotificationId": id]
-        var payload: [String: Any] = [:]
-        if title != nil || body != nil {
-            var visual: [String: String] = [:]
-            visual["title"] = title
-            visual["body"] = body
-            payload["visualContent"] = visual
-        }
-        payload["rawContent"] = raw
-        object["payload"] = payload
+        var object: [String: Any] = ["appNotificationId": id, "payload": target.payload]
         object["priority"] = priority
         return object
-    }
-
-    /// The base URL and the publisher key, from the flags or hub.yaml.
-    func resolveTarget() throws -> (String, Secret) {
-        try Self.resolveTarget(options: options, app: app, url: url, key: key, publisher: publisher)
-    }
-
-    /// The base URL (`url`, else server.listen of hub.yaml) and the publisher key of `app` (`key`,
-    /// else `publisher`'s or the first publisher's of hub.yaml): what `hub publish` and
-    /// `hub broadcast` post with.
-    static func resolveTarget(
-        options: ConfigOption, app: String, url: String?, key: String?, publisher: String?
-    ) throws -> (String, Secret) {
-        var file: HubFile?
-        if url == nil || key == nil { file = try options.loadOrExit() }
-        let base: String
-        if let url {
-            base = url.hasSuffix("/") ? String(url.dropLast()) : url
-        } else if let server = file?.server {
-            let host = ["0.0.0.0", "::", ""].contains(server.host) ? "127.0.0.1" : server.host
-            base = "http://\(host.contains(":") ? "[\(host)]" : host):\(server.port)"
-        } else {
-            base = "http://127.0.0.1:8080"
-        }
-        if let key {
-            switch SecretReference.resolve(key, relativeTo: FileManager.default.currentDirectoryPath) {
-            case .success(let secret): return (base, secret)
-            case .failure(let problem): throw ValidationError("--key\(problem.message)")
-            }
-        }
-        guard let mapped = file?.apps.first(where: { $0.id == app }) else {
-            throw ValidationError("\(options.config) has no app '\(app)'; pass --key or fix --app")
-        }
-        guard let chosen = mapped.publishers.first(where: { publisher == nil || $0.name == publisher }) else {
-            let names = mapped.publishers.map(\.name).joined(separator: ", ")
-            throw ValidationError(
-                publisher == nil
-                    ? "\(app) has no publishers in \(options.config); add one or pass --key"
-                    : "\(app) has no publisher '\(publisher ?? "")'; its publishers: \(names)")
-        }
-        return (base, chosen.key)
     }
 
     /// Percent-encodes one path segment.
