@@ -1,5 +1,6 @@
 import Foundation
 import HubCore
+import HubTesting
 import PostgresNIO
 import Testing
 
@@ -128,22 +129,13 @@ enum OutboxDifferential {
 
     // MARK: Generation
 
-    /// SplitMix64: a seeded generator, the same sequence on every platform.
-    struct Random: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    /// The seeded generator (HubTesting's SplitMix64): a seed replays a sequence exactly.
+    typealias Random = SeededGenerator
 
     /// `count` steps from `seed`, each drawn from the reference model's state (outcomes and
     /// renewals name rows it holds leased).
     static func generate(seed: UInt64, count: Int) -> [Step] {
-        var random = Random(state: seed)
+        var random = Random(seed: seed)
         var model = Model()
         var steps: [Step] = []
         for tag in 0..<count {

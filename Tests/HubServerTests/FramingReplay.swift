@@ -1,5 +1,6 @@
 import Foundation
 import HubServer
+import HubTesting
 
 #if canImport(Glibc)
     import Glibc
@@ -133,20 +134,5 @@ enum FramingReplay {
             index += 1
         }
         return nil
-    }
-}
-
-/// A small seeded generator (SplitMix64), so a failing run can be repeated from its seed.
-struct SeededGenerator: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HubTesting
 import Hummingbird
 import HummingbirdTesting
 import Logging
