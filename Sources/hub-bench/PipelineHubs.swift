@@ -44,6 +44,9 @@ struct PipelineWorkspace {
             server: { listen: "127.0.0.1:0", adminToken: file:admin.token }
             store: \(store)
             logging: { format: text, level: notice }
+            # The bench measures the pipeline, not the limiter: the default 20,000/s a publisher key
+            # refuses a 500-item batch whole once 40 are in flight.
+            rateLimits: { publisherKey: off, userPublishes: off }
             apps:
               - id: \(Self.app)
                 name: Pipeline bench
