@@ -92,13 +92,7 @@ struct BroadcastCommand: AsyncParsableCommand {
     /// Sends a POST with `json` (a GET without), and answers the JSON object of a 2xx answer;
     /// anything else exits 1 with it.
     static func send(_ url: String, key: Secret, json: Data? = nil) async throws -> [String: Any] {
-        var request = HTTPClientRequest(url: url)
-        request.method = json == nil ? .GET : .POST
-        request.headers.add(name: "Authorization", value: "Bearer \(key.reveal())")
-        if let json {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: json))
-        }
+        let request = PublisherOptions.request(url, key: key, json: json)
         let response: HTTPClientResponse
         do {
             response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))

@@ -103,11 +103,8 @@ extension PublishCommand {
         let json = try JSONSerialization.data(withJSONObject: ["notifications": items], options: [.sortedKeys])
         var attempt = 1
         while true {
-            var request = HTTPClientRequest(url: base + "/v1/apps/\(Self.escape(app))/notifications/batch")
-            request.method = .POST
-            request.headers.add(name: "Authorization", value: "Bearer \(key.reveal())")
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: json))
+            let request = PublisherOptions.request(
+                base + "/v1/apps/\(Self.escape(app))/notifications/batch", key: key, json: json)
             let response: HTTPClientResponse
             do {
                 response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))

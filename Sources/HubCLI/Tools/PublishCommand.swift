@@ -49,11 +49,7 @@ struct PublishCommand: AsyncParsableCommand {
         }
         let json = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         let path = "/v1/apps/\(Self.escape(app))/users/\(Self.escape(user))/notifications"
-        var request = HTTPClientRequest(url: base + path)
-        request.method = .POST
-        request.headers.add(name: "Authorization", value: "Bearer \(publisherKey.reveal())")
-        request.headers.add(name: "Content-Type", value: "application/json")
-        request.body = .bytes(ByteBuffer(bytes: json))
+        let request = PublisherOptions.request(base + path, key: publisherKey, json: json)
         let response: HTTPClientResponse
         do {
             response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))

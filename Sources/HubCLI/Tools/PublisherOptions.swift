@@ -1,7 +1,9 @@
 import ArgumentParser
+import AsyncHTTPClient
 import Foundation
 import HubConfig
 import HubCore
+import NIOCore
 
 /// The flags `hub publish` and `hub broadcast` share: the app, what the notification shows, and
 /// which hub and publisher key they post with.
@@ -65,5 +67,17 @@ struct PublisherOptions: ParsableArguments {
                     : "\(app) has no publisher '\(publisher ?? "")'; its publishers: \(names)")
         }
         return (base, chosen.key)
+    }
+
+    /// A request to the hub's publisher API with `key`: a POST of `json`, or a GET without.
+    static func request(_ url: String, key: Secret, json: Data? = nil) -> HTTPClientRequest {
+        var request = HTTPClientRequest(url: url)
+        request.method = json == nil ? .GET : .POST
+        request.headers.add(name: "Authorization", value: "Bearer \(key.reveal())")
+        if let json {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: json))
+        }
+        return request
     }
 }
