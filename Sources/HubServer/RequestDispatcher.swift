@@ -140,13 +140,25 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler, NI
             return
         }
         // The head was fine (HTTP1ServerCodec answers a bad head itself): the body is not.
+        let message = "The request body is malformed: " + error.reason
+        let collecting = isCollecting
         if case .streaming(let source) = reading {
-            source.finish(HTTPError(.badRequest, message: "The request body is malformed: " + error.reason))
+            source.finish(HTTPError(.badRequest, message: message))
         }
         reading = .discarding
         queued = []
         if responding {
             closeAfterResponse = true
+            return
+        }
+        if collecting {
+            // Not handed to its route yet: refused as the codec refuses a bad head, with the
+            // stand-in request that RequestHeadLimits answers (a 400 problem saying why, then
+            // close), so the answer does not depend on which segment brought the error.
+            let head = HTTPRequest(
+                method: .get, scheme: "http", authority: nil, path: "/",
+                headerFields: [RequestHeadLimits.marker: "400 " + message, .connection: "close"])
+            start(head, body: RequestBody(buffer: ByteBuffer()), gated: false, context: context)
             return
         }
         guard !finished else { return }

@@ -347,6 +347,25 @@ extension HTTP1CodecTests {
     }
 
     @Test(
+        "a malformed chunk in the head's own segment, before the route has the request, is the same 400 problem"
+    )
+    func malformedChunkBeforeTheRoute() async throws {
+        let harness = try await Harness()
+        let logs = LogCapture()
+        try await harness.run(.live, logger: logs.logger(label: "malformed-chunk-first", level: .debug)) { client in
+            let port = try #require(client.port)
+            // One segment: the dispatcher still collects the body when the codec refuses it.
+            let request = Self.publishHead + "Transfer-Encoding: chunked\r\n\r\n5\r\n{\"id\"zz\r\n"
+            let answer = try await RawConnection.exchange(port: port, [Array(request.utf8)], timeout: 10)
+            #expect(answer.statuses == [400], "\(answer.text.prefix(600))")
+            #expect(answer.text.contains("invalid-request"), "\(answer.text.prefix(600))")
+            #expect(answer.text.contains("chunk"), "\(answer.text.prefix(600))")
+            #expect(answer.closed)
+        }
+        #expect(logs.messages(atLeast: .error).isEmpty, "\(logs.messages(atLeast: .error))")
+    }
+
+    @Test(
         "a body cut short by the client's FIN is the client's fault: 400 or a silent close, never a 5xx, no error logged",
         arguments: [
             ("a Content-Length body", "Content-Length: 400\r\n\r\n{\"id\":\"cut\""),
