@@ -16,7 +16,7 @@ app's web origin), starts `hub serve` on port 0 in a temporary folder, and check
   dismisses it on every device;
 - examples/web loads with no error and shows the feed.
 
-    python3 Tests/Browser/web_client_test.py --hub .build/debug/hub
+    python3 Tests/Browser/web_client_test.py --hub .build/debug/hub [--root .]
 
 Prints one line per check; exits 1 at the first failed one. HubCLITests.WebClientTests runs it.
 """
@@ -42,7 +42,7 @@ import urllib.request
 from playwright.sync_api import sync_playwright
 
 CHROMIUM = os.environ.get("HUB_CHROMIUM", "/usr/bin/chromium")
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = None  # the repository, served to the browser: --root, or this file's
 APP = "notes.contoso.com"
 PUBLISHER_KEY = "fixture-publisher-key-0123456789"
 USER_SECRET = "test-user-token-secret-0123456789"
@@ -198,7 +198,11 @@ apps:
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--hub", required=True, help="the hub binary")
+    parser.add_argument("--root", help="the repository (by default the one this file is in)")
     args = parser.parse_args()
+    global ROOT
+    ROOT = os.path.abspath(args.root) if args.root else os.path.dirname(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     server, origin = serve_repository()
     hub = Hub(os.path.abspath(args.hub), origin)
     try:

@@ -146,7 +146,7 @@ export async function startWebPushEmulator(count = 2) {
 /**
  * A proxy in front of the hub. `inject(matcher, answer)` queues an answer for the next request that
  * `matcher(request)` accepts: `{ status, headers, body }` is sent instead of forwarding; with
- * `{ forward: true, rewrite }` the request is forwarded after `rewrite(headers)`. Every request is
+ * `{ forward: true, rewrite, delay }` the request is forwarded after `rewrite(headers)`, `delay` ms later. Every request is
  * recorded with its time.
  */
 export async function startProxy(target) {
@@ -165,6 +165,15 @@ export async function startProxy(target) {
     }
     const headers = { ...request.headers, host: upstream.host };
     if (rule?.answer.rewrite) rule.answer.rewrite(headers);
+    if (rule?.answer.delay) {
+      const { delay } = rule.answer;
+      rule.answer = { ...rule.answer, delay: 0 };
+      setTimeout(() => forward(request, response, headers), delay);
+      return;
+    }
+    forward(request, response, headers);
+  });
+  const forward = (request, response, headers) => {
     const forwarded = httpRequest({
       host: upstream.hostname, port: upstream.port, method: request.method, path: request.url, headers,
     }, (answer) => {
@@ -174,7 +183,7 @@ export async function startProxy(target) {
     forwarded.on('error', () => response.destroy());
     request.pipe(forwarded);
     response.on('close', () => forwarded.destroy());
-  });
+  };
   await new Promise((resolvePromise) => server.listen(0, '127.0.0.1', resolvePromise));
   const sockets = new Set();
   server.on('connection', (socket) => { sockets.add(socket); socket.on('close', () => sockets.delete(socket)); });

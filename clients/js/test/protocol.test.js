@@ -19,6 +19,22 @@ function clientOf(baseURL, user, options = {}) {
 }
 
 const visible = (id, title = id) => ({ appNotificationId: id, payload: { visualContent: { title, body: `${title} body` } } });
+/** Follows `client.changes()` into an array until the test ends (passed or failed). */
+function follow(t, client) {
+  const received = [];
+  const controller = new AbortController();
+  const done = collect(client.changes({ signal: controller.signal }), received);
+  t.after(() => { controller.abort(); return done; });
+  return received;
+}
+
+/** A fault proxy in front of `url`, closed when the test ends. */
+async function proxyFor(t, url) {
+  const proxy = await startProxy(url);
+  t.after(() => proxy.close());
+  return proxy;
+}
+
 const ids = (changes) => changes.map((change) => change.appNotificationId);
 const versions = (changes) => changes.map((change) => change.changeVersion);
 
@@ -27,7 +43,7 @@ describe('against hub serve', () => {
   before(async () => { hub = await startHub(); });
   after(async () => { assert.equal(await hub.stop(), 0, hub.log); });
 
-  test('feed pages, sync with the stored cursor, read / dismiss / history', async () => {
+  test('feed pages, sync with the stored cursor, read / dismiss / history', async (t) => {
     const store = new MemoryStore();
     const client = clientOf(hub.url, 'pages', { store, pageSize: 2 });
     for (const id of ['a', 'b', 'c', 'd', 'e']) await hub.publish('pages', visible(id));
@@ -67,13 +83,11 @@ describe('against hub serve', () => {
     await assert.rejects(client.markRead('no-such'), (error) => error.code === 'notFound');
   });
 
-  test('changes() streams events; a dropped stream resumes with Last-Event-ID, no gap, no duplicate', async () => {
-    const proxy = await startProxy(hub.url);
+  test('changes() streams events; a dropped stream resumes with Last-Event-ID, no gap, no duplicate', async (t) => {
+    const proxy = await proxyFor(t, hub.url);
     const client = clientOf(proxy.url, 'stream', { updates: 'events' });
     const other = clientOf(hub.url, 'stream', { endpointId: 'phone' });
-    const received = [];
-    const controller = new AbortController();
-    const done = collect(client.changes({ signal: controller.signal }), received);
+    const received = follow(t, client);
     await hub.publish('stream', visible('s1'));
     await hub.publish('stream', visible('s2'));
     assert.ok(await eventually(() => received.length === 2), `got ${ids(received)}`);
@@ -96,34 +110,26 @@ describe('against hub serve', () => {
     const seen = versions(received);
     assert.deepEqual([...seen].sort((a, b) => a - b), seen, 'in order');
     assert.equal(new Set(seen).size, seen.length, 'no duplicates');
-    controller.abort();
-    await done;
-    await proxy.close();
   });
 
-  test('where event streams are blocked, changes() falls back to long-polls', async () => {
-    const proxy = await startProxy(hub.url);
+  test('where event streams are blocked, changes() falls back to long-polls', async (t) => {
+    const proxy = await proxyFor(t, hub.url);
     // A proxy that rewrites Accept: the hub answers the stream request with a JSON page.
     const stripAccept = { forward: true, rewrite: (headers) => { headers.accept = 'application/json'; } };
     const isStream = (request) => request.headers.accept === 'text/event-stream';
     proxy.inject(isStream, stripAccept);
     proxy.inject(isStream, stripAccept);
     const client = clientOf(proxy.url, 'blocked');
-    const received = [];
-    const controller = new AbortController();
-    const done = collect(client.changes({ signal: controller.signal }), received);
+    const received = follow(t, client);
     assert.ok(await eventually(() => proxy.requests.some((request) => request.url.includes('wait='))), 'long-polls');
     assert.equal(client.mode, 'long-poll');
     await hub.publish('blocked', visible('lp1'));
     await hub.publish('blocked', visible('lp2'));
     assert.ok(await eventually(() => received.length === 2), `got ${ids(received)}`);
     assert.deepEqual(ids(received), ['lp1', 'lp2']);
-    controller.abort();
-    await done;
-    await proxy.close();
   });
 
-  test('401: the token provider is asked again (invalidated), once for concurrent requests', async () => {
+  test('401: the token provider is asked again (invalidated), once for concurrent requests', async (t) => {
     const reasons = [];
     const client = clientOf(hub.url, 'refresh', {
       token: async (reason) => {
@@ -142,12 +148,8 @@ describe('against hub serve', () => {
       endpointId: 'streamer',
       token: async (reason) => userToken('refresh', { ttl: reason === 'initial' ? -3600 : 3600 }),
     });
-    const received = [];
-    const controller = new AbortController();
-    const done = collect(streaming.changes({ signal: controller.signal }), received);
+    const received = follow(t, streaming);
     assert.ok(await eventually(() => received.length === 1));
-    controller.abort();
-    await done;
 
     // A fresh token refused too fails with `unauthorized`.
     const refused = clientOf(hub.url, 'refresh', { token: () => userToken('refresh', { secret: 'wrong-secret-0123456789abcdef' }) });
@@ -156,7 +158,27 @@ describe('against hub serve', () => {
     await assert.rejects(failing.sync(), (error) => error.code === 'tokenUnavailable');
   });
 
-  test('400 invalid-cursor: a full resync from the feed start', async () => {
+  test('overlapping syncs (a push\'s sync while the stream runs) hand out each change once', async (t) => {
+    const proxy = await proxyFor(t, hub.url);
+    const client = clientOf(proxy.url, 'overlap', { updates: 'events' });
+    const received = follow(t, client);
+    await hub.publish('overlap', visible('o1'));
+    assert.ok(await eventually(() => received.length === 1));
+    // The sync's request leaves with the cursor before o2 and is held back while the stream
+    // brings o2; its page then holds o2 again.
+    proxy.inject((request) => request.method === 'GET' && request.headers.accept === 'application/json',
+      { forward: true, delay: 500 });
+    const syncing = client.sync();
+    await hub.publish('overlap', visible('o2'));
+    assert.ok(await eventually(() => received.length === 2), `got ${ids(received)}`);
+    const synced = await syncing;
+    assert.ok(proxy.requests.some((request) => request.url.includes('/me/feed?') && request.headers.accept === 'application/json'));
+    assert.deepEqual(ids(synced), [], 'the sync hands out nothing the stream handed out');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.deepEqual(ids(received), ['o1', 'o2'], 'the iteration got each change once');
+  });
+
+  test('400 invalid-cursor: a full resync from the feed start', async (t) => {
     await hub.publish('resync', visible('x1'));
     await hub.publish('resync', visible('x2'));
     // A cursor the hub issued for another user.
@@ -171,14 +193,12 @@ describe('against hub serve', () => {
     assert.notEqual((await store.get(client.storeKey)).cursor, foreign);
   });
 
-  test('410 on the event stream: a full resync, the stream reopened without Last-Event-ID', async () => {
-    const proxy = await startProxy(hub.url);
+  test('410 on the event stream: a full resync, the stream reopened without Last-Event-ID', async (t) => {
+    const proxy = await proxyFor(t, hub.url);
     await hub.publish('expired', visible('e1'));
     let resyncs = 0;
     const client = clientOf(proxy.url, 'expired', { updates: 'events', onResync: () => { resyncs += 1; } });
-    const received = [];
-    const controller = new AbortController();
-    const done = collect(client.changes({ signal: controller.signal }), received);
+    const received = follow(t, client);
     assert.ok(await eventually(() => received.length === 1));
     proxy.inject((request) => request.headers.accept === 'text/event-stream', {
       status: 410, body: { type: 'https://notificationhub.dev/problems/cursor-expired', title: 'Cursor expired', status: 410 },
@@ -190,13 +210,10 @@ describe('against hub serve', () => {
     const streams = proxy.requests.filter((request) => request.headers.accept === 'text/event-stream');
     assert.ok(streams.at(-2).headers['last-event-id'], 'the refused request had the cursor');
     assert.equal(streams.at(-1).headers['last-event-id'], undefined, 'the resync starts without one');
-    controller.abort();
-    await done;
-    await proxy.close();
   });
 
-  test('429 and 503 with Retry-After: the call waits that long and retries', async () => {
-    const proxy = await startProxy(hub.url);
+  test('429 and 503 with Retry-After: the call waits that long and retries', async (t) => {
+    const proxy = await proxyFor(t, hub.url);
     await hub.publish('busy', visible('b1'));
     const client = clientOf(proxy.url, 'busy');
     const isPatch = (request) => request.method === 'PATCH';
@@ -209,27 +226,23 @@ describe('against hub serve', () => {
     assert.ok(patches[2].at - patches[1].at >= 950, `waited ${patches[2].at - patches[1].at} ms after the 503`);
 
     // The changes() loop waits Retry-After too, then goes on.
-    const received = [];
-    const controller = new AbortController();
     proxy.inject((request) => request.url.includes('/me/feed'), { status: 429, headers: { 'Retry-After': '1' }, body: {} });
     const started = Date.now();
-    const done = collect(clientOf(proxy.url, 'busy', { endpointId: 'other' }).changes({ signal: controller.signal }), received);
+    const received = follow(t, clientOf(proxy.url, 'busy', { endpointId: 'other' }));
     assert.ok(await eventually(() => received.length === 1), `got ${ids(received)}`);
     assert.equal(received[0].readState, 'read');
     assert.ok(Date.now() - started >= 950);
-    controller.abort();
-    await done;
 
     // With retries spent, the error says how long to wait.
     const impatient = clientOf(proxy.url, 'busy', { maxRetries: 0 });
     proxy.inject(isPatch, { status: 429, headers: { 'Retry-After': '7' }, body: { type: 'https://notificationhub.dev/problems/rate-limited', status: 429 } });
     await assert.rejects(impatient.dismiss('b1'), (error) => error.code === 'rateLimited' && error.retryAfter === 7000);
-    await proxy.close();
   });
 });
 
-test('the hub\'s own 429 (rateLimits.deviceToken): retried after Retry-After', async () => {
+test('the hub\'s own 429 (rateLimits.deviceToken): retried after Retry-After', async (t) => {
   const hub = await startHub({ top: 'rateLimits: { deviceToken: 2/s }' });
+  t.after(() => hub.stop());
   try {
     await hub.publish('limited', visible('l1'));
     const client = clientOf(hub.url, 'limited');
@@ -247,8 +260,9 @@ test('the hub\'s own 429 (rateLimits.deviceToken): retried after Retry-After', a
   }
 });
 
-test('the hub restarts: the long-poll gets 503 Retry-After, reconnects, loses and repeats nothing', async () => {
+test('the hub restarts: the long-poll gets 503 Retry-After, reconnects, loses and repeats nothing', async (t) => {
   const first = await startHub();
+  t.after(() => first.stop());
   const statuses = [];
   const recording = async (input, init) => {
     const response = await fetch(input, init);
@@ -256,30 +270,29 @@ test('the hub restarts: the long-poll gets 503 Retry-After, reconnects, loses an
     return response;
   };
   const client = clientOf(first.url, 'restart', { updates: 'long-poll', fetch: recording });
-  const received = [];
-  const controller = new AbortController();
-  const done = collect(client.changes({ signal: controller.signal }), received);
+  const received = follow(t, client);
   await first.publish('restart', visible('p1'));
   assert.ok(await eventually(() => received.length === 1));
   await new Promise((resolve) => setTimeout(resolve, 200)); // the next long-poll is waiting
   assert.equal(await first.stop(), 0, first.log);
   assert.ok(await eventually(() => statuses.includes(503)), `the waiting long-poll got ${statuses}`);
   const second = await startHub({ directory: first.directory, listen: `127.0.0.1:${first.port}` });
+  t.after(() => second.stop());
   try {
     await second.publish('restart', visible('p2'));
     await second.publish('restart', visible('p3'));
     assert.ok(await eventually(() => received.length === 3, 20000), `got ${ids(received)}`);
     assert.deepEqual(ids(received), ['p1', 'p2', 'p3']);
-    controller.abort();
-    await done;
   } finally {
     assert.equal(await second.stop(), 0);
   }
 });
 
-test('registerWebPush and the service worker\'s pushsubscriptionchange, through the Web Push emulator', async () => {
+test('registerWebPush and the service worker\'s pushsubscriptionchange, through the Web Push emulator', async (t) => {
   const push = await startWebPushEmulator(2);
+  t.after(() => push.stop());
   const hub = await startHub({ top: push.top, app: push.app });
+  t.after(() => hub.stop());
   try {
     const [firstSubscription, secondSubscription] = push.subscriptions;
     const asBrowserSubscription = (json) => ({ endpoint: json.endpoint, options: {}, toJSON: () => json, unsubscribe: async () => true });
