@@ -293,6 +293,18 @@ def run(browser, hub, origin):
     check(not laptop.errors and not phone.errors and not laptop.evaluate("() => failure")
           and not phone.evaluate("() => failure"), f"no page errors ({laptop.errors}, {phone.errors})")
 
+    # The phone's page reloads: its client starts from the cursor saved in IndexedDB, so it gets
+    # what is new and nothing it had.
+    saved = phone.evaluate("async () => (await hubClient.position()).cursor")
+    phone.reload()
+    check(phone.evaluate("async () => (await hubClient.position()).cursor") == saved,
+          "after a reload the client's position comes from IndexedDB")
+    hub.publish("alice", "n7", "Note 7")
+    phone.wait_for_selector('#feed li[data-id="n7"]', timeout=10000)
+    phone.wait_for_timeout(300)
+    check([c["id"] for c in phone.evaluate("() => received")] == ["n7"],
+          f"and it gets only the new change ({phone.evaluate('() => received')})")
+
     run_service_worker(browser, hub, origin, token)
     run_example(browser, hub, origin, token)
 
@@ -399,7 +411,7 @@ def run_example(browser, hub, origin, token):
     page.fill("input[name=app]", APP)
     page.fill("input[name=token]", token)
     page.click("#connect")
-    page.wait_for_selector('#feed li[data-id="n6"]', timeout=10000)
+    page.wait_for_selector('#feed li[data-id="n7"]', timeout=10000)
     check(page.locator('#feed li[data-id="n4"]').count() == 0, "examples/web connects and lists the feed without the dismissed")
     hub.publish("alice", "e1", "From the example")
     page.wait_for_selector('#feed li[data-id="e1"]', timeout=10000)

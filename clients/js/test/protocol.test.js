@@ -191,6 +191,15 @@ describe('against hub serve', () => {
     assert.deepEqual(ids(await client.sync()), ['x1', 'x2']);
     assert.equal(resyncs, 1);
     assert.notEqual((await store.get(client.storeKey)).cursor, foreign);
+
+    // The event stream with that cursor as Last-Event-ID: the same resync.
+    const streamStore = new MemoryStore();
+    const streaming = clientOf(hub.url, 'resync', { store: streamStore, updates: 'events', onResync: () => { resyncs += 1; } });
+    await streamStore.set(streaming.storeKey, { cursor: foreign, version: 0 });
+    const received = follow(t, streaming);
+    assert.ok(await eventually(() => received.length === 2), `got ${ids(received)}`);
+    assert.deepEqual(ids(received), ['x1', 'x2']);
+    assert.equal(resyncs, 2);
   });
 
   test('410 on the event stream: a full resync, the stream reopened without Last-Event-ID', async (t) => {
