@@ -76,6 +76,16 @@ describe('against hub serve', () => {
     await hub.publish('pages', visible('f'));
     assert.deepEqual(ids(await again.sync()), ['f']);
 
+    // This install's endpoint: registered, read back, refreshed, removed.
+    const registration = { platform: 'web', appId: 'https://notes.contoso.com', transport: 'polling' };
+    assert.equal((await client.register(registration)).id, 'web-test');
+    assert.equal((await client.endpoint()).transport, 'polling');
+    assert.equal((await client.register(registration)).state, 'active', 'refreshing works');
+    await client.unregister();
+    await assert.rejects(client.endpoint(), (error) => error.code === 'notFound' && error.status === 404);
+    await assert.rejects(client.register({ ...registration, appId: 'https://elsewhere.example' }), (error) =>
+      error.code === 'invalidRequest' && error.fieldErrors.some((field) => field.field === 'appId'));
+
     // A bad request names what to fix.
     await assert.rejects(client.update('a', { readState: 'sideways' }), (error) =>
       error instanceof HubError && error.code === 'invalidRequest' && error.status === 400 &&
@@ -269,7 +279,7 @@ test('the hub\'s own 429 (rateLimits.deviceToken): retried after Retry-After', a
   }
 });
 
-test('the hub restarts: the long-poll gets 503 Retry-After, reconnects, loses and repeats nothing', async (t) => {
+test('the hub restarts: the long-poll gets 503 Retry-After, the stream its shutdown event; both resume, losing and repeating nothing', async (t) => {
   const first = await startHub();
   t.after(() => first.stop());
   const statuses = [];
@@ -280,8 +290,9 @@ test('the hub restarts: the long-poll gets 503 Retry-After, reconnects, loses an
   };
   const client = clientOf(first.url, 'restart', { updates: 'long-poll', fetch: recording });
   const received = follow(t, client);
+  const streamed = follow(t, clientOf(first.url, 'restart', { updates: 'events', endpointId: 'streamer' }));
   await first.publish('restart', visible('p1'));
-  assert.ok(await eventually(() => received.length === 1));
+  assert.ok(await eventually(() => received.length === 1 && streamed.length === 1));
   await new Promise((resolve) => setTimeout(resolve, 200)); // the next long-poll is waiting
   assert.equal(await first.stop(), 0, first.log);
   assert.ok(await eventually(() => statuses.includes(503)), `the waiting long-poll got ${statuses}`);
@@ -292,6 +303,8 @@ test('the hub restarts: the long-poll gets 503 Retry-After, reconnects, loses an
     await second.publish('restart', visible('p3'));
     assert.ok(await eventually(() => received.length === 3, 20000), `got ${ids(received)}`);
     assert.deepEqual(ids(received), ['p1', 'p2', 'p3']);
+    assert.ok(await eventually(() => streamed.length === 3, 20000), `streamed ${ids(streamed)}`);
+    assert.deepEqual(ids(streamed), ['p1', 'p2', 'p3'], 'the event stream (ended with event: shutdown) resumed too');
   } finally {
     assert.equal(await second.stop(), 0);
   }
