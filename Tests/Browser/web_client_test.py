@@ -328,6 +328,15 @@ def run_service_worker(browser, hub, origin, token):
         page.wait_for_timeout(50)
     registration_id = next((r["registrationId"] for r in registrations if r["scopeURL"] == scope), None)
     check(registration_id is not None, f"the service worker is registered for {scope}")
+    # A second store in the same IndexedDB database (the worker's settings are in the first).
+    shared = page.evaluate("""async () => {
+        const other = new IndexedDBStore('notification-hub-test', 'other');
+        await other.set('key', { value: 1 });
+        const settings = await new IndexedDBStore('notification-hub-test', 'settings').get('settings');
+        return { other: await other.get('key'), endpoint: settings && settings.endpointId };
+    }""")
+    check(shared == {"other": {"value": 1}, "endpoint": "browser-worker"},
+          f"two IndexedDB stores share one database ({shared})")
 
     def push(message):
         cdp.send("ServiceWorker.deliverPushMessage",

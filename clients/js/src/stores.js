@@ -44,13 +44,38 @@ export class IndexedDBStore {
     this.opened = undefined;
   }
 
-  /** @returns {Promise<IDBDatabase>} */
+  /**
+   * Opens the database, adding the object store (with a version upgrade) when the database exists
+   * without it: several stores may share one database.
+   * @returns {Promise<IDBDatabase>}
+   */
   open() {
-    this.opened ??= new Promise((resolve, reject) => {
-      const request = indexedDB.open(this.database, 1);
-      request.onupgradeneeded = () => request.result.createObjectStore(this.objectStore);
-      request.onsuccess = () => resolve(request.result);
-      request.onerror = () => reject(request.error);
+    /** @param {number | undefined} version */
+    const attempt = (version) =>
+      /** @type {Promise<IDBDatabase>} */ (
+        new Promise((resolve, reject) => {
+          const request = indexedDB.open(this.database, version);
+          request.onupgradeneeded = () => {
+            if (!request.result.objectStoreNames.contains(this.objectStore)) {
+              request.result.createObjectStore(this.objectStore);
+            }
+          };
+          request.onsuccess = () => {
+            // Another context upgrading the database (adding its store) must not wait for this one.
+            request.result.onversionchange = () => {
+              request.result.close();
+              this.opened = undefined;
+            };
+            resolve(request.result);
+          };
+          request.onerror = () => reject(request.error);
+        })
+      );
+    this.opened ??= attempt(undefined).then((db) => {
+      if (db.objectStoreNames.contains(this.objectStore)) return db;
+      const next = db.version + 1;
+      db.close();
+      return attempt(next);
     });
     return this.opened;
   }

@@ -39,4 +39,4 @@ async function command(message) {
   return answer;
 }
 
-Object.assign(window, { ready: start(), messages, notifications, command });
+Object.assign(window, { ready: start(), messages, notifications, command, IndexedDBStore });
