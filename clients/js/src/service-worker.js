@@ -188,12 +188,14 @@ export function serviceWorkerHandlers(worker, options) {
       const path = new URL(url).pathname;
       const windows = await worker.clients.matchAll({ type: 'window', includeUncontrolled: true });
       const open = windows.find((window) => new URL(window.url).pathname === path);
-      if (open) {
-        const shown = open.url === url ? open : ((await open.navigate(url)) ?? open);
-        await shown.focus().catch(() => {});
-      } else {
-        await worker.clients.openWindow(url);
+      /** @type {WindowClientLike | null | undefined} */
+      let shown = open;
+      if (open && open.url !== url) {
+        // Only a window this worker controls can be navigated; another gets a window of its own.
+        shown = await open.navigate(url).catch(() => undefined);
       }
+      if (shown) await shown.focus().catch(() => {});
+      else await worker.clients.openWindow(url);
       await reported;
     },
 
