@@ -23,7 +23,7 @@ struct ServeWebPushTests {
         let http = HubHTTP(base: hub.baseURL)
         let token = try await http.userToken("alice")
 
-        // What examples/web/hub.js sends: the PushSubscription's JSON as the token.
+        // What registerWebPush (clients/js) sends: the PushSubscription's JSON as the token.
         let subscription = push.makeSubscription(applicationServerKey: key.publicKey)
         let registered = try await http.request(
             .PUT, "/v1/apps/notes.contoso.com/me/endpoints/web-1", bearer: token,

@@ -1,60 +1,108 @@
-import { applicationServerKey, load, register, save, sync } from './hub.js';
+// The page: a HubClient whose changes() keep the list in step (the event stream, long-polls where
+// streams are blocked), read and dismiss buttons, and Web Push through the service worker (sw.js).
+// A published app imports '@notificationhub/client' instead of the relative path.
+import { HubClient, IndexedDBStore, registerWebPush } from '../../clients/js/src/index.js';
 
-const form = document.querySelector('#settings');
-const status = document.querySelector('#status');
-const feed = document.querySelector('#feed');
+const form = /** @type {HTMLFormElement} */ (document.querySelector('#settings'));
+const status = /** @type {HTMLElement} */ (document.querySelector('#status'));
+const feed = /** @type {HTMLUListElement} */ (document.querySelector('#feed'));
+// The settings the service worker reads when a push wakes it with no page open.
+const settings = new IndexedDBStore('notification-hub-example', 'settings');
 
-function show(text) { status.textContent = text; }
+/** @type {HubClient | undefined} */
+let client;
+/** @type {AbortController | undefined} */
+let running;
 
-function render(changes) {
-  for (const change of changes) {
-    document.getElementById(change.id)?.remove();
-    if (change.status !== 'active') continue;
-    const item = document.createElement('li');
-    item.id = change.id;
-    item.className = change.readState;
-    const visual = change.payload?.visualContent;
-    item.textContent = visual ? `${visual.title}${visual.body ? ` — ${visual.body}` : ''}` : change.appNotificationId;
-    feed.prepend(item);
+/** @param {string} text */
+function show(text) {
+  status.textContent = text;
+}
+
+/** @param {import('../../clients/js/src/client.js').HubNotification} change */
+function render(change) {
+  feed.querySelector(`li[data-id="${CSS.escape(change.appNotificationId)}"]`)?.remove();
+  if (change.status !== 'active' || change.userActionState === 'dismissed') return;
+  const item = document.createElement('li');
+  item.dataset.id = change.appNotificationId;
+  item.className = change.readState;
+  const title = document.createElement('span');
+  title.className = 'title';
+  const visual = change.payload?.visualContent;
+  title.textContent = visual ? `${visual.title ?? ''}${visual.body ? ` — ${visual.body}` : ''}` : change.appNotificationId;
+  item.append(title);
+  for (const [label, action] of /** @type {const} */ ([['Mark read', 'read'], ['Dismiss', 'dismiss']])) {
+    if (action === 'read' && change.readState === 'read') continue;
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.className = action;
+    button.textContent = label;
+    button.addEventListener('click', () => {
+      const done = action === 'read' ? client?.markRead(change.id) : client?.dismiss(change.id);
+      done?.catch((error) => show(`${label} failed: ${error.message}`));
+    });
+    item.append(button);
+  }
+  feed.prepend(item);
+}
+
+/** Starts (or restarts) the client with the form's settings and follows the feed. */
+async function connect() {
+  const values = /** @type {Record<string, string>} */ (Object.fromEntries(new FormData(form)));
+  const endpointId = (await settings.get('endpointId')) ?? `web-${crypto.randomUUID()}`;
+  await settings.set('endpointId', endpointId);
+  await settings.set('settings', { ...values, endpointId });
+  running?.abort();
+  client?.close();
+  feed.replaceChildren();
+  const current = new HubClient({
+    baseURL: values.hub,
+    app: values.app,
+    endpointId,
+    // A real app returns its sign-in's token here, and a refreshed one when reason is 'invalidated'.
+    token: () => values.token,
+    onResync: () => feed.replaceChildren(),
+  });
+  client = current;
+  running = new AbortController();
+  show(`Connected as endpoint ${endpointId}.`);
+  try {
+    for await (const change of current.changes({ signal: running.signal })) render(change);
+  } catch (error) {
+    show(`Stopped: ${/** @type {Error} */ (error).message}`);
   }
 }
 
-form.addEventListener('submit', async (event) => {
+form.addEventListener('submit', (event) => {
   event.preventDefault();
-  const settings = Object.fromEntries(new FormData(form));
+  connect();
+});
+
+document.querySelector('#push')?.addEventListener('click', async () => {
   try {
+    if (!client) throw new Error('connect first');
+    const vapidPublicKey = String(new FormData(form).get('vapidKey') ?? '');
+    if (!vapidPublicKey) throw new Error('fill in the VAPID public key');
     if (Notification.permission !== 'granted' && (await Notification.requestPermission()) !== 'granted') {
       throw new Error('notifications are not allowed for this page');
     }
-    const worker = await navigator.serviceWorker.register('sw.js', { type: 'module' });
-    await navigator.serviceWorker.ready;
-    const subscription = await worker.pushManager.subscribe({
-      userVisibleOnly: true, // browsers allow no silent pushes: the worker shows one for every push
-      applicationServerKey: applicationServerKey(settings.vapidKey),
+    await navigator.serviceWorker.register('sw.js', { type: 'module' });
+    const registration = await navigator.serviceWorker.ready;
+    const endpoint = await registerWebPush(registration, client, {
+      vapidPublicKey,
+      appDisplayName: 'Web client example',
     });
-    const endpointId = (await load('endpointId')) || `web-${crypto.randomUUID()}`;
-    await save('settings', settings);
-    await save('endpointId', endpointId);
-    const endpoint = await register(settings, endpointId, subscription);
-    show(`Registered as endpoint ${endpoint.id} (${endpoint.state}).`);
-    render(await sync(settings));
+    show(`Push enabled: endpoint ${endpoint.id} (${endpoint.state}).`);
   } catch (error) {
-    show(`Failed: ${error.message}`);
+    show(`Push failed: ${/** @type {Error} */ (error).message}`);
   }
 });
 
-document.querySelector('#sync').addEventListener('click', async () => {
-  const settings = await load('settings');
-  if (settings) render(await sync(settings));
-});
-
-// The service worker tells open pages what a push brought.
-navigator.serviceWorker?.addEventListener('message', (event) => render(event.data.changes || []));
-
 (async () => {
-  const settings = await load('settings');
-  if (!settings) return;
-  for (const [name, value] of Object.entries(settings)) if (form.elements[name]) form.elements[name].value = value;
-  show(`Registered as endpoint ${await load('endpointId')}.`);
-  render(await sync(settings));
+  const saved = await settings.get('settings');
+  if (!saved) return;
+  for (const [name, value] of Object.entries(saved)) {
+    const input = form.elements.namedItem(name);
+    if (input instanceof HTMLInputElement) input.value = String(value);
+  }
 })();

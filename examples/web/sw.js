@@ -1,42 +1,22 @@
-// The service worker: woken by a push, it syncs the feed and shows what is new.
-//
-// A push from the hub is JSON, decrypted by the browser:
-// - shoulder tap: {"hub":"tap","app":…,"v":"<feed version>"} — content-free; sync the feed;
-// - visible or fallback: {"hub":"visible"|"fallback","app":…,"id":…,"v":…,"tag":…,"title":…,"body":…}.
-// Browsers require every push to show a notification (userVisibleOnly), so a tap shows the newest
-// unread change, and a change that was read or dismissed elsewhere closes its notification here
-// (universal dismiss).
-import { load, sync } from './hub.js';
+// The service worker: the SDK's helper turns the hub's pushes into a sync and a notification,
+// a click into the app's URL (marked read and activated), a close into a dismiss on every
+// device, and renews the endpoint when the browser renews the push subscription.
+import { HubClient, IndexedDBStore, installServiceWorker } from '../../clients/js/src/index.js';
 
-async function handle(message) {
-  const settings = await load('settings');
-  const changes = settings ? await sync(settings) : [];
-  for (const client of await self.clients.matchAll({ type: 'window' })) client.postMessage({ changes });
+const settings = new IndexedDBStore('notification-hub-example', 'settings');
 
-  for (const change of changes) {
-    if (change.status !== 'active' || change.readState === 'read' || change.userActionState === 'dismissed') {
-      for (const shown of await self.registration.getNotifications({ tag: change.appNotificationId })) shown.close();
-    }
-  }
-  if (message.hub === 'visible' || message.hub === 'fallback') {
-    return self.registration.showNotification(message.title, { body: message.body, tag: message.tag, data: message });
-  }
-  const unread = changes.filter((c) => c.status === 'active' && c.readState === 'unread' && c.payload?.visualContent);
-  const newest = unread[unread.length - 1];
-  if (newest) {
-    const visual = newest.payload.visualContent;
-    return self.registration.showNotification(visual.title, { body: visual.body, tag: newest.appNotificationId });
-  }
-  return self.registration.showNotification('Notifications are up to date', { tag: 'hub-sync', silent: true });
-}
-
-self.addEventListener('push', (event) => {
-  let message = {};
-  try { message = event.data ? event.data.json() : {}; } catch { message = {}; }
-  event.waitUntil(handle(message));
-});
-
-self.addEventListener('notificationclick', (event) => {
-  event.notification.close();
-  event.waitUntil(self.clients.openWindow('./'));
+installServiceWorker(/** @type {any} */ (self), {
+  client: async () => {
+    const saved = await settings.get('settings');
+    if (!saved) return undefined;
+    return new HubClient({
+      baseURL: saved.hub,
+      app: saved.app,
+      endpointId: saved.endpointId,
+      // The token the page saved; a real app refreshes it here through its sign-in.
+      token: () => saved.token,
+      // The worker's own position: the page's list follows the page's.
+      storeKey: `service-worker/${saved.app}/${saved.endpointId}`,
+    });
+  },
 });

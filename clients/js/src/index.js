@@ -1,0 +1,8 @@
+// @ts-check
+/** NotificationHub's web client. See README.md. */
+export { HubClient, sleep } from './client.js';
+export { HubError, parseRetryAfter } from './errors.js';
+export { EventStreamParser } from './events.js';
+export { IndexedDBStore, MemoryStore, defaultStore } from './stores.js';
+export { applicationServerKey, registerWebPush, webPushRegistration } from './web-push.js';
+export { CHANGES_MESSAGE, installServiceWorker, serviceWorkerHandlers } from './service-worker.js';
