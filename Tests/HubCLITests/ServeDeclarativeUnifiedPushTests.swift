@@ -46,6 +46,8 @@ struct ServeDeclarativeUnifiedPushTests {
                 .PUT, "\(Self.app)/me/endpoints/\(id)", bearer: token,
                 json: Self.web(subscription.json, declarative: declarative))
             #expect(registered.status == 201, "\(id): \(registered.body)")
+            // The endpoint resource says what the device asked for, and nothing when it did not.
+            #expect(registered.body.contains(#""declarative":true"#) == (declarative == true), "\(registered.body)")
         }
         let notBoolean = try await http.request(
             .PUT, "\(Self.app)/me/endpoints/odd", bearer: token,
