@@ -2,7 +2,10 @@
 //
 // A push from the hub is JSON, decrypted by the browser:
 // - shoulder tap: {"hub":"tap","app":…,"v":"<feed version>"} — content-free; sync the feed;
-// - visible or fallback: {"hub":"visible"|"fallback","app":…,"id":…,"v":…,"tag":…,"title":…,"body":…}.
+// - visible or fallback: {"hub":"visible"|"fallback","app":…,"id":…,"v":…,"tag":…,"title":…,"body":…};
+// - the same as a declarative push message (to Safari, or a subscription registered with
+//   declarative: true): {"web_push":8030,"notification":{title,body,navigate,tag,data:{hub,app,id,v}}}.
+//   Safari shows it without this worker; a browser without Declarative Web Push hands it here.
 // Browsers require every push to show a notification (userVisibleOnly), so a tap shows the newest
 // unread change, and a change that was read or dismissed elsewhere closes its notification here
 // (universal dismiss).
@@ -30,9 +33,16 @@ async function handle(message) {
   return self.registration.showNotification('Notifications are up to date', { tag: 'hub-sync', silent: true });
 }
 
+// The hub's fields of a declarative push message, as the classic payload carries them.
+function unwrap(message) {
+  const shown = message.web_push === 8030 ? message.notification : null;
+  if (!shown) return message;
+  return { ...(shown.data ?? {}), title: shown.title, body: shown.body, tag: shown.tag };
+}
+
 self.addEventListener('push', (event) => {
   let message = {};
-  try { message = event.data ? event.data.json() : {}; } catch { message = {}; }
+  try { message = event.data ? unwrap(event.data.json()) : {}; } catch { message = {}; }
   event.waitUntil(handle(message));
 });
 
