@@ -7,12 +7,12 @@ public import Logging
 /// Linux desktops, …) whose device gets pushes from a UnifiedPush distributor (such as ntfy).
 ///
 /// The endpoint's token is the distributor's endpoint with the keys the app's connector made, in
-/// the shape of a browser's `PushSubscription` JSON (``WebPushSubscription``):
+/// the shape of a browser's `PushSubscription` JSON (`WebPushSubscription`):
 /// `{"endpoint": "https://ntfy.example.com/upAbC…", "keys": {"p256dh": "…", "auth": "…"}}`.
 ///
-/// - Registration: the endpoint must pass ``UnifiedPushConfiguration/endpointPolicy`` (the Web
-///   Push transport's address rules: https, no private, loopback or link-local address, on the
-///   allow-list), then the UnifiedPush endpoint check: a GET of the endpoint, following no
+/// - Registration: the endpoint must pass the `endpointPolicy` of
+///   ``UnifiedPushConfiguration/webPush`` (the Web Push transport's address rules: https, no
+///   private, loopback or link-local address, on the allow-list), then the UnifiedPush endpoint check: a GET of the endpoint, following no
 ///   redirect, must answer `{"unifiedpush":{"version":1}}`. A failing endpoint is refused with
 ///   what failed. The check runs again on every refresh.
 /// - Sending: as Web Push does (RFC 8030 POST, RFC 8291 `aes128gcm` body of at most 4,096 bytes,
@@ -27,7 +27,10 @@ public final class UnifiedPushTransport: Transport {
     let webPush: WebPushTransport
     let logger: Logger
 
-    /// - Throws: when a PEM in ``UnifiedPushConfiguration/trustRootsPEM`` is not a certificate.
+    /// - Parameters:
+    ///   - configuration: where distributors may be and how to reach them.
+    ///   - logger: where check failures and shutdown problems go.
+    /// - Throws: when a PEM in the configuration's `trustRootsPEM` is not a certificate.
     public init(
         configuration: UnifiedPushConfiguration = UnifiedPushConfiguration(),
         logger: Logger = Logger(label: "hub.unifiedpush")
