@@ -44,6 +44,28 @@ struct DeclarativeWebPushTests {
         }
     }
 
+    @Test("by default, web.push.apple.com subscriptions get declarative messages and FCM ones classic")
+    func defaultHosts() throws {
+        let transport = try WebPushTransport()
+        #expect(WebPushConfiguration().declarativeHosts == ["*.push.apple.com"])
+        let keys = WebPushEmulator.makeVAPIDKey().publicKey
+        let app = CrossDeviceApp(id: WebPushFixture.appID, name: "Notes", platforms: [.web: [WebPushFixture.origin]])
+        let notification = UserNotification.fixture(
+            VisualContent(title: "Lunch?"), appId: app.id, appNotificationId: "lunch")
+        for (service, declarative) in [
+            ("https://web.push.apple.com/QGuQyavXutnMtf", true), ("https://fcm.googleapis.com/fcm/send/dQw4", false),
+        ] {
+            let token = WebPushSubscription(endpoint: service, p256dh: keys, auth: Array(repeating: 7, count: 16)).json
+            let endpoint = Endpoint(
+                id: "browser", appId: app.id, userId: "alice", platform: .web, platformAppId: WebPushFixture.origin,
+                transport: .webpush, token: token, registeredAt: Date())
+            let message = transport.message(for: .fixture(.visible, to: endpoint, app: app, notification: notification))
+            #expect(
+                WebPushEmulator.readDeclarative(message.payload) == (declarative ? .declarative : .classic),
+                "\(service)")
+        }
+    }
+
     @Test("registration refuses a declarative attribute that is not true or false")
     func attributeChecked() async throws {
         try await WebPushFixture.with { fixture in
