@@ -89,13 +89,21 @@ public final class UnifiedPushTransport: Transport {
         webPush.destination(of: endpoint)
     }
 
-    /// Refuses tokens that are not subscriptions and endpoints the address rules do not allow.
+    /// The longest endpoint URL the UnifiedPush server specification allows, in bytes.
+    public static let maximumEndpointLength = 1000
+
+    /// Refuses tokens that are not subscriptions, endpoints longer than
+    /// ``maximumEndpointLength`` bytes and endpoints the address rules do not allow.
     public func problem(registering endpoint: Endpoint, for app: CrossDeviceApp) -> String? {
         let subscription: WebPushSubscription
         do {
             subscription = try WebPushSubscription(token: endpoint.token ?? "")
         } catch {
             return error.message.replacingOccurrences(of: "the browser's PushSubscription", with: "the endpoint")
+        }
+        if subscription.endpoint.utf8.count > Self.maximumEndpointLength {
+            return "the endpoint is \(subscription.endpoint.utf8.count) bytes; a UnifiedPush endpoint is at most "
+                + "\(Self.maximumEndpointLength)"
         }
         return client.configuration.endpointPolicy.problem(with: subscription.endpoint).map {
             "the endpoint \($0)".replacingOccurrences(of: "transports.webpush", with: "transports.unifiedpush")

@@ -35,6 +35,28 @@ struct UnifiedPushConformanceTests {
         }
     }
 
+    @Test("registration refuses an endpoint longer than the specification's 1,000 bytes")
+    func endpointLength() async throws {
+        let transport = try UnifiedPushTransport(
+            configuration: UnifiedPushConfiguration(
+                webPush: WebPushConfiguration(endpointPolicy: WebPushEndpointPolicy(allowedHosts: ["ntfy.example.com"]))
+            ))
+        let keys = WebPushEmulator.makeVAPIDKey().publicKey
+        func endpoint(pathLength: Int) -> Endpoint {
+            let url = "https://ntfy.example.com/" + String(repeating: "u", count: pathLength)
+            return Endpoint(
+                id: "phone", appId: Self.app.id, userId: "alice", platform: .android,
+                platformAppId: "com.contoso.notes", transport: .unifiedpush,
+                token: WebPushSubscription(endpoint: url, p256dh: keys, auth: Array(repeating: 1, count: 16)).json,
+                registeredAt: Date())
+        }
+        let fits = 1000 - "https://ntfy.example.com/".utf8.count
+        #expect(transport.problem(registering: endpoint(pathLength: fits), for: Self.app) == nil)
+        let problem = transport.problem(registering: endpoint(pathLength: fits + 1), for: Self.app)
+        #expect(problem?.contains("at most 1000") == true, "\(problem ?? "nil")")
+        try await transport.shutdown()
+    }
+
     @Test("a push without a VAPID key carries no Authorization; a 429 retries the endpoint after Retry-After")
     func withoutVAPID() async throws {
         let emulator = try await WebPushEmulator.start(distributor: true)
