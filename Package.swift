@@ -45,6 +45,7 @@ let package = Package(
         .library(name: "HubFCM", targets: ["HubFCM"]),
         .library(name: "HubWNS", targets: ["HubWNS"]),
         .library(name: "HubWebPush", targets: ["HubWebPush"]),
+        .library(name: "HubUnifiedPush", targets: ["HubUnifiedPush"]),
         .library(name: "HubPostgres", targets: ["HubPostgres"]),
         .library(name: "HubClient", targets: ["HubClient"]),
         .library(name: "HubCLI", targets: ["HubCLI"]),
@@ -214,6 +215,17 @@ let package = Package(
             path: "Plugins/WebPush",
             swiftSettings: strictness
         ),
+        // UnifiedPush sends as Web Push does (its client, payloads and RFC 8291 encryption), so it
+        // builds on that plugin instead of copying it.
+        .target(
+            name: "HubUnifiedPush",
+            dependencies: [
+                "HubCore", "HubWebPush",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Plugins/UnifiedPush",
+            swiftSettings: strictness
+        ),
         .target(
             name: "HubPostgres",
             dependencies: [
@@ -274,7 +286,7 @@ let package = Package(
         // `hub`: HubCLI with the first-party plugins (Sources/hub/main.swift).
         .executableTarget(
             name: "hub",
-            dependencies: ["HubCLI", "HubPolling", "HubAPNS", "HubFCM", "HubWNS", "HubWebPush"],
+            dependencies: ["HubCLI", "HubPolling", "HubAPNS", "HubFCM", "HubWNS", "HubWebPush", "HubUnifiedPush"],
             swiftSettings: strictness,
             linkerSettings: releaseLinking
         ),
@@ -400,7 +412,7 @@ let package = Package(
         .testTarget(
             name: "HubWebPushTests",
             dependencies: [
-                "HubWebPush", "HubTesting", "HubEmulators", "HubConfig",
+                "HubWebPush", "HubUnifiedPush", "HubTesting", "HubEmulators", "HubConfig",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -428,7 +440,7 @@ let package = Package(
             dependencies: [
                 "hub", "HubCLI", "device-simulator", "HubEmulators", "HubConfig", "HubCore", "HubAPNS", "HubFCM",
                 "HubWNS",
-                "HubWebPush", "HubTesting",
+                "HubWebPush", "HubUnifiedPush", "HubTesting",
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),  // DeploymentTests reads compose.yaml
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -49,11 +49,16 @@ public final class WebPushClient: Sendable {
     }
 
     /// Encrypts `message` for `subscription` and POSTs it to its push service with a VAPID token.
+    /// - Parameters:
+    ///   - message: the plaintext and headers.
+    ///   - subscription: where it goes and the keys it is encrypted for.
+    ///   - vapid: the application server's VAPID key and contact; `nil` sends no `Authorization`
+    ///     (a UnifiedPush distributor that does not ask for VAPID).
     /// - Returns: the push service's answer when it accepted the message (2xx).
     /// - Throws: ``WebPushError``: a refused endpoint, an oversized payload or an unusable key before
     ///   sending; the push service's non-2xx answer (status, reason, `Retry-After`); network failures.
     public func send(
-        _ message: WebPushMessage, to subscription: WebPushSubscription, vapid: VAPIDCredentials
+        _ message: WebPushMessage, to subscription: WebPushSubscription, vapid: VAPIDCredentials?
     )
         async throws(WebPushError) -> WebPushResponse
     {
@@ -65,9 +70,9 @@ public final class WebPushClient: Sendable {
             throw WebPushError(code: .invalidSubscription, message: "the subscription's endpoint has no origin")
         }
         let body = try WebPushEncryption.encrypt(message.payload, for: subscription)
-        let authorization: String
+        var authorization: String?
         do {
-            authorization = try signer.authorization(vapid, audience: audience)
+            authorization = try vapid.map { try signer.authorization($0, audience: audience) }
         } catch {
             throw WebPushError(
                 code: .vapidUnavailable, message: "the VAPID token could not be signed", underlying: error)
@@ -97,15 +102,38 @@ public final class WebPushClient: Sendable {
             retryAfter: RetryAfter.parse(header("retry-after"), now: configuration.now()))
     }
 
+    /// GETs `url`, after the same policy check as a send (``WebPushConfiguration/endpointPolicy``),
+    /// following no redirect: for a transport that asks a push server about an endpoint before
+    /// using it (UnifiedPush's endpoint check).
+    /// - Parameter url: the URL to read.
+    /// - Returns: the status and at most the first 64 KiB of the body.
+    /// - Throws: ``WebPushError``: ``WebPushErrorCode/endpointNotAllowed`` when the policy refuses
+    ///   the URL (nothing was sent), ``WebPushErrorCode/networkFailure`` when no answer came.
+    public func get(_ url: String) async throws(WebPushError) -> (status: Int, body: String) {
+        if let problem = configuration.endpointPolicy.problem(with: url) {
+            throw WebPushError(code: .endpointNotAllowed, message: "the endpoint \(problem); nothing was sent")
+        }
+        do {
+            let (origin, path) = try HTTP2Origin.split(url: url)
+            var headers = HPACKHeaders()
+            headers.add(name: "accept", value: "application/json")
+            let request = HTTP2Request(method: "GET", path: path, pathIndexing: .nonIndexable, headers: headers)
+            let response = try await http2.execute(request, to: origin, timeout: configuration.requestTimeout)
+            return (response.status, String(buffer: response.body))
+        } catch {
+            throw WebPushError(code: .networkFailure, message: "the server did not answer: \(error)", underlying: error)
+        }
+    }
+
     /// Closes the HTTP connections. Sends after this fail with ``WebPushErrorCode/networkFailure``.
     public func shutdown() async throws {
         await http2.shutdown()
     }
 
     /// The request headers (RFC 8030 §5, RFC 8291, RFC 8292); the client adds `content-length`.
-    static func headers(for message: WebPushMessage, authorization: String) -> HPACKHeaders {
+    static func headers(for message: WebPushMessage, authorization: String?) -> HPACKHeaders {
         var headers = HPACKHeaders()
-        headers.add(name: "authorization", value: authorization)
+        if let authorization { headers.add(name: "authorization", value: authorization) }
         headers.add(name: "ttl", value: String(message.timeToLive))
         if let urgency = message.urgency { headers.add(name: "urgency", value: urgency.rawValue) }
         if let topic = message.topic { headers.add(name: "topic", value: topic.value) }

@@ -17,6 +17,10 @@ public struct WebPushConfiguration: Sendable {
     public var tapTimeToLive: Duration
     /// How far ahead a VAPID token's `exp` is (at most 24 hours).
     public var tokenLifetime: Duration
+    /// The push services whose subscriptions get visible notifications as declarative push
+    /// messages unless they registered `declarative: false` (entries as in
+    /// ``WebPushEndpointPolicy/allowedHosts``); by default Apple's, `*.push.apple.com`.
+    public var declarativeHosts: [String]
     /// The clock for TTLs and VAPID expiry.
     public var now: @Sendable () -> Date
 
@@ -24,8 +28,10 @@ public struct WebPushConfiguration: Sendable {
         endpointPolicy: WebPushEndpointPolicy = WebPushEndpointPolicy(), requestTimeout: Duration = .seconds(15),
         trustRootsPEM: [String] = [],
         tapTimeToLive: Duration = .seconds(86_400),
-        tokenLifetime: Duration = .seconds(12 * 3600), now: @escaping @Sendable () -> Date = { Date() }
+        tokenLifetime: Duration = .seconds(12 * 3600), declarativeHosts: [String] = ["*.push.apple.com"],
+        now: @escaping @Sendable () -> Date = { Date() }
     ) {
+        self.declarativeHosts = declarativeHosts
         self.endpointPolicy = endpointPolicy
         self.requestTimeout = requestTimeout
         self.trustRootsPEM = trustRootsPEM

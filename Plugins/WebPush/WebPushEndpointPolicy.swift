@@ -64,6 +64,14 @@ public struct WebPushEndpointPolicy: Sendable, Hashable {
         return nil
     }
 
+    /// Whether an entry of ``allowedHosts`` names `host` on `port`, by the same entry rules, without
+    /// the address checks of ``problem(with:)``: for lists of hosts that are not an allow-list
+    /// (``WebPushConfiguration/declarativeHosts``).
+    func names(host: String, port: Int) -> Bool {
+        allowedHosts.contains { Self.isExact(entry: $0, host: host, port: port) }
+            || (port == 443 && allowedHosts.contains { Self.isWildcard(entry: $0, host: host) })
+    }
+
     /// Whether `entry` is `host` or `host:port` naming exactly this host and port.
     private static func isExact(entry: String, host: String, port: Int) -> Bool {
         let (allowedHost, allowedPort) = ProviderURL.split(entry.lowercased())

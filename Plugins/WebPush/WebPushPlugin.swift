@@ -19,7 +19,7 @@ public struct WebPushPlugin: TransportPlugin {
 
     public var id: TransportID { .webpush }
     public var platforms: Set<Platform> { [.web] }
-    public var settingKeys: [String] { ["allowedHosts", "trustRoots", "timeout", "tapTtl"] }
+    public var settingKeys: [String] { ["allowedHosts", "declarativeHosts", "trustRoots", "timeout", "tapTtl"] }
     public var credentialKeys: [String] { ["vapidPrivateKey", "subject"] }
 
     /// Reads `transports.webpush` into a ``WebPushConfiguration``:
@@ -27,6 +27,9 @@ public struct WebPushPlugin: TransportPlugin {
     ///   or `*` for any public https host (``WebPushEndpointPolicy``); by default the browsers' push
     ///   services (``WebPushEndpointPolicy/wellKnownServices``). An exact `host:port` entry also
     ///   allows a loopback emulator (`hub emulate webpush`);
+    /// - `declarativeHosts`: the push services whose subscriptions get visible notifications as
+    ///   declarative push messages (``DeclarativePushMessage``), entries as in `allowedHosts`; by
+    ///   default Apple's (`*.push.apple.com`). A subscription's `declarative` at registration wins;
     /// - `trustRoots`: a PEM file of certificates trusted besides the system's;
     /// - `timeout`: one HTTP exchange (15s);
     /// - `tapTtl`: how long a push service keeps a shoulder tap for an offline browser (1d).
@@ -40,6 +43,14 @@ public struct WebPushPlugin: TransportPlugin {
                     at: "allowedHosts")
             }
             configuration.endpointPolicy = WebPushEndpointPolicy(allowedHosts: hosts)
+        }
+        if let hosts = section.strings("declarativeHosts") {
+            for host in hosts where host.contains("/") || host.contains(" ") {
+                section.error(
+                    "'\(section.path).declarativeHosts' entry '\(host)' must be host, host:port or *.domain",
+                    at: "declarativeHosts")
+            }
+            configuration.declarativeHosts = hosts
         }
         if let path = section.filePath("trustRoots") {
             do {

@@ -16,7 +16,10 @@ public import Logging
 /// - visible or fallback: `{"hub":"visible"|"fallback","app":…,"id":…,"v":…,"tag":…,"title":…,"body":…}`
 ///   for the service worker's `showNotification`, `TTL` until the notification expires, `Topic` from
 ///   `appNotificationId` (see ``WebPushTopic/init(deriving:)``). A notification without
-///   `visualContent` is sent as a tap;
+///   `visualContent` is sent as a tap. To a subscription that registered `declarative: true`, or
+///   whose push service is one of ``WebPushConfiguration/declarativeHosts`` (Apple's) unless it
+///   registered `declarative: false`, the visible message is a ``DeclarativePushMessage`` instead,
+///   which the browser shows without a service worker;
 /// - `Urgency`: `high` for high-priority notifications and fallbacks, `low` for low, else `normal`.
 ///
 /// How answers map to outcomes: 2xx (201) → accepted; 404, 410 → endpoint gone; 429 and 5xx →
@@ -84,7 +87,8 @@ public final class WebPushTransport: Transport {
 
     /// Why the push service was never reached, when no connection could be opened to it (DNS,
     /// TCP, TLS): the dispatcher then backs off its host.
-    static func unreachable(_ error: WebPushError) -> String? {
+    /// - Parameter error: what a send threw.
+    public static func unreachable(_ error: WebPushError) -> String? {
         guard error.code == .networkFailure, let failure = error.underlying as? HTTP2ClientError,
             failure.code == .connectionFailed
         else { return nil }
@@ -100,11 +104,20 @@ public final class WebPushTransport: Transport {
         return url.port.map { "\(url.host):\($0)" } ?? url.host
     }
 
-    /// Refuses endpoints of apps without a VAPID key, tokens that are not subscriptions and
-    /// push-service URLs the policy does not allow.
+    /// `declarative`: `true` when the subscription shows visible notifications from declarative
+    /// push messages, `false` to keep classic ones even for Apple's push service.
+    public var endpointAttributes: Set<String> { [Self.declarativeAttribute] }
+
+    /// Refuses endpoints of apps without a VAPID key, tokens that are not subscriptions,
+    /// push-service URLs the policy does not allow and a `declarative` that is not a boolean.
     public func problem(registering endpoint: Endpoint, for app: CrossDeviceApp) -> String? {
         if app.credentials.webpush == nil {
             return "the app \(app.id) has no VAPID key on this hub; register with transport polling instead"
+        }
+        if let declarative = endpoint.attributes[Self.declarativeAttribute], declarative != "true",
+            declarative != "false"
+        {
+            return "declarative must be true or false, not '\(declarative)'"
         }
         let subscription: WebPushSubscription
         do {
@@ -122,8 +135,9 @@ public final class WebPushTransport: Transport {
         try await client.shutdown()
     }
 
-    /// The message the transport sends for `outbound`.
-    func message(for outbound: OutboundDelivery) -> WebPushMessage {
+    /// The message the transport sends for `outbound` (the UnifiedPush transport sends the same).
+    /// - Parameter outbound: the delivery, its endpoint, app and notification.
+    public func message(for outbound: OutboundDelivery) -> WebPushMessage {
         let delivery = outbound.delivery
         var urgency = WebPushUrgency.normal
         if outbound.isUrgent { urgency = .high }
@@ -131,11 +145,28 @@ public final class WebPushTransport: Transport {
         if let (shown, visual) = outbound.shown {
             var fields: [String: String] = [
                 "hub": delivery.kind == .fallback ? "fallback" : "visible", "app": outbound.app.id, "id": shown.id,
-                "v": String(delivery.changeVersion), "tag": shown.appNotificationId, "title": visual.title,
+                "v": String(delivery.changeVersion), "tag": shown.appNotificationId,
             ]
-            fields["body"] = visual.body
+            let payload: [UInt8]
+            if isDeclarative(outbound.endpoint),
+                let navigate = DeclarativePushMessage.navigateURL(origin: outbound.endpoint.platformAppId)
+            {
+                fields["tag"] = nil
+                payload =
+                    DeclarativePushMessage(
+                        title: visual.title, body: visual.body, navigate: navigate, tag: shown.appNotificationId,
+                        data: fields, appBadge: Self.badge(of: outbound)
+                    ).payload
+            } else {
+                payload = Self.fitting(title: visual.title, body: visual.body) { title, body in
+                    var classic = fields
+                    classic["title"] = title
+                    classic["body"] = body
+                    return Self.json(classic)
+                }
+            }
             return WebPushMessage(
-                payload: Self.fitting(fields), timeToLive: shown.secondsToExpiry(now: configuration.now()),
+                payload: payload, timeToLive: shown.secondsToExpiry(now: configuration.now()),
                 urgency: urgency,
                 topic: WebPushTopic(deriving: shown.appNotificationId))
         }
@@ -145,24 +176,39 @@ public final class WebPushTransport: Transport {
             urgency: urgency, topic: WebPushTopic("hubtap"))
     }
 
-    /// The JSON of `fields`, with the body (then the title) cut by the hub's one rule
-    /// (`VisibleTextFit`) when the whole would not fit the one record a Web Push message has.
-    static func fitting(_ fields: [String: String]) -> [UInt8] {
-        let payload = json(fields)
-        guard payload.count > WebPushEncryption.maximumPlaintextSize, let title = fields["title"] else {
-            return payload
-        }
-        var fitted = fields
-        fitted["title"] = ""
-        if fitted["body"] != nil { fitted["body"] = "" }
-        let budget = WebPushEncryption.maximumPlaintextSize - json(fitted).count
+    /// Whether visible notifications go to `endpoint` as declarative push messages: as it said at
+    /// registration (`declarative: true` or `false`), else when its push service is one of
+    /// ``WebPushConfiguration/declarativeHosts`` (Apple's, by default).
+    func isDeclarative(_ endpoint: Endpoint) -> Bool {
+        if let said = endpoint.attributes[Self.declarativeAttribute] { return said == "true" }
+        guard let subscription = try? WebPushSubscription(token: endpoint.token ?? ""),
+            let url = try? ProviderURL(checking: subscription.endpoint, notAURL: "")
+        else { return false }
+        return WebPushEndpointPolicy(allowedHosts: configuration.declarativeHosts)
+            .names(host: url.host, port: url.port ?? 443)
+    }
+
+    /// The endpoint attribute a subscription sets at registration (`declarative: true`).
+    static let declarativeAttribute = "declarative"
+
+    /// The app badge a declarative message sets: the count the publisher gave in `visualContent`.
+    /// The hook for a hub-kept unread count: when the delivery carries one, it goes here.
+    static func badge(of outbound: OutboundDelivery) -> Int? {
+        outbound.shown?.visual.badge
+    }
+
+    /// The payload `render` makes of the title and body, with the body (then the title) cut by
+    /// the hub's one rule (`VisibleTextFit`) when the whole would not fit the one record a Web Push
+    /// message has.
+    static func fitting(title: String, body: String?, render: (String, String?) -> [UInt8]) -> [UInt8] {
+        let payload = render(title, body)
+        guard payload.count > WebPushEncryption.maximumPlaintextSize else { return payload }
+        let budget = WebPushEncryption.maximumPlaintextSize - render("", body == nil ? nil : "").count
         guard
             let text = VisibleTextFit.fit(
-                title: title, body: fields["body"], budget: budget, cost: VisibleTextFit.jsonCost)
+                title: title, body: body, budget: budget, cost: VisibleTextFit.jsonCost)
         else { return payload }
-        fitted["title"] = text.title
-        fitted["body"] = text.body
-        return json(fitted)
+        return render(text.title, text.body)
     }
 
     /// A flat JSON object of strings, keys sorted.

@@ -39,6 +39,10 @@ public struct TransportID: RawRepresentable, Hashable, Sendable, Codable, Custom
     public static let fcm = TransportID(rawValue: "fcm")
     /// Windows Push Notification Services.
     public static let wns = TransportID(rawValue: "wns")
+    /// UnifiedPush (any platform): the token is the distributor's endpoint with its Web Push keys,
+    /// `{"endpoint": "https://…", "keys": {"p256dh": "…", "auth": "…"}}`; the hub checks the
+    /// endpoint at its distributor when it registers.
+    public static let unifiedpush = TransportID(rawValue: "unifiedpush")
     /// No push: the device long-polls the feed or reads it as server-sent events.
     public static let polling = TransportID(rawValue: "polling")
     public var description: String { rawValue }

@@ -88,6 +88,9 @@ extension Hub {
             endpoint = plugin.prepare(endpoint, for: app)
             if let problem = plugin.problem(registering: endpoint, for: app) { fail(plugin.tokenField, problem) }
         }
+        if errors.isEmpty, let plugin, let problem = await plugin.check(registering: endpoint, for: app) {
+            fail(plugin.tokenField, problem)
+        }
         if !errors.isEmpty { throw HubError.invalid(errors) }
         endpoint = try await store.upsertEndpoint(endpoint, limit: endpointLimit(of: app))
         logger.info(

@@ -64,6 +64,17 @@ public protocol Transport: Service {
     /// give (the APNs environment from the app's credentials).
     func prepare(_ endpoint: Endpoint, for app: CrossDeviceApp) -> Endpoint
 
+    /// Checks an endpoint at registration over the network, after ``problem(registering:for:)``
+    /// found nothing: such as asking the endpoint's server whether it is one this transport may
+    /// post to (UnifiedPush's endpoint check). Called on every registration and refresh, never
+    /// before a send; it must return within a bounded time. The default finds nothing.
+    /// - Parameters:
+    ///   - endpoint: the endpoint as it would be stored (after ``prepare(_:for:)``).
+    ///   - app: the endpoint's app.
+    /// - Returns: `nil` when acceptable, otherwise what the device must fix (the registration is
+    ///   refused with it, as a field error of ``tokenField``).
+    func check(registering endpoint: Endpoint, for app: CrossDeviceApp) async -> String?
+
     /// The host a send to `endpoint` connects to, when endpoints of this transport name their
     /// own (a WNS channel URI, a Web Push endpoint); `nil` (the default) for a transport that
     /// sends to one provider. The dispatcher caps the sends in flight per host and backs off a
@@ -90,6 +101,8 @@ extension Transport {
     public func problem(registering endpoint: Endpoint, for app: CrossDeviceApp) -> String? { nil }
 
     public func prepare(_ endpoint: Endpoint, for app: CrossDeviceApp) -> Endpoint { endpoint }
+
+    public func check(registering endpoint: Endpoint, for app: CrossDeviceApp) async -> String? { nil }
 
     public func destination(of endpoint: Endpoint) -> String? { nil }
 

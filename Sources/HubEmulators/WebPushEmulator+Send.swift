@@ -4,15 +4,20 @@ import Foundation
 extension WebPushEmulator {
     func route(_ request: EmulatorRequest) -> EmulatorResponse {
         guard request.path.hasPrefix("/push/") else { return refuse(404, "BadPath") }
-        guard request.method == "POST" else { return refuse(405, "MethodNotAllowed") }
         let id = String(request.path.dropFirst("/push/".count))
         let (subscription, expired) = state.withLock { ($0.subscriptions[id], $0.expired.contains(id)) }
+        if distributor && request.method == "GET" { return check(known: subscription != nil && !expired) }
+        guard request.method == "POST" else { return refuse(405, "MethodNotAllowed") }
         guard let subscription else { return refuse(404, "BadDeviceToken") }
         if expired { return refuse(410, "Unregistered") }
         let vapid: (subject: String, key: String)
-        switch verifyVAPID(request, subscription: subscription) {
-        case .success(let verified): vapid = verified
-        case .failure(let refusal): return refuse(refusal.status, refusal.reason)
+        if distributor && request.header("authorization") == nil && subscription.applicationServerKey == nil {
+            vapid = ("", "")  // a distributor whose app gave no VAPID key takes pushes without it
+        } else {
+            switch verifyVAPID(request, subscription: subscription) {
+            case .success(let verified): vapid = verified
+            case .failure(let refusal): return refuse(refusal.status, refusal.reason)
+            }
         }
         if let scripted = state.withLock({ $0.scripted.isEmpty ? nil : $0.scripted.removeFirst() }) {
             let reasons = [404: "BadDeviceToken", 410: "Unregistered", 413: "PayloadTooLarge", 429: "TooManyRequests"]
@@ -37,9 +42,14 @@ extension WebPushEmulator {
         guard let plaintext = Self.decrypt(request.body, for: subscription) else {
             return refuse(400, "BadWebPushRequest")
         }
-        let message = ReceivedMessage(
+        var message = ReceivedMessage(
             subscriptionID: id, plaintext: plaintext, body: request.body, timeToLive: ttl, urgency: urgency,
             topic: topic, subject: vapid.subject, vapidKey: vapid.key, httpVersion: request.version)
+        switch Self.readDeclarative(plaintext) {
+        case .classic: break
+        case .declarative: message.isDeclarative = true
+        case .invalid(let problem): return refuse(400, "BadDeclarativeMessage: \(problem)")
+        }
         let number = state.withLock { state in
             state.received.append(message)
             state.messageCount += 1
@@ -47,6 +57,21 @@ extension WebPushEmulator {
         }
         return EmulatorResponse(
             status: 201, headers: [("Location", "\(origin)/messages/\(id)-\(number)"), ("TTL", String(ttl))])
+    }
+
+    /// The answer to a GET of an endpoint (distributor mode): the UnifiedPush endpoint check.
+    private func check(known: Bool) -> EmulatorResponse {
+        let answer = state.withLock { state in
+            state.checks += 1
+            return state.checkAnswer
+        }
+        guard known else { return .json(404, "{}") }
+        switch answer {
+        case .unifiedPush: return .json(200, #"{"unifiedpush":{"version":1}}"#)
+        case .status(let status): return .json(status, "{}")
+        case .body(let body): return .json(200, body)
+        case .redirect(let location): return EmulatorResponse(status: 302, headers: [("Location", location)])
+        }
     }
 
     private func refuse(_ status: Int, _ reason: String, retryAfter: Int? = nil) -> EmulatorResponse {

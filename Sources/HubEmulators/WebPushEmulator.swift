@@ -23,6 +23,15 @@ import Synchronization
 ///
 /// Accepted messages answer `201 Created` with `Location` and the applied `TTL`, and are recorded
 /// decrypted (``received``). Errors carry Apple's JSON `{"reason": …}`.
+///
+/// A plaintext that is JSON with a `web_push` member is read as a declarative push message
+/// (``readDeclarative(_:)``): one that fails the checks is refused with 400
+/// `BadDeclarativeMessage: <what failed>`; one that passes is recorded with
+/// ``ReceivedMessage/isDeclarative`` set.
+///
+/// Started with `distributor: true` it plays a UnifiedPush distributor's push server instead
+/// (`hub emulate unifiedpush`): a GET of an endpoint answers `{"unifiedpush":{"version":1}}` (or
+/// what ``answerChecks(_:)`` scripts), and a POST needs VAPID only for a subscription bound to a key.
 public final class WebPushEmulator: Sendable {
     /// A subscription as a browser hands it to the page, plus the private half the browser keeps.
     public struct Subscription: Sendable {
@@ -64,6 +73,8 @@ public final class WebPushEmulator: Sendable {
         public var vapidKey: String
         /// `HTTP/2.0` or `HTTP/1.1`: how the message came.
         public var httpVersion: String
+        /// Whether the plaintext is a valid declarative push message (``readDeclarative(_:)``).
+        public var isDeclarative = false
         /// The plaintext as UTF-8 text.
         public var text: String { String(decoding: plaintext, as: UTF8.self) }
     }
@@ -75,25 +86,50 @@ public final class WebPushEmulator: Sendable {
         var received: [ReceivedMessage] = []
         var refusals: [(status: Int, reason: String)] = []
         var messageCount = 0
+        var checkAnswer = CheckAnswer.unifiedPush
+        var checks = 0
+    }
+
+    /// What a distributor answers to the GET of an endpoint (the UnifiedPush endpoint check).
+    public enum CheckAnswer: Sendable, Hashable {
+        /// 200 with `{"unifiedpush":{"version":1}}`, as a UnifiedPush push server must.
+        case unifiedPush
+        /// This status with an empty JSON object (a 404 of a server that is no distributor).
+        case status(Int)
+        /// 200 with this body (a server that is not a UnifiedPush one, or another version).
+        case body(String)
+        /// 302 to this URL (which a hub must not follow).
+        case redirect(String)
     }
 
     let state = Mutex(State())
     let now: @Sendable () -> Date
+    /// Whether it plays a UnifiedPush distributor (GET checks answered, VAPID optional).
+    public let distributor: Bool
     private let listener: EmulatorListener
     /// The CA whose certificate clients must trust.
     public var authority: TestCertificateAuthority { listener.authority }
 
-    private init(listener: EmulatorListener, now: @escaping @Sendable () -> Date) {
+    private init(listener: EmulatorListener, distributor: Bool, now: @escaping @Sendable () -> Date) {
         self.listener = listener
+        self.distributor = distributor
         self.now = now
     }
 
     /// Starts an emulator on 127.0.0.1 (`port` 0 picks a free one).
+    /// - Parameters:
+    ///   - authority: the CA that signs its certificate; a new one by default.
+    ///   - port: the port; 0 picks a free one.
+    ///   - distributor: play a UnifiedPush distributor's push server instead of a browser's push service.
+    ///   - now: the clock VAPID expiry is checked against.
     public static func start(
-        authority: TestCertificateAuthority? = nil, port: Int = 0, now: @escaping @Sendable () -> Date = { Date() }
+        authority: TestCertificateAuthority? = nil, port: Int = 0, distributor: Bool = false,
+        now: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> WebPushEmulator {
         let emulator = try WebPushEmulator(
-            listener: EmulatorListener(authority: authority, commonName: "Web Push emulator CA"), now: now)
+            listener: EmulatorListener(
+                authority: authority, commonName: distributor ? "UnifiedPush emulator CA" : "Web Push emulator CA"),
+            distributor: distributor, now: now)
         try await emulator.listener.start(port: port, http2: true, maximumBodyBytes: 64 * 1024) {
             [weak emulator] request in
             .now(emulator?.route(request) ?? EmulatorResponse(status: 503))
@@ -138,6 +174,14 @@ public final class WebPushEmulator: Sendable {
     public func remove(_ subscription: Subscription) {
         state.withLock { _ = $0.subscriptions.removeValue(forKey: subscription.id) }
     }
+
+    /// What GETs of endpoints answer from now on (distributor mode).
+    public func answerChecks(_ answer: CheckAnswer) {
+        state.withLock { $0.checkAnswer = answer }
+    }
+
+    /// How many endpoint checks (GETs of endpoints) came.
+    public var checkCount: Int { state.withLock { $0.checks } }
 
     /// Answers the next `count` sends that pass authentication with `status` (404, 410, 413, 429,
     /// 500, 503, …), with `Retry-After` when given.

@@ -75,10 +75,11 @@ struct PublishBody {
     }
 }
 
-/// `{platform, appId, transport, token?, channelUri?, environment?, attributes?, appDisplayName?}`;
-/// `channelUri` is the channel-URI name of the token. `attributes` (string values) are what the
-/// transport needs besides the token; `environment` is the attribute of that name (the APNs
-/// environment), kept as a field of its own for the clients that send it so.
+/// `{platform, appId, transport, token?, channelUri?, environment?, declarative?, attributes?,
+/// appDisplayName?}`; `channelUri` is the channel-URI name of the token. `attributes` (string
+/// values) are what the transport needs besides the token; `environment` is the attribute of that
+/// name (the APNs environment) and `declarative` (a boolean, Web Push) the attribute `declarative`
+/// as `true` or `false`, kept as fields of their own for the clients that send them so.
 struct RegistrationBody {
     var registration: EndpointRegistration
     var reader: FieldReader
@@ -105,6 +106,8 @@ struct RegistrationBody {
             }
         }
         if let environment = reader.string(body, "environment") { attributes["environment"] = environment.lowercased() }
+        // Web Push: the subscription shows visible notifications from declarative push messages.
+        if let declarative = reader.bool(body, "declarative") { attributes["declarative"] = String(declarative) }
         registration = EndpointRegistration(
             platform: Platform(rawValue: platform.lowercased()),
             appId: appId,

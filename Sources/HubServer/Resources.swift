@@ -33,6 +33,8 @@ struct EndpointResource: Encodable, Sendable {
     var appId: String
     var transport: String
     var environment: String?
+    /// Web Push: what the device said at registration (`declarative`), when it said it.
+    var declarative: Bool?
     var appDisplayName: String?
     var state: String
     var inactiveReason: String?
@@ -47,6 +49,7 @@ struct EndpointResource: Encodable, Sendable {
         appId = endpoint.platformAppId
         transport = endpoint.transport.rawValue
         environment = endpoint.attributes["environment"]
+        declarative = endpoint.attributes["declarative"].map { $0 == "true" }
         appDisplayName = endpoint.appDisplayName
         state = endpoint.state.rawValue
         inactiveReason = endpoint.inactiveReason

@@ -32,6 +32,7 @@ struct ServeCommandTests {
         for line in [
             "polling transport enabled", "apns transport off: no app has credentials.apns",
             "fcm transport off: no app has credentials.fcm", "wns transport off: no app has credentials.wns",
+            "unifiedpush transport off: hub.yaml has no transports.unifiedpush",
         ] {
             #expect(hub.log.contains(line), "\(line)\n\(hub.log)")
         }

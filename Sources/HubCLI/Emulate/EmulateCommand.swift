@@ -7,8 +7,11 @@ import ServiceLifecycle
 struct EmulateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "emulate",
-        abstract: "Run a local emulator of APNs, FCM, WNS or Web Push that enforces what the real service enforces.",
-        subcommands: [EmulateAPNS.self, EmulateFCM.self, EmulateWNS.self, EmulateWebPush.self]
+        abstract:
+            "Run a local emulator of APNs, FCM, WNS, Web Push or a UnifiedPush distributor that enforces what the real service enforces.",
+        subcommands: [
+            EmulateAPNS.self, EmulateFCM.self, EmulateWNS.self, EmulateWebPush.self, EmulateUnifiedPush.self,
+        ]
     )
 
     /// Writes `line` to standard output at once: `print` is block-buffered when stdout is a file or a

@@ -63,7 +63,8 @@ struct EmulateWebPush: AsyncParsableCommand {
             """)
         try await EmulateCommand.printUntilTerminated(banner: banner, { emulator.received }) { message in
             "accepted on \(message.subscriptionID) ttl \(message.timeToLive) urgency \(message.urgency ?? "-") "
-                + "topic \(message.topic ?? "-") sub \(message.subject): \(message.text.prefix(200))"
+                + "topic \(message.topic ?? "-") sub \(message.subject)\(message.isDeclarative ? " declarative" : ""): "
+                + "\(message.text.prefix(200))"
         }
         try await emulator.shutdown()
     }

@@ -138,7 +138,7 @@ export function serviceWorkerHandlers(worker, options) {
   return {
     async push(message) {
       if (!message || typeof message !== 'object') return undefined;
-      const push = /** @type {HubPushMessage} */ (message);
+      const push = /** @type {HubPushMessage} */ (unwrapDeclarative(message));
       if (!['tap', 'visible', 'fallback'].includes(push.hub)) return undefined;
       const client = await options.client();
       if (!client || (push.app !== undefined && push.app !== client.app)) return undefined;
@@ -218,4 +218,18 @@ export function serviceWorkerHandlers(worker, options) {
       return client.register(webPushRegistration(subscription, options));
     },
   };
+}
+
+/**
+ * The hub's fields of a declarative push message (`{"web_push": 8030, "notification": {…, "data":
+ * {hub, app, id, v}}}`, sent to Safari or to a subscription registered with `declarative: true`), as
+ * the classic payload carries them; any other message as it is. A browser with Declarative Web
+ * Push shows such a message itself; one without it hands it to the worker.
+ * @param {any} message
+ * @returns {any}
+ */
+export function unwrapDeclarative(message) {
+  const shown = message?.web_push === 8030 ? message.notification : undefined;
+  if (!shown || typeof shown !== 'object') return message;
+  return { ...(shown.data ?? {}), title: shown.title, body: shown.body, tag: shown.tag };
 }

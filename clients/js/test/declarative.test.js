@@ -1,0 +1,30 @@
+// @ts-check
+// The service-worker helper reads a declarative push message (Safari's format, or a subscription
+// registered with declarative: true) as the classic payload it carries.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { unwrapDeclarative } from '../src/service-worker.js';
+
+test('a declarative message yields the hub fields of its notification data', () => {
+  const message = {
+    web_push: 8030,
+    notification: {
+      title: 'Lunch',
+      body: 'At noon',
+      navigate: 'https://notes.contoso.com/',
+      tag: 'lunch',
+      data: { hub: 'visible', app: 'notes.contoso.com', id: 'n1', v: '7' },
+    },
+    app_badge: 3,
+  };
+  assert.deepEqual(unwrapDeclarative(message), {
+    hub: 'visible', app: 'notes.contoso.com', id: 'n1', v: '7', title: 'Lunch', body: 'At noon', tag: 'lunch',
+  });
+});
+
+test('a classic payload and anything else pass through unchanged', () => {
+  const tap = { hub: 'tap', app: 'notes.contoso.com', v: '8' };
+  assert.equal(unwrapDeclarative(tap), tap);
+  assert.deepEqual(unwrapDeclarative({ web_push: 8030 }), { web_push: 8030 });
+  assert.equal(unwrapDeclarative(undefined), undefined);
+});
