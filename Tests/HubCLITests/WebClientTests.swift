@@ -38,7 +38,8 @@ struct WebClientTests {
     func protocolTests() async throws {
         let node = try #require(Self.node, "node is not on PATH (apt-get install nodejs); .ci/run installs it")
         let result = try await ChildProcess.run(
-            URL(fileURLWithPath: node), ["--test", "clients/js/test/protocol.test.js", "clients/js/test/declarative.test.js"], in: Self.root,
+            URL(fileURLWithPath: node),
+            ["--test", "clients/js/test/protocol.test.js", "clients/js/test/declarative.test.js"], in: Self.root,
             environment: ["HUB_BINARY": HubProcess.executable.path])
         #expect(result.status == 0, "node --test failed:\n\(result.stdout)\n\(result.stderr)")
         #expect(result.stdout.contains("# fail 0"), "\(result.stdout)")
