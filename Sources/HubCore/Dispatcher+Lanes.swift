@@ -87,6 +87,12 @@ extension Dispatcher {
     /// deliveries that come due by time: retries, fallbacks, expired leases); a hand-off wakes it
     /// to be sent but does not end that pause (it leaves nothing to claim); when its slots are
     /// full, until one frees.
+    ///
+    /// Hand-offs never starve the outbox: once a claim is owed (the last one came back full, a
+    /// publish left rows to claims, or an idle interval passed since the last one), the lane takes
+    /// no more hand-offs until it has claimed, so claims and hand-offs take turns. Without that, a
+    /// survivor whose own publishes keep its lane busy would leave a crashed instance's expired
+    /// leases, and every retry, waiting until its load ends.
     func run(_ lane: Lane) async {
         if !lane.isStrayLane { lane.openHandOffs() }
         await withDiscardingTaskGroup { group in
@@ -98,14 +104,21 @@ extension Dispatcher {
             var drainedPokes: UInt64 = 0
             var drainedAt = clock.now
             var failures = 0
+            // Hand-offs were sent since the last claim: a claim that is owed goes next.
+            var claimsTurn = false
+            let idle = lane.isStrayLane ? configuration.idleInterval * 10 : configuration.idleInterval
             while !stopping {
                 let ticket = bells.ticket()
                 let pokes = lane.pokes.load(ordering: .acquiring)
                 let free = lane.freeSlots
-                let handedOff = lane.takeHandedOff(free)
-                if !handedOff.isEmpty {
-                    send(handedOff, in: lane, group: &group)
-                    continue
+                let claimOwed = !drained || pokes != drainedPokes || clock.now - drainedAt >= idle
+                if !(claimOwed && claimsTurn) {
+                    let handedOff = lane.takeHandedOff(free)
+                    if !handedOff.isEmpty {
+                        send(handedOff, in: lane, group: &group)
+                        claimsTurn = true
+                        continue
+                    }
                 }
                 let busy = free < lane.concurrency
                 if (busy && free < lane.claimThreshold) || recorder.backlog >= configuration.maxUnrecordedOutcomes {
@@ -113,7 +126,6 @@ extension Dispatcher {
                     continue
                 }
                 if drained {
-                    let idle = lane.isStrayLane ? configuration.idleInterval * 10 : configuration.idleInterval
                     await pause(idle - (clock.now - drainedAt), on: lane.pokeKey, after: drainedTicket)
                     if lane.pokes.load(ordering: .acquiring) == drainedPokes, clock.now - drainedAt < idle,
                         !stopping
@@ -143,6 +155,7 @@ extension Dispatcher {
                     await pause(storeBackoff(failures), on: lane.pokeKey, after: ticket)
                     continue
                 }
+                claimsTurn = false
                 drained = claimed.count < limit
                 drainedTicket = ticket
                 drainedPokes = pokes

@@ -20,6 +20,7 @@ extension PostgresStore {
         Migration(version: 5, name: "delivery receipts", statements: schemaV5),
         Migration(version: 6, name: "statistics over time", statements: schemaV6),
         Migration(version: 7, name: "user tags and broadcasts", statements: schemaV7),
+        Migration(version: 8, name: "leased deliveries", statements: schemaV8),
     ]
 
     /// Creates or upgrades the schema; safe to call on every start, from every instance at once.
@@ -229,6 +230,16 @@ extension PostgresStore {
             created_at timestamptz NOT NULL DEFAULT now()
         )
         """,
+    ]
+
+    /// Version 8: `hub_delivery_leased`, the pending rows under a lease (those in flight: a few per
+    /// lane slot). A claim takes the expired ones first (``OutboxMachine/claimOrder``) without
+    /// walking a backlog of unleased rows to find them.
+    static let schemaV8 = [
+        """
+        CREATE INDEX hub_delivery_leased ON hub_delivery (lease_until)
+            WHERE state = 'pending' AND lease_owner IS NOT NULL
+        """
     ]
 
     /// Version 2: the dispatcher claims per transport lane (`transport = $1`), in the order of

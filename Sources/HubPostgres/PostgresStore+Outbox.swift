@@ -54,19 +54,30 @@ extension PostgresStore {
 
     /// The claim statement for a lane whose extra condition is `laneFilter` (binds `$5`).
     ///
-    /// `due` picks and locks the rows; `superseded` finishes those whose endpoint is gone or
-    /// inactive; `claimed` leases the others; the final `SELECT` joins their endpoints and
-    /// notifications (all in one snapshot, so a claimed row's endpoint is there).
+    /// `taken_over` picks and locks the rows whose lease ended (through `hub_delivery_leased`),
+    /// `fresh` the unleased ones for what is left of the limit: expired leases go first
+    /// (``OutboxMachine/claimOrder``). `due` looks up their endpoints; `superseded` finishes those
+    /// whose endpoint is gone or inactive; `claimed` leases the others; the final `SELECT` joins
+    /// their endpoints and notifications (all in one snapshot, so a claimed row's endpoint is there).
     fileprivate static func claimSQL(laneFilter: String) -> String {
         """
-        WITH due AS (
-            SELECT d.id, coalesce(e.state = 'active', false) AS deliverable
-            FROM hub_delivery d
-            LEFT JOIN hub_endpoint e ON e.app_id = d.app_id AND e.user_id = d.user_id AND e.id = d.endpoint_id
-            WHERE d.state = 'pending' AND d.suspended_at IS NULL AND d.due_at <= $1 AND (d.lease_owner IS NULL OR d.lease_until < $1)\(laneFilter)
+        WITH taken_over AS (
+            SELECT d.id FROM hub_delivery d
+            WHERE d.state = 'pending' AND d.lease_owner IS NOT NULL AND d.lease_until < $1 AND d.suspended_at IS NULL AND d.due_at <= $1\(laneFilter)
             ORDER BY d.urgency DESC, d.due_at, d.id
             LIMIT $2
             FOR UPDATE OF d SKIP LOCKED
+        ), fresh AS (
+            SELECT d.id FROM hub_delivery d
+            WHERE d.state = 'pending' AND d.suspended_at IS NULL AND d.due_at <= $1 AND d.lease_owner IS NULL\(laneFilter)
+            ORDER BY d.urgency DESC, d.due_at, d.id
+            LIMIT greatest($2 - (SELECT count(*) FROM taken_over), 0)
+            FOR UPDATE OF d SKIP LOCKED
+        ), due AS (
+            SELECT p.id, p.taken_over, coalesce(e.state = 'active', false) AS deliverable
+            FROM (SELECT id, true AS taken_over FROM taken_over UNION ALL SELECT id, false FROM fresh) p
+            JOIN hub_delivery d ON d.id = p.id
+            LEFT JOIN hub_endpoint e ON e.app_id = d.app_id AND e.user_id = d.user_id AND e.id = d.endpoint_id
         ), superseded AS (
             UPDATE hub_delivery d SET state = 'finished', result = '\(OutboxMachine.supersededAtClaim.result)',
                 detail = '\(OutboxMachine.supersededAtClaim.detail)', finished_at = $1, lease_owner = NULL,
@@ -75,13 +86,13 @@ extension PostgresStore {
         ), claimed AS (
             UPDATE hub_delivery d SET lease_owner = $3, lease_until = $4, claimed_at = $1, attempts = d.attempts + 1
             FROM due WHERE d.id = due.id AND due.deliverable
-            RETURNING d.urgency, \(qualified(DeliveryColumns.list, "d"))
+            RETURNING due.taken_over, d.urgency, \(qualified(DeliveryColumns.list, "d"))
         )
         SELECT c.*, \(EndpointColumns.joined), \(NotificationColumns.joined)
         FROM claimed c
         JOIN hub_endpoint e ON e.app_id = c.app_id AND e.user_id = c.user_id AND e.id = c.endpoint_id
         LEFT JOIN hub_notification n ON n.app_id = c.app_id AND n.user_id = c.user_id AND n.id = c.notification_id
-        ORDER BY c.urgency DESC, c.due_at, c.id
+        ORDER BY c.taken_over DESC, c.urgency DESC, c.due_at, c.id
         """
     }
 

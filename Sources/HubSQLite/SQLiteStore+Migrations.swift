@@ -14,6 +14,7 @@ extension SQLiteStore {
         migrator.registerMigration("v6", migrate: addReceipts)
         migrator.registerMigration("v7", migrate: addStatisticsTables)
         migrator.registerMigration("v8", migrate: addAudiences)
+        migrator.registerMigration("v9", migrate: addLeasedIndex)
         return migrator
     }()
 
@@ -126,6 +127,17 @@ extension SQLiteStore {
             sql: """
                 CREATE INDEX delivery_lane ON delivery (transport, urgency DESC, dueAt, id)
                     WHERE state = 'pending';
+                """)
+    }
+
+    /// `v9`: `delivery_leased`, the pending rows under a lease (those in flight: a few per lane
+    /// slot). A claim takes the expired ones first (``OutboxMachine/claimOrder``) without walking a
+    /// backlog of unleased rows to find them.
+    private static func addLeasedIndex(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE INDEX delivery_leased ON delivery (leaseUntil)
+                    WHERE state = 'pending' AND leaseOwner IS NOT NULL;
                 """)
     }
 

@@ -27,18 +27,34 @@ extension SQLiteStore {
                 ?? false
         }
         guard anyDue else { return [] }
+        let takenOver = Self.claimable(lane, at: now.canonical, leased: true)
+        let fresh = Self.claimable(lane, at: now.canonical, leased: false)
         return try await write(.relaxed) { db in
             let now = now.canonical
+            // Expired leases first (``OutboxMachine/claimOrder``), then the rest in priority order.
+            let expired = try Int64.fetchAll(
+                db.cachedStatement(sql: "SELECT id \(takenOver.rows) ORDER BY urgency DESC, dueAt, id LIMIT ?"),
+                arguments: takenOver.arguments + [limit])
+            var picked = expired
+            if expired.count < limit {
+                picked += try Int64.fetchAll(
+                    db.cachedStatement(sql: "SELECT id \(fresh.rows) ORDER BY urgency DESC, dueAt, id LIMIT ?"),
+                    arguments: fresh.arguments + [limit - expired.count])
+            }
+            guard !picked.isEmpty else { return [] }
             let ids = try Int64.fetchAll(
                 db.cachedStatement(
                     sql: """
                         UPDATE delivery SET leaseOwner = ?, leaseUntil = ?, claimedAt = ?, attempts = attempts + 1
-                        WHERE id IN (SELECT id \(claimable.rows) ORDER BY urgency DESC, dueAt, id LIMIT ?)
+                        WHERE id IN (SELECT value FROM json_each(?))
                         RETURNING id
                         """),
-                arguments: [owner, leaseUntil.canonical.storedSeconds, now.storedSeconds] + claimable.arguments
-                    + [limit])
+                arguments: [
+                    owner, leaseUntil.canonical.storedSeconds, now.storedSeconds,
+                    JSONText.array(picked.map(JSONText.number)),
+                ])
             guard !ids.isEmpty else { return [] }
+            let wasTakenOver = Set(expired)
             let idList = JSONText.array(ids.map(JSONText.number))
             var claimed: [ClaimedDelivery] = []
             let rows = try Row.fetchCursor(
@@ -66,8 +82,9 @@ extension SQLiteStore {
                     }, at: now)
             }
             return claimed.sorted {
-                ($1.delivery.priority.urgency, $0.delivery.dueAt, $0.delivery.id)
-                    < ($0.delivery.priority.urgency, $1.delivery.dueAt, $1.delivery.id)
+                OutboxMachine.claimOrder(
+                    ($0.delivery, wasTakenOver.contains($0.delivery.id)),
+                    ($1.delivery, wasTakenOver.contains($1.delivery.id)))
             }
         }
     }
@@ -76,7 +93,12 @@ extension SQLiteStore {
     /// leased or with a lease that ended), and its arguments. Every lane walks `delivery_lane`, a
     /// transport's lane in claim order (without statistics the planner would pick another index and
     /// sort every due row of every transport).
-    static func claimable(_ lane: OutboxLane, at now: Date) -> (rows: String, arguments: StatementArguments) {
+    ///
+    /// - Parameter leased: `true`: only rows whose lease ended (through `delivery_leased`, the few
+    ///   rows under a lease); `false`: only unleased rows; `nil`: both.
+    static func claimable(
+        _ lane: OutboxLane, at now: Date, leased: Bool? = nil
+    ) -> (rows: String, arguments: StatementArguments) {
         let (filter, arguments): (String, StatementArguments) =
             switch lane {
             case .all: ("", [])
@@ -87,13 +109,32 @@ extension SQLiteStore {
                     [JSONText.array(transports.map(\.rawValue).sorted().map(JSONText.string))]
                 )
             }
-        return (
-            """
-            FROM delivery INDEXED BY delivery_lane
-            WHERE state = 'pending' AND suspendedAt IS NULL \(filter) AND dueAt <= ? AND (leaseOwner IS NULL OR leaseUntil < ?)
-            """,
-            arguments + [now.storedSeconds, now.storedSeconds]
-        )
+        switch leased {
+        case true?:
+            return (
+                """
+                FROM delivery INDEXED BY delivery_leased
+                WHERE state = 'pending' AND leaseOwner IS NOT NULL AND leaseUntil < ? AND suspendedAt IS NULL \(filter) AND dueAt <= ?
+                """,
+                [now.storedSeconds] + arguments + [now.storedSeconds]
+            )
+        case false?:
+            return (
+                """
+                FROM delivery INDEXED BY delivery_lane
+                WHERE state = 'pending' AND suspendedAt IS NULL \(filter) AND dueAt <= ? AND leaseOwner IS NULL
+                """,
+                arguments + [now.storedSeconds]
+            )
+        case nil:
+            return (
+                """
+                FROM delivery INDEXED BY delivery_lane
+                WHERE state = 'pending' AND suspendedAt IS NULL \(filter) AND dueAt <= ? AND (leaseOwner IS NULL OR leaseUntil < ?)
+                """,
+                arguments + [now.storedSeconds, now.storedSeconds]
+            )
+        }
     }
 
     /// The claimed rows with their endpoints and notifications, by a JSON array of delivery IDs.

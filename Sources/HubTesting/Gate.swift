@@ -35,4 +35,15 @@ public final class Gate: Sendable {
         }
         for waiter in waiters { waiter.resume() }
     }
+
+    /// Lets the longest-waiting caller through, if any, and leaves the gate shut: a provider that
+    /// answers one request at a time. Returns whether a caller was waiting.
+    @discardableResult
+    public func letOneThrough() -> Bool {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.waiters.isEmpty ? nil : state.waiters.removeFirst()
+        }
+        waiter?.resume()
+        return waiter != nil
+    }
 }

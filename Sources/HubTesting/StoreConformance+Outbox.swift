@@ -115,6 +115,32 @@ extension StoreConformance {
         try expect.equal(order, ["b1", "a1", "c1"], "claim order")
     }
 
+    /// A delivery whose lease ended is claimed before every unleased one, however urgent or old:
+    /// an instance busy with a backlog takes a dead instance's deliveries over first.
+    public static func claimTakesOverFirst(_ store: any Store) async throws {
+        let expect = Expect()
+        try await store.migrate()
+        let carol = FeedKey(appId: Fixture.app, userId: "carol")
+        _ = try await store.upsertEndpoint(Fixture.endpoint("a1"))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("b1", of: Fixture.bob))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("c1", of: carol))
+        // A backlog: an older row and an urgent one, neither leased.
+        try await Fixture.publish(store, Fixture.draft("t-1"), for: Fixture.alice, at: Fixture.t0)
+        try await Fixture.publish(store, Fixture.draft("t-2", priority: .high), for: Fixture.bob, at: Fixture.at(1))
+        // The newest, lowest row was handed off to an instance that died: its lease ends at 5.
+        let dead = try await Fixture.publishHandingOff(
+            store, Fixture.draft("t-3", priority: .low), for: carol, at: Fixture.at(2),
+            handOff: HandOff(owner: "dead", leaseUntil: Fixture.at(5), transports: [.apns]))
+        try expect.equal(dead.handedOff.map(\.delivery.endpointId), ["c1"], "handed off to the dead instance")
+        let before = try await Fixture.claim(store, at: Fixture.at(4), owner: "survivor", limit: 1)
+        try expect.equal(before.map(\.delivery.endpointId), ["b1"], "while the lease holds: the urgent row first")
+        let after = try await store.claimDeliveries(
+            limit: 2, now: Fixture.at(6), owner: "survivor", leaseUntil: Fixture.at(36))
+        try expect.equal(
+            after.map(\.delivery.endpointId), ["c1", "a1"], "once the lease ended: the taken-over row first")
+        try expect.equal(after.first?.delivery.attempts, 2, "a take-over counts as an attempt")
+    }
+
     /// A tap retried after a newer tap was queued for its endpoint does not produce a second
     /// pending tap: the endpoint is tapped once, with the newest version.
     public static func retryAfterNewerTap(_ store: any Store) async throws {

@@ -60,6 +60,7 @@ public enum StoreConformance {
         Check(name: "tokenMovesBetweenUsers", run: tokenMovesBetweenUsers),
         Check(name: "claimLeaseAndTakeover", run: claimLeaseAndTakeover),
         Check(name: "claimOrder", run: claimOrder),
+        Check(name: "claimTakesOverFirst", run: claimTakesOverFirst),
         Check(name: "handOff", run: handOff),
         Check(name: "retryAfterNewerTap", run: retryAfterNewerTap),
         Check(name: "endpointGoneDeactivatesUnlessReRegistered", run: endpointGoneDeactivatesUnlessReRegistered),

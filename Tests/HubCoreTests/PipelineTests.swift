@@ -173,6 +173,59 @@ struct PipelineTests {
         }
     }
 
+    @Test("a survivor busy with its own hand-offs still takes over a crashed instance's leases when they end")
+    func takeoverWhileBusy() async throws {
+        let path = try temporaryStorePath()
+        let clock = ManualClock()
+        // Every send but the crashed instance's waits its turn: the lane stays full and its
+        // hand-off queue never empties, as under a publish load that never lets up.
+        let turnstile = Gate()
+        let apns = TestHub.apnsLike { delivery in
+            if delivery.delivery.userId != "victim" { await turnstile.pass() }
+            return .accepted
+        }
+        var dispatcher = TestHub.fastDispatcher
+        dispatcher.concurrency = 2
+        dispatcher.lease = .seconds(10)
+        dispatcher.idleInterval = .seconds(1)
+        let survivor = try TestHub(
+            apns: apns, clock: clock, dispatcher: dispatcher, storePath: path, instanceID: "survivor")
+        try await survivor.hub.store.migrate()
+        try await survivor.register("phone", user: "victim", platform: .ios, transport: .apns, token: "v0")
+        for user in 0..<40 {
+            try await survivor.register("phone", user: "u\(user)", platform: .ios, transport: .apns, token: "a\(user)")
+        }
+        try await survivor.publish("n", user: "victim")
+        // What a `kill -9` leaves behind: a claim whose lease ends in a second, never renewed.
+        let crashed = try SQLiteStore(path: path)
+        let leased = try await crashed.claimDeliveries(
+            limit: 10, now: clock.date, owner: "crashed", leaseUntil: clock.date.addingTimeInterval(1))
+        #expect(leased.count == 1)
+        try await survivor.running {
+            // Two sending, two handed off and queued.
+            for user in 0..<4 { try await survivor.publish("n", user: "u\(user)") }
+            #expect(await eventually { turnstile.waiting == 2 })
+            // The crashed lease ends; the survivor's own (10 s) still hold.
+            clock.advance(by: .seconds(2))
+            var next = 4
+            for _ in 0..<12 where !survivor.apns.deliveries.contains(where: { $0.delivery.userId == "victim" }) {
+                // One send returns; a new publish hands off its delivery to the queue again.
+                let before = survivor.apns.deliveries.count
+                turnstile.letOneThrough()
+                try await survivor.publish("n", user: "u\(next)")
+                next += 1
+                #expect(await eventually { survivor.apns.deliveries.count > before && turnstile.waiting == 2 })
+            }
+            #expect(
+                survivor.apns.deliveries.contains { $0.delivery.userId == "victim" },
+                "the crashed instance's delivery waited behind the survivor's hand-offs")
+            turnstile.open()
+            #expect(await eventually { survivor.apns.deliveries.count == next + 1 })
+            let sends = survivor.apns.deliveries.reduce(into: [Int64: Int]()) { $0[$1.delivery.id, default: 0] += 1 }
+            #expect(sends.values.allSatisfy { $0 == 1 }, "each delivery sent once: \(sends)")
+        }
+    }
+
     @Test("a store that stops answering under load never stops the dispatcher; every acknowledged publish is delivered")
     func storeOutage() async throws {
         for fault in [StorePlug.Fault.hang, .fail] {

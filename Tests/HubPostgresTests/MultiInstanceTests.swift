@@ -141,6 +141,81 @@ struct MultiInstanceTests {
         }
     }
 
+    @Test("After A dies, B takes A's deliveries over within lease + 5 s while a backlog of its own keeps it busy")
+    func takeoverWhileBusy() async throws {
+        let schema = PostgresTestDatabase.freshSchema()
+        let sentAt = Mutex<[Int64: Date]>([:])
+        // B: two slots, the production idle interval, and a provider that takes 100 ms a send: its
+        // own publishes outrun it, so its hand-off queue stays full and a backlog grows.
+        var dispatcherB = HubInstance.dispatcher(lease: .seconds(10), idle: .seconds(1))
+        dispatcherB.concurrency = 2
+        let b = try HubInstance("b", schema: schema, dispatcher: dispatcherB) { delivery in
+            sentAt.withLock { $0[delivery.delivery.id] = $0[delivery.delivery.id] ?? Date() }
+            try? await Task.sleep(for: .milliseconds(100))  // a provider's round trip, not a wait for a condition
+            return .accepted
+        }
+        try await b.store.migrate()
+        try await PostgresTestDatabase.running([b.store]) {
+            for user in 0..<50 { try await b.register("phone", user: "b\(user)") }
+            let hubB = HubRunner([b.hub])
+            let load = Task {
+                await withTaskGroup(of: Void.self) { group in
+                    for publisher in 0..<8 {
+                        group.addTask {
+                            var sent = 0
+                            while !Task.isCancelled {
+                                _ = try? await b.publish(
+                                    "load-\(publisher)-\(sent)", user: "b\((publisher + sent * 8) % 50)",
+                                    visible: true)
+                                sent += 1
+                            }
+                        }
+                    }
+                }
+            }
+            defer { load.cancel() }
+            #expect(
+                await eventually {
+                    ((try? await b.store.rows(
+                        "SELECT count(*) FROM hub_delivery WHERE state = 'pending' AND lease_owner IS NULL"
+                    ).first?.decode(Int.self)) ?? 0) >= 300
+                },
+                "B has a backlog of its own")
+            // What A leaves when it is killed: the newest rows, handed off to it, under a lease that
+            // ends in a second and is never renewed.
+            let taken = try await b.store.rows(
+                """
+                UPDATE hub_delivery SET lease_owner = 'a', lease_until = now() + interval '1 second',
+                    claimed_at = now(), attempts = attempts + 1
+                WHERE id IN (SELECT id FROM hub_delivery WHERE state = 'pending' AND lease_owner IS NULL
+                    ORDER BY id DESC LIMIT 20)
+                RETURNING id, lease_until
+                """
+            ).map { try $0.decode((Int64, Date).self) }
+            #expect(taken.count == 20)
+            let leasedUntil = try #require(taken.map(\.1).max())
+            let ids = Set(taken.map(\.0))
+            let allTaken = await eventually(timeout: .seconds(30)) {
+                sentAt.withLock { sent in ids.allSatisfy { sent[$0] != nil } }
+            }
+            load.cancel()
+            let times = sentAt.withLock { sent in ids.compactMap { sent[$0] } }
+            if !allTaken {
+                let missing = ids.filter { id in sentAt.withLock { $0[id] == nil } }
+                let rows = try await b.store.rows(
+                    "SELECT id, state, coalesce(lease_owner, '-'), coalesce(result, '-'), coalesce(detail, '-'), attempts FROM hub_delivery WHERE id = ANY(\(Array(missing)))"
+                ).map { try $0.decode((Int64, String, String, String, String, Int).self) }
+                print("not taken over:", rows)
+            }
+            #expect(allTaken, "B took over \(times.count) of \(ids.count)")
+            let last = try #require(times.max())
+            #expect(
+                last.timeIntervalSince(leasedUntil) <= 5,
+                "the last of A's deliveries was taken \(last.timeIntervalSince(leasedUntil)) s after its lease ended")
+            #expect(await hubB.stop(), "B did not shut down")
+        }
+    }
+
     @Test("While both instances are healthy no delivery is sent twice")
     func noDoubleSends() async throws {
         let schema = PostgresTestDatabase.freshSchema()

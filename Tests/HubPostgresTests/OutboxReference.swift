@@ -295,6 +295,8 @@ struct OutboxReference {
         }
         .sorted { a, b in
             let (x, y) = (rows[a], rows[b])
+            // A lease that ended goes first (OutboxMachine.claimOrder).
+            if (x.leaseOwner != nil) != (y.leaseOwner != nil) { return x.leaseOwner != nil }
             if Self.urgency(x.priority) != Self.urgency(y.priority) {
                 return Self.urgency(x.priority) > Self.urgency(y.priority)
             }
