@@ -14,7 +14,9 @@ struct ErasureTapTests {
             try await device.register(
                 .apns(appId: TestHub.iosAppID, deviceToken: Data([0xAB, 0x01, 0xFF]), environment: .development))
             try await hub.publish("before", to: "alice")
-            let synced = try await device.handleShoulderTap(["aps": ["content-available": 1], "hub": ["app": TestHub.app]])
+            let synced = try await device.handleShoulderTap([
+                "aps": ["content-available": 1], "hub": ["app": TestHub.app],
+            ])
             #expect(synced?.map(\.appNotificationId) == ["before"])
             guard case .registered = device.registrationState else {
                 Issue.record("registered before the erasure: \(device.registrationState)")
