@@ -2,13 +2,23 @@
 //
 // A push from the hub is JSON, decrypted by the browser:
 // - shoulder tap: {"hub":"tap","app":…,"v":"<feed version>"} — content-free; sync the feed;
-// - visible or fallback: {"hub":"visible"|"fallback","app":…,"id":…,"v":…,"tag":…,"title":…,"body":…}.
+// - visible or fallback: {"hub":"visible"|"fallback","app":…,"id":…,"v":…,"tag":…,"title":…,"body":…};
+// - erasure: a tap for version "0" — the app operator erased the user's data on the hub
+//   (docs/privacy.md): drop every local copy instead of syncing.
 // Browsers require every push to show a notification (userVisibleOnly), so a tap shows the newest
 // unread change, and a change that was read or dismissed elsewhere closes its notification here
 // (universal dismiss).
-import { load, sync } from './hub.js';
+import { load, save, sync } from './hub.js';
+
+async function erase() {
+  await save('cursor', '');
+  for (const shown of await self.registration.getNotifications()) shown.close();
+  for (const client of await self.clients.matchAll({ type: 'window' })) client.postMessage({ erased: true });
+  return self.registration.showNotification('Notifications removed', { tag: 'hub-sync', silent: true });
+}
 
 async function handle(message) {
+  if (message.hub === 'tap' && message.v === '0') return erase();
   const settings = await load('settings');
   const changes = settings ? await sync(settings) : [];
   for (const client of await self.clients.matchAll({ type: 'window' })) client.postMessage({ changes });
