@@ -132,7 +132,7 @@ extension Hub {
     ///   - caller: who asked (`publisher <name>` or `admin`), for the audit line.
     ///   - tapTimeout: how long to wait for the providers to take the taps.
     /// - Throws: ``HubError`` `not-found` for an unknown app, `invalid-request` for a malformed
-    ///   user ID; a store error leaves every row in place.
+    ///   user ID; a store error leaves every row in place (and is logged as a failed erasure).
     public func eraseUser(
         app appID: String, user userID: String, by caller: String, tapTimeout: Duration = Hub.erasureTapTimeout
     ) async throws -> UserErasureReport {
@@ -142,7 +142,17 @@ extension Hub {
         let polling = endpoints.filter { router.wakesInProcess($0.transport) }
         var report = await tapBeforeErasing(
             endpoints.filter { !router.wakesInProcess($0.transport) }, key: key, app: app, timeout: tapTimeout)
-        report.erased = try await store.eraseUser(key, at: now())
+        do {
+            report.erased = try await store.eraseUser(key, at: now())
+        } catch {
+            logger.warning(
+                "erasing user data failed; nothing was erased",
+                metadata: [
+                    "audit": "erase", "app": "\(key.appId)", "user": "\(key.userId)", "by": "\(caller)",
+                    "at": "\(now().ISO8601Format())", "error": "\(error)",
+                ])
+            throw error
+        }
         recordedSyncs.withLock { recorded in recorded = recorded.filter { $0.key.key != key } }
         signals.wake(key, .feed)
         for endpoint in polling { report.pollingWoken += signals.wake(key, .endpoint(endpoint.id)) > 0 ? 1 : 0 }

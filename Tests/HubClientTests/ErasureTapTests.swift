@@ -1,6 +1,5 @@
 import Foundation
 import HubClient
-import HubTesting
 import Testing
 
 /// The erasure tap (`DELETE /v1/apps/{app}/users/{userId}` taps the user's devices first): the

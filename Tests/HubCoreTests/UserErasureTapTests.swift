@@ -1,4 +1,5 @@
 import Foundation
+import HubSQLite
 import HubTesting
 import Logging
 import Testing
@@ -77,5 +78,35 @@ struct UserErasureTapTests {
         #expect(report.erased.endpoints == 2, "erased all the same")
         #expect(try await test.store.endpoints(FeedKey(appId: TestHub.app.id, userId: "alice")) == [])
         stalled.open()
+    }
+
+    @Test("an erasure the store refuses leaves every row, answers the error and is logged as failed")
+    func failedErasureIsLogged() async throws {
+        let logs = LogCapture()
+        let store = try SQLiteStore.inMemory()
+        try await store.migrate()
+        let hub = try Hub(
+            configuration: HubConfiguration(apps: [TestHub.app]), store: InterceptedStore(store, RefusesErasure()),
+            transports: [TestHub.apnsLike()], logger: logs.logger(label: "hub"))
+        let key = FeedKey(appId: TestHub.app.id, userId: "alice")
+        _ = try await hub.registerEndpoint(
+            app: key.appId, user: key.userId, id: "phone",
+            EndpointRegistration(
+                platform: .ios, appId: "com.contoso.notes", transport: .apns, token: String(repeating: "a", count: 64)))
+        await #expect(throws: HubError.self) {
+            try await hub.eraseUser(app: key.appId, user: key.userId, by: "admin")
+        }
+        #expect(try await store.endpoints(key).count == 1, "nothing erased")
+        let failure = try #require(logs.records.first { $0.message.hasPrefix("erasing user data failed") })
+        #expect(failure.level == .warning && failure.metadata["by"] == "admin")
+        #expect(!logs.records.contains { $0.message == "user data erased" })
+    }
+}
+
+/// Fails the store's erasure, and only that.
+private struct RefusesErasure: StoreInterceptor {
+    func intercept<T: Sendable>(_ name: String, _ call: @escaping @Sendable () async throws -> T) async throws -> T {
+        if name == "eraseUser" { throw HubError(.unavailable, "the test refuses the erasure") }
+        return try await call()
     }
 }
