@@ -15,11 +15,22 @@ import Foundation
 /// Any dictionary with a `hub` key is a tap; the rest is a hint. When the tap names an app other
 /// than the client's, it is not for this client. Nothing else in it is trusted or needed: the
 /// client syncs the feed to learn what changed.
+///
+/// A tap announcing version 0 (``isErasure``) says the app operator erased the user's data on
+/// the hub (`DELETE /v1/apps/{app}/users/{userId}`): ``HubClient/handle(_:)`` then forgets the
+/// client's registration and feed position instead of syncing, and the app should drop the
+/// notifications it keeps or shows for the user.
 public struct ShoulderTap: Sendable, Hashable {
     /// The app the tap names (`app`, beside `hub` or inside it), if it names one.
     public var app: String?
     /// The feed version the tap announces (`v`), if it says.
     public var changeVersion: Int64?
+
+    /// The version an erasure tap announces: no change of a feed has it (versions start at 1).
+    public static let erasureVersion: Int64 = 0
+
+    /// Whether the tap says the user's data was erased on the hub: drop every local copy.
+    public var isErasure: Bool { changeVersion == Self.erasureVersion }
 
     /// Recognises a tap in a push payload; `nil` when the payload is not the hub's.
     public init?(userInfo: [AnyHashable: Any]) {
@@ -83,9 +94,16 @@ extension HubClient {
         }
     #endif
 
-    /// Syncs the feed for a recognised tap; `nil` when it names another app.
+    /// Syncs the feed for a recognised tap; `nil` when it names another app. An erasure tap
+    /// (``ShoulderTap/isErasure``) syncs nothing: the client forgets its registration and feed
+    /// position (``resetLocalState()``, so ``registrationState`` turns `notRegistered`) and returns no
+    /// changes; the app drops its own copies of the user's notifications.
     public func handle(_ tap: ShoulderTap) async throws -> [UserNotification]? {
         if let named = tap.app, named != app { return nil }
+        if tap.isErasure {
+            try await resetLocalState()
+            return []
+        }
         return try await feed.syncNow().map { UserNotification($0, client: self) }
     }
 }

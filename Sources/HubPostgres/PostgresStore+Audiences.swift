@@ -262,7 +262,7 @@ extension PostgresStore {
     }
 
     /// Marks the broadcast `done` when its audience is exhausted and no chunk is outstanding.
-    private static func completeIfFinished(_ db: Session, seq: Int64, now: Date) async throws {
+    static func completeIfFinished(_ db: Session, seq: Int64, now: Date) async throws {
         try await db.rows(
             """
             UPDATE hub_broadcast SET status = 'done', completed_at = \(now), last_modified_at = \(now)

@@ -24,34 +24,42 @@ extension PostgresStore {
                 (Int64, String?, Date?, String?, Date?).self)
             let deliveries = try await db.rows(
                 """
-                SELECT \(unescaped: DeliveryColumns.list), transport, state, result, detail, suspended_reason,
-                    lease_owner IS NOT NULL AS in_flight, first_sent_at, claimed_at, finished_at, provider_message_id
+                SELECT \(unescaped: Self.traceColumns)
                 FROM hub_delivery
                 WHERE app_id = \(key.appId) AND user_id = \(key.userId)
                     AND ((kind <> 'shoulderTap' AND notification_id = \(notification.id))
                         OR (kind = 'shoulderTap' AND change_version >= \(publishedVersion)))
                 ORDER BY change_version, id LIMIT \(Self.traceLimit)
                 """
-            ).map { row in
-                let row = row.makeRandomAccess()
-                let pending = try row.value("state", as: String.self) == "pending"
-                let result: String? = try row.value("result")
-                let claimedAt: Date? = try row.value("claimed_at")
-                let firstSentAt: Date? = try row.value("first_sent_at")
-                let leased = try row.value("in_flight", as: Bool.self)
-                return DeliveryTrace(
-                    delivery: try Delivery(row: row), transport: TransportID(rawValue: try row.value("transport")),
-                    result: pending ? nil : result.map(DeliveryResult.init(rawValue:)), detail: try row.value("detail"),
-                    suspendedReason: pending ? try row.value("suspended_reason") : nil,
-                    inFlight: pending && leased,
-                    firstSentAt: firstSentAt ?? claimedAt, lastSentAt: claimedAt,
-                    finishedAt: try row.value("finished_at"),
-                    providerMessageId: try row.value("provider_message_id"))
-            }
+            ).map(Self.deliveryTrace(row:))
             return NotificationTrace(
                 notification: notification, publishedVersion: publishedVersion, readBy: readBy, readAt: readAt,
                 dismissedBy: dismissedBy, dismissedAt: dismissedAt, deliveries: deliveries)
         }
+    }
+
+    /// What a receipt selects of an outbox row, in the order ``deliveryTrace(row:)`` reads it.
+    static let traceColumns = """
+        \(DeliveryColumns.list), transport, state, result, detail, suspended_reason,
+            lease_owner IS NOT NULL AS in_flight, first_sent_at, claimed_at, finished_at, provider_message_id
+        """
+
+    /// An outbox row selected with ``traceColumns``.
+    static func deliveryTrace(row: PostgresRow) throws -> DeliveryTrace {
+        let row = row.makeRandomAccess()
+        let pending = try row.value("state", as: String.self) == "pending"
+        let result: String? = try row.value("result")
+        let claimedAt: Date? = try row.value("claimed_at")
+        let firstSentAt: Date? = try row.value("first_sent_at")
+        let leased = try row.value("in_flight", as: Bool.self)
+        return DeliveryTrace(
+            delivery: try Delivery(row: row), transport: TransportID(rawValue: try row.value("transport")),
+            result: pending ? nil : result.map(DeliveryResult.init(rawValue:)), detail: try row.value("detail"),
+            suspendedReason: pending ? try row.value("suspended_reason") : nil,
+            inFlight: pending && leased,
+            firstSentAt: firstSentAt ?? claimedAt, lastSentAt: claimedAt,
+            finishedAt: try row.value("finished_at"),
+            providerMessageId: try row.value("provider_message_id"))
     }
 
     /// The most outbox rows a receipt reads (a user with many endpoints and a long tap history).

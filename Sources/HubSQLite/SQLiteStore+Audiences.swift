@@ -270,7 +270,7 @@ extension SQLiteStore {
     }
 
     /// Marks the broadcast `done` when its audience is exhausted and no chunk is outstanding.
-    private static func completeIfFinished(_ db: Database, seq: Int64, now: Date) throws {
+    static func completeIfFinished(_ db: Database, seq: Int64, now: Date) throws {
         try db.cachedStatement(
             sql: """
                 UPDATE broadcast SET status = 'done', completedAt = ?, lastModifiedAt = ?

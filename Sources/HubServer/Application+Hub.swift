@@ -59,6 +59,7 @@ public func buildRouter(
     api.addBatchRoutes(to: router)
     api.addGraphBatchRoute(to: router)
     api.addBroadcastRoutes(to: router)
+    api.addUserDataRoutes(to: router)
     api.addDeviceRoutes(to: router)
     api.addAdminRoutes(to: router)
     api.addStatisticsRoutes(to: router)

@@ -138,6 +138,12 @@ final class TestHub: Sendable {
         _ = try await publisherRequest("DELETE", "users/\(user)/notifications/\(appNotificationId)")
     }
 
+    /// Erases everything the hub holds about `user` (`DELETE /v1/apps/{app}/users/{user}`).
+    @discardableResult
+    func eraseUser(_ user: String) async throws -> [String: Any] {
+        try await publisherRequest("DELETE", "users/\(user)")
+    }
+
     private func publisherRequest(_ method: String, _ path: String, body: Data? = nil) async throws -> [String: Any] {
         var request = URLRequest(url: baseURL.appendingPathComponent("v1/apps/\(Self.app)/\(path)"))
         request.httpMethod = method

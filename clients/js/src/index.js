@@ -5,4 +5,11 @@ export { HubError, parseRetryAfter } from './errors.js';
 export { EventStreamParser } from './events.js';
 export { IndexedDBStore, MemoryStore, defaultStore } from './stores.js';
 export { applicationServerKey, registerWebPush, webPushRegistration } from './web-push.js';
-export { CHANGES_MESSAGE, installServiceWorker, serviceWorkerHandlers } from './service-worker.js';
+export {
+  CHANGES_MESSAGE,
+  ERASED_MESSAGE,
+  installServiceWorker,
+  isErasureTap,
+  serviceWorkerHandlers,
+  unwrapDeclarative,
+} from './service-worker.js';

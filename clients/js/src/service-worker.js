@@ -58,6 +58,22 @@ import { applicationServerKey, webPushRegistration } from './web-push.js';
 export const CHANGES_MESSAGE = 'notificationhub:changes';
 
 /**
+ * The message the worker posts to the app's windows after an erasure tap (`{ type }`): the app's
+ * operator erased the user's data on the hub (docs/privacy.md), so every local copy goes.
+ */
+export const ERASED_MESSAGE = 'notificationhub:erased';
+
+/**
+ * Whether a push is the hub's erasure tap: a tap announcing feed version `"0"`, which no real
+ * change has. The hub sends it to every device of a user right before it erases their data.
+ * @param {any} push
+ * @returns {boolean}
+ */
+export function isErasureTap(push) {
+  return push?.hub === 'tap' && String(push.v) === '0';
+}
+
+/**
  * Handles the hub's pushes, notification clicks and closes and subscription changes in a service
  * worker:
  *
@@ -142,6 +158,16 @@ export function serviceWorkerHandlers(worker, options) {
       if (!['tap', 'visible', 'fallback'].includes(push.hub)) return undefined;
       const client = await options.client();
       if (!client || (push.app !== undefined && push.app !== client.app)) return undefined;
+      if (isErasureTap(push)) {
+        // Drop the position and every shown notification instead of syncing: nothing is left.
+        await client.reset();
+        for (const shown of await registration.getNotifications()) shown.close();
+        for (const window of await worker.clients.matchAll({ type: 'window', includeUncontrolled: true })) {
+          window.postMessage({ type: ERASED_MESSAGE });
+        }
+        await registration.showNotification('Notifications removed', { tag: 'hub-sync', silent: true });
+        return [];
+      }
       /** @type {HubNotification[]} */
       let changes = [];
       try {

@@ -3,7 +3,7 @@
 // registered with declarative: true) as the classic payload it carries.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { unwrapDeclarative } from '../src/service-worker.js';
+import { isErasureTap, unwrapDeclarative } from '../src/service-worker.js';
 
 test('a declarative message yields the hub fields of its notification data', () => {
   const message = {
@@ -27,4 +27,11 @@ test('a classic payload and anything else pass through unchanged', () => {
   assert.equal(unwrapDeclarative(tap), tap);
   assert.deepEqual(unwrapDeclarative({ web_push: 8030 }), { web_push: 8030 });
   assert.equal(unwrapDeclarative(undefined), undefined);
+});
+
+test('the erasure tap is a tap for feed version "0" only', () => {
+  assert.equal(isErasureTap({ hub: 'tap', app: 'notes.contoso.com', v: '0' }), true);
+  assert.equal(isErasureTap({ hub: 'tap', app: 'notes.contoso.com', v: '12' }), false);
+  assert.equal(isErasureTap({ hub: 'visible', v: '0' }), false);
+  assert.equal(isErasureTap(undefined), false);
 });
