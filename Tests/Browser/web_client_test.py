@@ -360,8 +360,8 @@ def run_service_worker(browser, hub, origin, token):
           and notification["body"] == "Visible one body", f"a visible push shows its notification ({notification})")
 
     # A tap syncs the feed and shows the newest unread change; the page hears of the changes.
-    hub.publish("alice", "t1", "Tapped one")
-    push({"hub": "tap", "app": APP, "v": "0"})
+    tapped_one = hub.publish("alice", "t1", "Tapped one")
+    push({"hub": "tap", "app": APP, "v": str(tapped_one["changeVersion"])})
     notification = shown("t1")
     check(notification is not None and notification["title"] == "Tapped one",
           f"a tap syncs and shows the newest unread change ({notification})")
@@ -405,6 +405,22 @@ def run_service_worker(browser, hub, origin, token):
     answer = page.evaluate("() => command({ command: 'close', tag: 'c1' })")
     check(answer.get("ok"), f"the close handler ran ({answer})")
     check(hub.notification("alice", "c1")["userActionState"] == "dismissed", "a close dismisses it on the hub")
+
+    # The erasure tap (a tap for version "0", sent before the operator erases the user's data):
+    # every notification closes, the windows hear of it, and no sync runs.
+    kept = hub.publish("alice", "k1", "Kept until erased")
+    push({"hub": "visible", "app": APP, "id": kept["id"], "tag": "k1", "title": "Kept until erased", "body": ""})
+    check(shown("k1") is not None, "a notification is shown before the erasure")
+    push({"hub": "tap", "app": APP, "v": "0"})
+    deadline = time.time() + 10
+    while time.time() < deadline and not any(m.get("type") == "notificationhub:erased"
+                                             for m in page.evaluate("() => messages")):
+        page.wait_for_timeout(50)
+    check(any(m.get("type") == "notificationhub:erased" for m in page.evaluate("() => messages")),
+          "the erasure tap tells the app's windows")
+    remaining = [n["tag"] for n in page.evaluate("() => notifications()")]
+    check("k1" not in remaining and all(tag == "hub-sync" for tag in remaining),
+          f"the erasure tap closes every notification ({remaining})")
     check(not errors, f"no page errors ({errors})")
     context.close()
 
