@@ -14,6 +14,7 @@ extension SQLiteStore {
         migrator.registerMigration("v6", migrate: addReceipts)
         migrator.registerMigration("v7", migrate: addStatisticsTables)
         migrator.registerMigration("v8", migrate: addAudiences)
+        migrator.registerMigration("v9", migrate: addConsoleIndexes)
         return migrator
     }()
 
