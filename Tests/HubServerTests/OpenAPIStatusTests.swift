@@ -103,28 +103,20 @@ struct OpenAPIStatusTests {
             var answers: [Answer] = []
             for route in routes {
                 let target = Self.target(route.path)
+                let method = route.method.rawValue.uppercased()
                 for (who, bearer) in credentials {
                     for (what, body) in bodies where body == nil || route.method != .get {
-                        let response = try await client.send(route.method, target, bearer: bearer, json: body)
+                        let response = try await Self.exchange(port, method, target, bearer: bearer, body: body)
                         answers.append(
-                            Answer(operation: route.operation, probe: "\(who), \(what)", status: response.status.code))
+                            Answer(operation: route.operation, probe: "\(who), \(what)", status: response.status))
                     }
                 }
-                let method = route.method.rawValue.uppercased()
-                let long = try await RawHTTP.exchange(
-                    port: port,
-                    Array(
-                        "\(method) \(target)?q=\(String(repeating: "a", count: 9000)) HTTP/1.1\r\nHost: h\r\n\r\n".utf8)
-                )
+                let long = try await Self.exchange(port, method, "\(target)?q=\(String(repeating: "a", count: 9000))")
                 answers.append(Answer(operation: route.operation, probe: "a 9 KB target", status: long.status))
-                let wide = try await RawHTTP.exchange(
-                    port: port,
-                    Array(
-                        "\(method) \(target) HTTP/1.1\r\nHost: h\r\nX-Big: \(String(repeating: "b", count: 90_000))\r\n\r\n"
-                            .utf8))
+                let wide = try await Self.exchange(
+                    port, method, target, headers: ["X-Big: \(String(repeating: "b", count: 90_000))"])
                 answers.append(Answer(operation: route.operation, probe: "a 90 KB head", status: wide.status))
-                let bad = try await RawHTTP.exchange(
-                    port: port, Array("\(method) \(target) HTTP/1.1\r\nHost: h\r\nBad Field: x\r\n\r\n".utf8))
+                let bad = try await Self.exchange(port, method, target, headers: ["Bad Field: x"])
                 answers.append(Answer(operation: route.operation, probe: "a malformed head", status: bad.status))
             }
             return answers
@@ -135,15 +127,17 @@ struct OpenAPIStatusTests {
         limits.clientIP = RateLimit(1, per: .seconds(3600))
         let limited = try await Harness(rateLimits: limits)
         answers += try await limited.run(.live) { client in
+            let port = try #require(client.port)
             var answers: [Answer] = []
             for route in routes {
                 for attempt in 1...2 {
-                    let response = try await client.send(route.method, Self.target(route.path), bearer: "not-a-key")
+                    let response = try await Self.exchange(
+                        port, route.method.rawValue.uppercased(), Self.target(route.path), bearer: "not-a-key")
                     answers.append(
                         Answer(
                             operation: route.operation,
                             probe: "a wrong token, attempt \(attempt) over the address's limit",
-                            status: response.status.code))
+                            status: response.status))
                 }
             }
             return answers
@@ -155,6 +149,22 @@ struct OpenAPIStatusTests {
             return !documented.contains(String(answer.status)) && !documented.contains("default")
         }.map { "\($0.operation) \($0.probe) → \($0.status)" }
         #expect(undocumented.isEmpty, "undocumented statuses:\n\(undocumented.joined(separator: "\n"))")
+    }
+
+    /// One request over a connection of its own, byte for byte (``RawHTTP``): the answer as sent.
+    static func exchange(
+        _ port: Int, _ method: String, _ target: String, bearer: String? = nil, body: String? = nil,
+        headers: [String] = []
+    ) async throws -> RawHTTPResponse {
+        var lines = ["\(method) \(target) HTTP/1.1", "Host: 127.0.0.1:\(port)", "Connection: close"] + headers
+        if let bearer { lines.append("Authorization: Bearer \(bearer)") }
+        if let body {
+            lines += ["Content-Type: application/json", "Content-Length: \(body.utf8.count)"]
+        } else if ["POST", "PUT", "PATCH"].contains(method) {
+            lines.append("Content-Length: 0")
+        }
+        return try await RawHTTP.exchange(
+            port: port, Array((lines.joined(separator: "\r\n") + "\r\n\r\n" + (body ?? "")).utf8))
     }
 
     /// A route's path with its parameters filled in: the harness's app, user `alice`, IDs `x1`.
