@@ -269,9 +269,9 @@ def run(browser, base, app_path, token, args):
           "the volume chart is an image named for screen readers")
     check(page.locator("svg circle title").count() >= 2, "every point has a tooltip")
     caption, plot = page.evaluate("""() => { const f = document.querySelector('figure.chart#volume');
-        return [f.querySelector('figcaption').getBoundingClientRect().bottom, f.querySelector('svg').getBoundingClientRect().top]; }""")
+        return [f.querySelector('figcaption').getBoundingClientRect().bottom, f.querySelector(':scope > svg').getBoundingClientRect().top]; }""")
     check(caption <= plot, "title and legend above the chart")
-    ticks = page.locator("figure#volume text.tick").all_inner_texts()
+    ticks = page.locator("figure#volume text.tick").all_text_contents()
     check(ticks and all(re.fullmatch(r"\d+", t) for t in ticks), f"whole-number ticks for counts: {ticks}")
     page.locator("figure#volume details.values summary").click()
     check(page.get_by_role("table", name=re.compile(r"^Publishes and deliveries per minute: buckets")).is_visible(),
