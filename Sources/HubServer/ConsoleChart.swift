@@ -17,6 +17,9 @@ enum ConsoleChart {
         /// Joins the points on either side of a `nil` (latency: a minute without deliveries has
         /// no latency, but the line goes on); otherwise a `nil` breaks the line.
         var joinsGaps = false
+        /// The value so far of the last bucket, still running: not drawn (partial, it would look
+        /// like a drop), shown in the values table as "so far".
+        var running: Double? = nil
     }
 
     static let width = 640.0
@@ -95,9 +98,17 @@ enum ConsoleChart {
     /// The values of the buckets that have any, newest first, in a table that opens on demand.
     private static func values(title: String, times: [Date], series: [Series], suffix: String) -> HTML {
         let rows = times.indices.reversed().compactMap { index -> HTML? in
-            let cells = series.map { $0.values.indices.contains(index) ? $0.values[index] : nil }
-            guard cells.contains(where: { ($0 ?? 0) != 0 }) else { return nil }
-            let values = cells.html { "<td>\($0.map { format($0) + suffix } ?? "—")</td>" }
+            let cells = series.map { line -> (value: Double, text: String)? in
+                if line.values.indices.contains(index), let value = line.values[index] {
+                    return (value, format(value) + suffix)
+                }
+                if index == times.count - 1, let running = line.running {
+                    return (running, format(running) + suffix + " so far")
+                }
+                return nil
+            }
+            guard cells.contains(where: { ($0?.value ?? 0) != 0 }) else { return nil }
+            let values = cells.html { "<td>\($0?.text ?? "—")</td>" }
             return "<tr><th scope=\"row\">\(label(times[index]))</th>\(values)</tr>"
         }
         guard !rows.isEmpty else { return "<p class=\"hint\">No values in this range.</p>" }

@@ -110,6 +110,14 @@ extension Console {
                 start.addingTimeInterval(step) > now ? nil : byStart[start].map(value) ?? 0
             }
         }
+        /// A line of `value` per bucket; the bucket still running is its value so far, not drawn.
+        func line(_ name: String, _ colour: String, _ value: (StatisticsCounts) -> Double) -> ConsoleChart.Series {
+            var line = ConsoleChart.Series(name: name, colour: colour, values: series(value))
+            if let last = starts.last, last.addingTimeInterval(step) > now {
+                line.running = byStart[last].map(value) ?? 0
+            }
+            return line
+        }
         let unit = report.resolution == .minute ? "minute" : "hour"
         let volume = ConsoleChart.lines(
             id: "volume", title: "Publishes and deliveries per \(unit)",
@@ -118,10 +126,10 @@ extension Console {
                 + "\(report.total.retried) retries.",
             times: starts,
             series: [
-                .init(name: "Delivered", colour: "#15803d", values: series { Double($0.delivered) }),
-                .init(name: "Retried", colour: "#b45309", values: series { Double($0.retried) }),
+                line("Delivered", "#15803d") { Double($0.delivered) },
+                line("Retried", "#b45309") { Double($0.retried) },
                 // Last, so that it is drawn on top of a line with the same values.
-                .init(name: "Published", colour: "#1d4ed8", values: series { Double($0.published) }),
+                line("Published", "#1d4ed8") { Double($0.published) },
             ])
         let failedTotal = report.total.failed.values.reduce(0, +)
         let failures = ConsoleChart.lines(
@@ -129,8 +137,8 @@ extension Console {
             description: "\(title): \(failedTotal) failed, \(report.total.gone) endpoints gone.",
             times: starts,
             series: [
-                .init(name: "Failed", colour: "#b42318", values: series { Double($0.failed.values.reduce(0, +)) }),
-                .init(name: "Endpoints gone", colour: "#6941c6", values: series { Double($0.gone) }),
+                line("Failed", "#b42318") { Double($0.failed.values.reduce(0, +)) },
+                line("Endpoints gone", "#6941c6") { Double($0.gone) },
             ])
         let latency = ConsoleChart.lines(
             id: "latency", title: "Publish → provider latency (ms)",

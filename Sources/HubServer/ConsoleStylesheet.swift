@@ -49,6 +49,7 @@ enum ConsoleStylesheet {
         td.mono, th.mono, dd.mono { overflow-wrap: normal; word-break: normal; }
         pre.raw { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; max-height: 20rem; overflow: auto; }
         p.pager { margin: 0.75rem 0 0; }
+        time { white-space: nowrap; }
         caption { text-align: left; font-weight: 600; padding: 0 0 0.5rem; }
         th, td { text-align: left; vertical-align: top; padding: 0.4rem 0.6rem; border-bottom: 1px solid #e4e7ec; }
         thead th { background: #eef1f5; }

@@ -223,6 +223,7 @@ struct ConsoleListsTests {
             let published = page.text.matches(of: try Regex(#"<title>([^<]+) · Published: (\d+)</title>"#))
             let now = ConsoleChart.label(StatisticsResolution.minute.start(of: harness.hub.now()))
             #expect(!published.isEmpty)
+            #expect(page.text.contains("<td>1 so far</td>"), "its value so far is in the values table")
             #expect(
                 !published.contains { String($0.output[1].substring ?? "") == now }, "the running minute is left out")
             let latencyFigure = page.text[latency.lowerBound...]
