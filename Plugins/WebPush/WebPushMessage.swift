@@ -42,14 +42,27 @@ public struct WebPushTopic: Hashable, Sendable, CustomStringConvertible {
 /// One message for a subscription: the plaintext (encrypted at send) and the RFC 8030 headers.
 public struct WebPushMessage: Sendable, Hashable {
     public var payload: [UInt8]
-    /// Seconds the push service keeps the message for an offline user agent (`TTL`, required).
+    /// The longest `TTL` the hub sends: 28 days, 2,419,200 s, the most FCM's push service (Chrome's)
+    /// accepts; it refuses a larger value, and other push services cap theirs at or below it.
+    public static let maximumTimeToLive = 2_419_200
+
+    /// Seconds the push service keeps the message for an offline user agent (`TTL`, required),
+    /// from 0 to ``maximumTimeToLive``.
     public var timeToLive: Int
     public var urgency: WebPushUrgency?
     public var topic: WebPushTopic?
 
+    /// A message for a subscription.
+    /// - Parameters:
+    ///   - payload: the plaintext, encrypted at send.
+    ///   - timeToLive: seconds the push service keeps it; below 0 counts as 0, above
+    ///     ``maximumTimeToLive`` as ``maximumTimeToLive`` (a notification expiring in 30 days is
+    ///     kept 28 days by the push service, then the hub's feed still has it).
+    ///   - urgency: the `Urgency` header; `nil` sends none.
+    ///   - topic: the `Topic` header (a newer message with the same topic replaces an undelivered one).
     public init(payload: [UInt8], timeToLive: Int, urgency: WebPushUrgency? = nil, topic: WebPushTopic? = nil) {
         self.payload = payload
-        self.timeToLive = max(0, timeToLive)
+        self.timeToLive = min(max(0, timeToLive), Self.maximumTimeToLive)
         self.urgency = urgency
         self.topic = topic
     }

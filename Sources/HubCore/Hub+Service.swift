@@ -10,6 +10,12 @@ extension Hub {
     /// un-parks the deliveries suspended for a configuration fault (``DeliveryOutcome/suspended(reason:)``):
     /// a hub restarted with fixed configuration sends them; with the fault still there they are
     /// suspended again after one attempt.
+    ///
+    /// Stopping: a `ServiceGroup`'s graceful shutdown (what `hub serve` does on SIGTERM), or
+    /// cancelling the task that runs it. Either way the last statistics are written (cancellation
+    /// does not reach that flush; it is bounded by ``DispatcherConfiguration/shutdownFlushTimeout``),
+    /// so an embedder that cancels must wait for `run()` to return before it closes the store:
+    /// ``stop(_:)`` does both.
     public func run() async throws {
         if configuration.dispatcher.enabled {
             do {
@@ -31,6 +37,15 @@ extension Hub {
             await group.waitForAll()
         }
         await flushStatisticsAtShutdown()
+    }
+
+    /// Stops hubs an embedder runs in tasks of its own (`Task { try await hub.run() }`): cancels
+    /// each task, then waits until every ``run()`` has returned, with its last statistics written.
+    /// Close the store after this, not before.
+    /// - Parameter tasks: the tasks running ``run()``.
+    public static func stop(_ tasks: [Task<Void, any Error>]) async {
+        for task in tasks { task.cancel() }
+        for task in tasks { _ = await task.result }
     }
 
     /// Un-parks the suspended deliveries (see ``run()``).

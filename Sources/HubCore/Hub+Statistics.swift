@@ -92,14 +92,32 @@ extension Hub {
 
     /// The last flush, when the dispatcher has stopped (its last outcomes are counted): tried
     /// again for at most ``DispatcherConfiguration/shutdownFlushTimeout`` while the store fails.
+    ///
+    /// It survives cancellation: an embedder that stops ``run()`` by cancelling its task (not by a
+    /// graceful shutdown) still gets the last counts written. The flush then runs in a task of its
+    /// own, which cancellation does not reach, and is cancelled itself when it takes longer than
+    /// ``DispatcherConfiguration/shutdownFlushTimeout`` (so stopping stays bounded); it is tried
+    /// once, not again.
     func flushStatisticsAtShutdown() async {
+        guard Task.isCancelled else { return await flushStatisticsRetrying(retry: true) }
+        let flush = Task { await self.flushStatisticsRetrying(retry: false) }
+        let bound = Task {
+            try await Task.sleep(for: self.configuration.dispatcher.shutdownFlushTimeout)
+            flush.cancel()
+        }
+        await flush.value
+        bound.cancel()
+    }
+
+    /// Flushes, then (`retry`) tries again every 200 ms until ``DispatcherConfiguration/shutdownFlushTimeout``
+    /// while the store fails; logs what is left unwritten.
+    private func flushStatisticsRetrying(retry: Bool) async {
         let deadline = clock.now + configuration.dispatcher.shutdownFlushTimeout
         var failing = false
         while true {
             failing = await flushStatisticsLogging(failing: failing)
             if !failing { return }
-            // Cancelled (not a graceful shutdown): no waiting.
-            guard clock.now < deadline, !Task.isCancelled else {
+            guard retry, clock.now < deadline, !Task.isCancelled else {
                 logger.error(
                     "stopping with statistics not written to the store",
                     metadata: ["entries": "\(accumulator.pendingCount)"])

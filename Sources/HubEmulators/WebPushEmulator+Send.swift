@@ -26,7 +26,7 @@ extension WebPushEmulator {
                 reasons[scripted.status] ?? (scripted.status >= 500 ? "InternalServerError" : "Scripted"),
                 retryAfter: scripted.retryAfter)
         }
-        guard let ttlText = request.header("ttl"), let ttl = Int(ttlText), ttl >= 0 else {
+        guard let ttlText = request.header("ttl"), let ttl = Int(ttlText), (0...Self.maximumTTL).contains(ttl) else {
             return refuse(400, "BadTtl")
         }
         let urgency = request.header("urgency")

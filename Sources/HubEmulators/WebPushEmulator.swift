@@ -12,7 +12,8 @@ import Synchronization
 ///   (`https://127.0.0.1:<port>`), `exp` in the future and at most 24 hours ahead, `sub` a `mailto:`
 ///   or `https:` URL (401 `BadJwtToken` otherwise); `k` equal to the subscription's
 ///   `applicationServerKey` when it has one (403 `VapidPkHashMismatch`);
-/// - `TTL` required, a non-negative integer (400 `BadTtl`); `Urgency` one of `very-low`, `low`,
+/// - `TTL` required, an integer from 0 to ``maximumTTL`` (400 `BadTtl`, as FCM's push service
+///   refuses a larger one); `Urgency` one of `very-low`, `low`,
 ///   `normal`, `high` (400 `BadUrgency`); `Topic` at most 32 URL-safe base64 characters
 ///   (400 `BadWebPushTopic`); `Content-Encoding: aes128gcm` (400);
 /// - a body of at most 4,096 bytes (413 `PayloadTooLarge`) that decrypts with the subscription's
@@ -101,6 +102,9 @@ public final class WebPushEmulator: Sendable {
         /// 302 to this URL (which a hub must not follow).
         case redirect(String)
     }
+
+    /// The largest `TTL` accepted: 2,419,200 s (28 days), FCM's documented maximum.
+    public static let maximumTTL = 2_419_200
 
     let state = Mutex(State())
     let now: @Sendable () -> Date

@@ -15,6 +15,7 @@ extension SQLiteStore {
         migrator.registerMigration("v7", migrate: addStatisticsTables)
         migrator.registerMigration("v8", migrate: addAudiences)
         migrator.registerMigration("v9", migrate: addLeasedIndex)
+        migrator.registerMigration("v10", migrate: addConsoleIndexes)
         return migrator
     }()
 

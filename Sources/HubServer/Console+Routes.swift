@@ -13,7 +13,7 @@ import NIOCore
 /// - Every form that changes something carries the session's CSRF token; a POST without it, or
 ///   whose `Origin` is another site, gets 403 and changes nothing.
 /// - Every answer is `Cache-Control: no-store` with a Content-Security-Policy that allows only the
-///   hub's own stylesheet (``ConsoleHeadersMiddleware``).
+///   hub's own stylesheet and no script at all (``ConsoleHeadersMiddleware``).
 /// - Without an admin token the console is off: every path answers 404 saying so.
 struct Console: Sendable {
     let api: HubAPI
@@ -156,6 +156,8 @@ extension HubAPI {
         }
         ConsoleLogin.addRoutes(to: group, console: console)
         console.addAppsPages(to: group)
+        console.addNotificationsPage(to: group)
+        console.addFailuresPage(to: group)
         console.addEndpointsPage(to: group)
         console.addStatisticsPage(to: group)
         console.addDeliveriesPage(to: group)
@@ -166,15 +168,15 @@ extension HubAPI {
 }
 
 /// The headers of every console answer: never cached (pages hold operator data), a strict
-/// Content-Security-Policy (only the hub's own stylesheet and, for later charts, scripts; no
-/// inline script or style; never framed), no MIME sniffing, no Referer to other sites.
+/// Content-Security-Policy (only the hub's own stylesheet; no script at all, `script-src 'none'`;
+/// no inline style; never framed), no MIME sniffing, no Referer to other sites.
 /// (`same-origin`, not `no-referrer`: under `no-referrer` browsers send `Origin: null` with a
 /// form, and the console refuses forms whose `Origin` is not its own.)
 struct ConsoleHeadersMiddleware: RouterMiddleware {
     typealias Context = HubRequestContext
 
     static let contentSecurityPolicy =
-        "default-src 'none'; style-src 'self'; img-src 'self'; script-src 'self'; form-action 'self'; "
+        "default-src 'none'; style-src 'self'; img-src 'self'; script-src 'none'; form-action 'self'; "
         + "frame-ancestors 'none'; base-uri 'none'"
 
     func handle(

@@ -25,6 +25,8 @@ enum ConsoleNav {
     /// The pages of one app, shown under its name on its pages.
     static let app: [Item] = [
         Item(id: "app", title: "Overview", suffix: ""),
+        Item(id: "notifications", title: "Notifications", suffix: "/notifications"),
+        Item(id: "failures", title: "Failures", suffix: "/failures"),
         Item(id: "endpoints", title: "Endpoints", suffix: "/endpoints"),
         Item(id: "statistics", title: "Statistics", suffix: "/statistics"),
         Item(id: "deliveries", title: "Deliveries", suffix: "/deliveries"),
@@ -129,11 +131,21 @@ enum ConsoleLayout {
         "<span class=\"status status-\(kind)\">\(text)</span>"
     }
 
-    /// A time, readable and machine-readable.
-    static func time(_ date: Date) -> HTML {
-        let iso = date.formatted(Date.ISO8601FormatStyle())
+    /// A time, readable and machine-readable; `milliseconds` shows them (timelines, where events
+    /// follow each other within a second).
+    static func time(_ date: Date, milliseconds: Bool) -> HTML {
+        let iso = date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: milliseconds))
         let shown = iso.replacingOccurrences(of: "T", with: " ").replacingOccurrences(of: "Z", with: " UTC")
         return "<time datetime=\"\(iso)\">\(shown)</time>"
+    }
+
+    /// A time to the second.
+    static func time(_ date: Date) -> HTML { time(date, milliseconds: false) }
+
+    /// An ID (user, endpoint, notification, provider message): never broken inside; a long one is
+    /// cut with an ellipsis, the whole value in its tooltip, and copying it copies all of it.
+    static func id(_ value: String) -> HTML {
+        "<span class=\"id\" title=\"\(value)\">\(value)</span>"
     }
 
     /// A table in a box that scrolls sideways on narrow screens (so the page itself never does).

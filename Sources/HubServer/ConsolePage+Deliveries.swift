@@ -2,10 +2,12 @@ import Foundation
 import HubCore
 import Hummingbird
 
-/// `/console/apps/{app}/deliveries?user=…&id=…`: one notification's delivery timeline across the
-/// user's devices (``Hub/deliveryReceipts(app:user:id:)``): every event in time order — enqueued,
+/// `/console/apps/{app}/deliveries?user=…&id=…`: one notification (``Hub/deliveryReceipts(app:user:id:)``):
+/// its content as stored (title, body, raw content, group, targeting, expiry), its delivery
+/// timeline across the user's devices — every event in time order, to the millisecond: enqueued,
 /// sent, accepted or failed, synced, read, dismissed — then one row per device with its latest
-/// delivery. Without `user` and `id` the page is the form that asks for them.
+/// delivery. Without `user` and `id` the page is the form that asks for them; the notifications
+/// and failures lists link here.
 extension Console {
     func addDeliveriesPage(to router: RouterGroup<HubRequestContext>) {
         page(router, "apps/:app/deliveries") { request, context, _ in
@@ -17,15 +19,7 @@ extension Console {
                 return ConsoleView(title: "Delivery timeline", section: "deliveries", app: app, content: form)
             }
             let (notification, receipts) = try await hub.deliveryReceipts(app: app.id, user: user, id: id)
-            let summary: HTML = """
-                <section aria-labelledby="about"><h2 id="about">The notification</h2><dl class="facts">\
-                <dt>ID</dt><dd class="mono">\(notification.id)</dd>\
-                <dt>appNotificationId</dt><dd class="mono">\(notification.appNotificationId)</dd>\
-                <dt>User</dt><dd class="mono">\(user)</dd>\
-                <dt>Status</dt><dd>\(notification.status.rawValue)</dd>\
-                <dt>Published</dt><dd>\(ConsoleLayout.time(notification.createdDateTime))</dd>\
-                <dt>Expires</dt><dd>\(ConsoleLayout.time(notification.expirationDateTime))</dd></dl></section>
-                """
+            let summary = Self.content(notification)
             return ConsoleView(
                 title: "Delivery timeline", section: "deliveries", app: app,
                 content: """
@@ -35,6 +29,30 @@ extension Console {
                     \(Self.devices(receipts))
                     """)
         }
+    }
+
+    /// The notification as stored: every value escaped, the raw content as text.
+    private static func content(_ notification: UserNotification) -> HTML {
+        let visual = notification.payload.visualContent
+        let platforms = notification.targetPolicy.platformTypes.map(\.rawValue)
+        let raw: HTML = notification.payload.rawContent.map { "<pre class=\"raw\">\($0)</pre>" } ?? "—"
+        return """
+            <section aria-labelledby="about"><h2 id="about">The notification</h2><dl class="facts">\
+            <dt>ID</dt><dd>\(ConsoleLayout.id(notification.id))</dd>\
+            <dt>appNotificationId</dt><dd>\(ConsoleLayout.id(notification.appNotificationId))</dd>\
+            <dt>User</dt><dd>\(ConsoleLayout.id(notification.userId))</dd>\
+            <dt>Status</dt><dd>\(notification.status.rawValue)</dd>\
+            <dt>Title</dt><dd>\(visual?.title ?? "—")</dd>\
+            <dt>Body</dt><dd>\(visual?.body ?? "—")</dd>\
+            <dt>Raw content</dt><dd>\(raw)</dd>\
+            <dt>Group</dt><dd>\(notification.groupName ?? "—")</dd>\
+            <dt>Targeting</dt><dd>\(platforms.isEmpty ? "every platform" : platforms.joined(separator: ", "))</dd>\
+            <dt>Priority</dt><dd>\(notification.priority.rawValue)</dd>\
+            <dt>Delivery mode</dt><dd>\(notification.deliveryMode?.rawValue ?? "the app's")</dd>\
+            <dt>Published</dt><dd>\(ConsoleLayout.time(notification.createdDateTime, milliseconds: true))</dd>\
+            <dt>Scheduled for</dt><dd>\(notification.scheduledDateTime.map { ConsoleLayout.time($0) } ?? "—")</dd>\
+            <dt>Expires</dt><dd>\(ConsoleLayout.time(notification.expirationDateTime))</dd></dl></section>
+            """
     }
 
     private static func deliveriesForm(app: CrossDeviceApp, user: String, id: String) -> HTML {
@@ -92,7 +110,7 @@ extension Console {
             }
         }
         let items = events.enumerated().sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.html {
-            "<li>\(ConsoleLayout.time($0.element.at)) <strong>\($0.element.device)</strong>: \($0.element.text)</li>"
+            "<li>\(ConsoleLayout.time($0.element.at, milliseconds: true)) <strong>\($0.element.device)</strong>: \($0.element.text)</li>"
         }
         return """
             <section aria-labelledby="timeline"><h2 id="timeline">Timeline</h2><ol class="timeline">\(items)</ol></section>
@@ -106,12 +124,12 @@ extension Console {
             let kind = latest.map { $0.kind == .shoulderTap ? "tap" : $0.kind.rawValue } ?? "—"
             let reason = latest?.reason ?? receipt.reason ?? ""
             return """
-                <tr><th scope="row" class="mono">\(receipt.endpointId)</th>\
+                <tr><th scope="row">\(ConsoleLayout.id(receipt.endpointId))</th>\
                 <td>\(receipt.platform.rawValue) · \(receipt.transport.rawValue)\
                 \(receipt.endpointState == .inactive ? " (inactive)" : "")</td>\
                 <td>\(kind)</td><td>\(ConsoleLayout.status(receipt.state.rawValue, Self.statusKind(receipt.state)))</td>\
                 <td>\(latest.map { String($0.attempts) } ?? "—")</td><td>\(reason)</td>\
-                <td class="mono">\(latest?.providerMessageId ?? "—")</td>\
+                <td>\(latest?.providerMessageId.map(ConsoleLayout.id) ?? "—")</td>\
                 <td>\(latest?.acceptedAt.map(ConsoleLayout.time) ?? "—")</td>\
                 <td>\(receipt.lastSyncAt.map(ConsoleLayout.time) ?? "—")</td>\
                 <td>\(receipt.readAt.map(ConsoleLayout.time) ?? "—")</td>\

@@ -2,9 +2,11 @@ import Foundation
 import HubCore
 import Hummingbird
 
-/// `/console/apps/{app}/statistics?range=1h|24h|7d|30d`: the app's statistics over time from the
-/// store (``Hub/statistics(app:resolution:from:to:)``), drawn as SVG line charts — publishes and
-/// deliveries, failures, publish → provider latency — with the numbers per transport in a table.
+/// `/console/apps/{app}/statistics?range=1h|24h|7d|30d` (or `from` and `to`, UTC, a custom range of
+/// up to 30 days): the app's statistics over time from the store
+/// (``Hub/statistics(app:resolution:from:to:)``), per minute up to a day within the last 24 hours,
+/// else per hour, drawn as SVG line charts — publishes and deliveries, failures, publish →
+/// provider latency — with the numbers per transport in a table.
 extension Console {
     /// The ranges the page offers: per minute for up to a day, per hour for up to 30 days.
     enum StatisticsRange: String, CaseIterable, Sendable {
@@ -35,21 +37,51 @@ extension Console {
     func addStatisticsPage(to router: RouterGroup<HubRequestContext>) {
         page(router, "apps/:app/statistics") { request, context, _ in
             let app = try hub.app(try context.pathParameter("app"))
-            let range =
-                request.uri.queryParameters["range"].flatMap { StatisticsRange(rawValue: String($0)) } ?? .hour
+            var query = ConsoleQuery(request)
+            let range = query.text("range").flatMap { StatisticsRange(rawValue: $0) } ?? .hour
             let now = hub.now()
-            let report = try await hub.statistics(
-                app: app.id, resolution: range.resolution, from: now.addingTimeInterval(-range.seconds), to: now)
+            let custom = query.text("from") != nil || query.text("to") != nil
+            var from = query.time("from") ?? now.addingTimeInterval(-range.seconds)
+            var to = query.time("to") ?? now
+            if custom, query.errors.isEmpty {
+                if from >= to {
+                    query.fail("to", "must be after from")
+                } else if to.timeIntervalSince(from) > StatisticsRange.month.seconds {
+                    query.fail("from", "a range covers at most 30 days")
+                } else if from < now.addingTimeInterval(-StatisticsResolution.hour.retention.seconds) {
+                    query.fail("from", "statistics are kept 30 days")
+                }
+            }
+            if !query.errors.isEmpty || !custom { (from, to) = (now.addingTimeInterval(-range.seconds), now) }
+            // Minutes while they are kept (24 hours back) and the range spans a day at most; else hours.
+            let minutes =
+                to.timeIntervalSince(from) <= StatisticsRange.day.seconds
+                && from >= now.addingTimeInterval(-StatisticsResolution.minute.retention.seconds)
             let tabs = StatisticsRange.allCases.html { option in
                 ConsoleLayout.link(
                     option.title, to: ConsolePaths.app(app.id, "/statistics?range=\(option.rawValue)"),
-                    current: option == range)
+                    current: !custom && option == range)
             }
+            let form = Self.rangeForm(
+                action: ConsolePaths.app(app.id, "/statistics"), query: query, from: from, to: to, label: "statistics")
+            let header: HTML = "<nav class=\"tabs\" aria-label=\"Range\"><ul>\(tabs)</ul></nav>\n\(form)"
+            guard query.errors.isEmpty else {
+                return ConsoleView(
+                    title: "Statistics", section: "statistics", app: app, status: .badRequest,
+                    content: "\(query.notice)\n\(header)")
+            }
+            let report = try await hub.statistics(
+                app: app.id, resolution: minutes ? .minute : .hour, from: from, to: to)
+            let title: String =
+                custom
+                ? "\(ConsoleQuery.fieldValue(from).replacingOccurrences(of: "T", with: " ")) to "
+                    + "\(ConsoleQuery.fieldValue(to).replacingOccurrences(of: "T", with: " ")) UTC"
+                : range.title
             return ConsoleView(
                 title: "Statistics", section: "statistics", app: app,
                 content: """
-                    <nav class="tabs" aria-label="Range"><ul>\(tabs)</ul></nav>
-                    \(Self.charts(report, range: range))
+                    \(header)
+                    \(Self.charts(report, title: title, now: now))
                     \(Self.totals(report))
                     """)
         }
@@ -67,50 +99,63 @@ extension Console {
         return starts
     }
 
-    private static func charts(_ report: StatisticsReport, range: StatisticsRange) -> HTML {
+    /// The charts of `report`; the bucket still running at `now` is left out (its counts are
+    /// partial: drawn, it would look like a drop).
+    private static func charts(_ report: StatisticsReport, title: String, now: Date) -> HTML {
+        let step = TimeInterval(report.resolution.seconds)
         let starts = bucketStarts(report)
         let byStart = Dictionary(report.buckets.map { ($0.start, $0.counts) }, uniquingKeysWith: { first, _ in first })
         func series(_ value: (StatisticsCounts) -> Double?) -> [Double?] {
-            starts.map { start in byStart[start].map(value) ?? 0 }
+            starts.map { start in
+                start.addingTimeInterval(step) > now ? nil : byStart[start].map(value) ?? 0
+            }
+        }
+        /// A line of `value` per bucket; the bucket still running is its value so far, not drawn.
+        func line(_ name: String, _ colour: String, _ value: (StatisticsCounts) -> Double) -> ConsoleChart.Series {
+            var line = ConsoleChart.Series(name: name, colour: colour, values: series(value))
+            if let last = starts.last, last.addingTimeInterval(step) > now {
+                line.running = byStart[last].map(value) ?? 0
+            }
+            return line
         }
         let unit = report.resolution == .minute ? "minute" : "hour"
         let volume = ConsoleChart.lines(
             id: "volume", title: "Publishes and deliveries per \(unit)",
             description:
-                "\(range.title): \(report.total.published) publishes, \(report.total.delivered) deliveries taken by providers, "
+                "\(title): \(report.total.published) publishes, \(report.total.delivered) deliveries taken by providers, "
                 + "\(report.total.retried) retries.",
             times: starts,
             series: [
-                .init(name: "Delivered", colour: "#15803d", values: series { Double($0.delivered) }),
-                .init(name: "Retried", colour: "#b45309", values: series { Double($0.retried) }),
+                line("Delivered", "#15803d") { Double($0.delivered) },
+                line("Retried", "#b45309") { Double($0.retried) },
                 // Last, so that it is drawn on top of a line with the same values.
-                .init(name: "Published", colour: "#1d4ed8", values: series { Double($0.published) }),
+                line("Published", "#1d4ed8") { Double($0.published) },
             ])
         let failedTotal = report.total.failed.values.reduce(0, +)
         let failures = ConsoleChart.lines(
             id: "failures", title: "Failures per \(unit)",
-            description: "\(range.title): \(failedTotal) failed, \(report.total.gone) endpoints gone.",
+            description: "\(title): \(failedTotal) failed, \(report.total.gone) endpoints gone.",
             times: starts,
             series: [
-                .init(name: "Failed", colour: "#b42318", values: series { Double($0.failed.values.reduce(0, +)) }),
-                .init(name: "Endpoints gone", colour: "#6941c6", values: series { Double($0.gone) }),
+                line("Failed", "#b42318") { Double($0.failed.values.reduce(0, +)) },
+                line("Endpoints gone", "#6941c6") { Double($0.gone) },
             ])
         let latency = ConsoleChart.lines(
             id: "latency", title: "Publish → provider latency (ms)",
             description:
-                "\(range.title): p50 \(milliseconds(report.total.latency.percentile(0.5))), "
+                "\(title): p50 \(milliseconds(report.total.latency.percentile(0.5))), "
                 + "p99 \(milliseconds(report.total.latency.percentile(0.99))).",
             times: starts,
             series: [
                 .init(
-                    name: "p50", colour: "#1d4ed8",
-                    values: starts.map { byStart[$0]?.latency.percentile(0.5) }),
+                    name: "p50", colour: "#1d4ed8", values: starts.map { byStart[$0]?.latency.percentile(0.5) },
+                    joinsGaps: true),
                 .init(
-                    name: "p99", colour: "#b42318",
-                    values: starts.map { byStart[$0]?.latency.percentile(0.99) }),
-            ])
+                    name: "p99", colour: "#b42318", values: starts.map { byStart[$0]?.latency.percentile(0.99) },
+                    joinsGaps: true),
+            ], unit: "ms", counts: false)
         return """
-            <section aria-labelledby="charts"><h2 id="charts">\(range.title)</h2>\
+            <section aria-labelledby="charts"><h2 id="charts">\(title)</h2>\
             <div class="charts">\(volume)\(failures)\(latency)</div></section>
             """
     }

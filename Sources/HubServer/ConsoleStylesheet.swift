@@ -34,14 +34,22 @@ enum ConsoleStylesheet {
         nav.sections a { display: inline-block; padding: 0.6rem 0; text-decoration: none; }
         nav.sections a[aria-current="page"] { font-weight: 700; border-bottom: 3px solid #0b57d0; }
         nav.sections .app-name { font-weight: 700; padding: 0.6rem 0; }
-        main { max-width: 70rem; margin: 0 auto; padding: 1rem; }
+        main { padding: 1rem 1.5rem; }
         h1 { font-size: 1.5rem; margin: 0.5rem 0 1rem; }
         h2 { font-size: 1.2rem; margin: 1.5rem 0 0.5rem; }
         section, .card { background: #fff; border: 1px solid #d0d5dd; border-radius: 6px; padding: 1rem; margin: 0 0 1rem; }
         section > h2:first-child { margin-top: 0; }
         .table-wrap { overflow-x: auto; max-width: 100%; }
         table { border-collapse: collapse; width: 100%; min-width: 36rem; }
-        td .mono, td.mono, th.mono, dd.mono { overflow-wrap: anywhere; }
+        .id {
+          display: inline-block; max-width: 22rem; overflow: hidden; text-overflow: ellipsis; white-space: nowrap;
+          vertical-align: bottom; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 0.9em;
+        }
+        dd .id { max-width: 100%; }
+        td.mono, th.mono, dd.mono { overflow-wrap: normal; word-break: normal; }
+        pre.raw { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; max-height: 20rem; overflow: auto; }
+        p.pager { margin: 0.75rem 0 0; }
+        time { white-space: nowrap; }
         caption { text-align: left; font-weight: 600; padding: 0 0 0.5rem; }
         th, td { text-align: left; vertical-align: top; padding: 0.4rem 0.6rem; border-bottom: 1px solid #e4e7ec; }
         thead th { background: #eef1f5; }
@@ -84,7 +92,10 @@ enum ConsoleStylesheet {
         .charts { display: grid; gap: 1rem; }
         figure.chart { margin: 0; }
         figure.chart > svg { width: 100%; height: auto; display: block; background: #fff; }
-        figure.chart figcaption { display: flex; flex-wrap: wrap; align-items: baseline; gap: 0.25rem 1rem; }
+        figure.chart figcaption { display: flex; flex-wrap: wrap; align-items: baseline; gap: 0.25rem 1rem; margin: 0 0 0.25rem; }
+        .charts { grid-template-columns: repeat(auto-fit, minmax(min(100%, 34rem), 1fr)); }
+        table.values { min-width: 0; font-size: 0.9rem; }
+        details.values summary { cursor: pointer; }
         .chart-title { font-weight: 600; }
         ul.legend { list-style: none; margin: 0; padding: 0; display: flex; flex-wrap: wrap; gap: 0 1rem; }
         ul.legend li { white-space: nowrap; }
@@ -93,6 +104,7 @@ enum ConsoleStylesheet {
           dl.facts { grid-template-columns: 1fr; }
           dl.facts dd { margin-bottom: 0.5rem; }
           main { padding: 0.75rem; }
+          .id { max-width: 12rem; }
         }
         """
 }

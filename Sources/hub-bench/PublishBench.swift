@@ -165,6 +165,7 @@ struct PublishBenchmark {
         }
         var lines = ["hub-bench publish — \(label), \(users) users × \(endpointsPerUser) polling endpoints"]
         let hubTasks = hubs.map { hub in Task { try await hub.run() } }
+        // On an error; a finished run stops the hubs below and waits for their last statistics.
         defer { for task in hubTasks { task.cancel() } }
         let publisher: @Sendable (_ user: Int) -> Hub = { hubs[$0 % hubs.count] }
 
@@ -283,6 +284,7 @@ struct PublishBenchmark {
                 rate, achievedRate, across, percentile(0.5), percentile(0.99), sorted.last ?? .nan, sorted.count,
                 expected, latencyCPU * 1000 / Double(rate * seconds)))
         lines.append("resident memory: \(Self.residentMegabytes()) MB")
+        await Hub.stop(hubTasks)
         return Result(text: lines.joined(separator: "\n"), wakeP50: percentile(0.5), wakeP99: percentile(0.99))
     }
 

@@ -15,6 +15,7 @@ Prints one line per check; exits 1 at the first failed one.
 """
 
 import argparse
+import datetime
 import os
 import re
 import sys
@@ -192,6 +193,59 @@ def run(browser, base, app_path, token, args):
     check("wakes the device in process" in device_row(args.polled).inner_text(), "the polling device got no push")
     shot(page, args, "deliveries")
 
+    # The notifications list: newest first, filtered by the form (Enter submits, no script), each
+    # row opening the notification with its content, receipts and timeline (to the millisecond).
+    page.get_by_role("navigation", name=f"App {args.app}").get_by_role("link", name="Notifications").click()
+    page.wait_for_url(re.compile(r".*/notifications$"))
+    table = page.get_by_role("table", name="Notifications, newest first")
+    check(table.is_visible() and args.notification in table.inner_text(), "the notifications list shows the publish")
+    page.get_by_label("User ID").fill(args.user)
+    page.get_by_label("State").select_option("active")
+    page.get_by_label("User ID").press("Enter")
+    page.wait_for_url(re.compile(r".*/notifications\?user=.*status=active.*"))
+    rows = page.get_by_role("table", name="Notifications, newest first").get_by_role("row")
+    check(rows.count() >= 2, f"filtered by user and state: {rows.count() - 1} row(s)")
+    wide = page.evaluate("() => [document.querySelector('main table').getBoundingClientRect().width, window.innerWidth]")
+    check(wide[0] >= wide[1] - 120, f"the table uses the page width: {wide}")
+    ids = page.evaluate("""() => [...document.querySelectorAll('table .id')].map(e => [e.textContent, e.title,
+        getComputedStyle(e).whiteSpace, e.getClientRects().length])""")
+    check(ids and all(text == title and space == "nowrap" and lines == 1 for text, title, space, lines in ids),
+          f"IDs are never broken inside, their whole value in the tooltip: {ids[:3]}")
+    shot(page, args, "notifications")
+    page.get_by_role("link", name=args.notification, exact=True).first.click()
+    page.wait_for_url(re.compile(r".*/deliveries\?user=.*"))
+    facts = page.locator("dl.facts").inner_text()
+    check("Welcome" in facts and "to Contoso Notes" in facts and "Targeting" in facts and "Expires" in facts,
+          "the notification's content as stored")
+    check(page.get_by_role("table", name="Devices").is_visible(), "its receipts, one row per device")
+    times = page.locator("ol.timeline time").all_inner_texts()
+    check(times and all(re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3} UTC", t) for t in times),
+          f"timeline times to the millisecond: {times[:2]}")
+    shot(page, args, "notification")
+
+    # Recent failures: the dead token's delivery, grouped by transport and reason, linking to it.
+    page.get_by_role("navigation", name=f"App {args.app}").get_by_role("link", name="Failures").click()
+    page.wait_for_url(re.compile(r".*/failures$"))
+    groups = page.get_by_role("table", name="Failures by transport, outcome and reason")
+    gone = groups.get_by_role("row").filter(has=page.get_by_role("rowheader", name=args.dead_reason))
+    check(gone.count() == 1 and "apns" in gone.inner_text() and "gone" in gone.inner_text(),
+          f"the dead token's failure, grouped: {gone.all_inner_texts()}")
+    section = page.locator("section", has=page.get_by_role("heading", name=re.compile(r"^apns · gone")))
+    check(args.dead_endpoint in section.inner_text(), "the group lists the dead endpoint's delivery")
+    section.get_by_role("link").first.click()
+    page.wait_for_url(re.compile(r".*/deliveries\?user=.*"))
+    check(args.notification in page.locator("dl.facts").inner_text(), "a failure opens its notification")
+    page.go_back()
+    shot(page, args, "failures")
+
+    # Endpoints searched by the start of the user ID.
+    page.goto(app_path + "/endpoints")
+    page.get_by_label("User ID starts with").fill("bo")
+    page.get_by_label("User ID starts with").press("Enter")
+    page.wait_for_url(re.compile(r".*/endpoints\?.*user=bo.*"))
+    text = page.get_by_role("table", name="Active endpoints").inner_text()
+    check("bob" in text and args.user not in text, f"the search finds bob's endpoint only: {text}")
+
     # Statistics over time: the counts reach the store at the hub's next flush (every 5 s).
     page.get_by_role("navigation", name=f"App {args.app}").get_by_role("link", name="Statistics").click()
     page.wait_for_url(re.compile(r".*/statistics$"))
@@ -213,8 +267,25 @@ def run(browser, base, app_path, token, args):
     check(int(apns_cells[2]) >= 1, f"APNs: the dead token counted as gone: {apns_cells}")
     check(page.get_by_role("img", name=re.compile(r"^Publishes and deliveries per minute")).count() == 1,
           "the volume chart is an image named for screen readers")
-    check(page.locator("svg polyline").count() >= 2, "the charts draw lines")
+    check(page.locator("svg circle title").count() >= 2, "every point has a tooltip")
+    caption, plot = page.evaluate("""() => { const f = document.querySelector('figure.chart#volume');
+        return [f.querySelector('figcaption').getBoundingClientRect().bottom, f.querySelector(':scope > svg').getBoundingClientRect().top]; }""")
+    check(caption <= plot, "title and legend above the chart")
+    ticks = page.locator("figure#volume text.tick").all_text_contents()
+    check(ticks and all(re.fullmatch(r"\d+", t) for t in ticks), f"whole-number ticks for counts: {ticks}")
+    page.locator("figure#volume details.values summary").click()
+    check(page.get_by_role("table", name=re.compile(r"^Publishes and deliveries per minute: buckets")).is_visible(),
+          "the values in a table, opened without a script")
     shot(page, args, "statistics")
+    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0, tzinfo=None)
+    start = now - datetime.timedelta(minutes=30)
+    page.get_by_label("From (UTC)").fill(start.isoformat())
+    page.get_by_label("To (UTC)").fill(now.isoformat())
+    page.get_by_role("button", name="Show range").click()
+    page.wait_for_url(re.compile(r".*/statistics\?from=.*"))
+    heading = start.isoformat().replace("T", " ") + " to"
+    check(page.get_by_role("heading", level=2, name=re.compile("^" + re.escape(heading))).count() == 1
+          and page.locator("svg polyline").count() >= 1, f"a custom range: {heading}")
 
     # The config check report.
     page.get_by_role("link", name="Configuration").click()
@@ -249,12 +320,24 @@ def run(browser, base, app_path, token, args):
     check(sent_id in page.url and sent_id in page.inner_text("main")
           and "published" in page.locator("ol.timeline").inner_text(), "the sent notification's timeline opens")
 
+    # No page loads a script: the policy says script-src 'none' on every answer, and no page has one.
+    for path in ["/console", f"/console/apps/{args.app}", f"/console/apps/{args.app}/notifications",
+                 f"/console/apps/{args.app}/failures", f"/console/apps/{args.app}/endpoints",
+                 f"/console/apps/{args.app}/statistics", f"/console/apps/{args.app}/send", "/console/config",
+                 f"/console/apps/{args.app}/deliveries?user={args.user}&id={args.notification}"]:
+        response = page.goto(base + path)
+        policy = response.headers.get("content-security-policy", "")
+        check("script-src 'none'" in policy and page.evaluate("() => document.scripts.length") == 0,
+              f"{path}: script-src 'none', no script")
+
     # A phone: 375 px wide, no horizontal scroll on any page.
     page.set_viewport_size({"width": 375, "height": 812})
     for name, path in [("apps", "/console"), ("app", f"/console/apps/{args.app}"),
                        ("endpoints", f"/console/apps/{args.app}/endpoints?state=inactive"),
                        ("send", f"/console/apps/{args.app}/send"), ("config", "/console/config"),
                        ("statistics", f"/console/apps/{args.app}/statistics"),
+                       ("notifications", f"/console/apps/{args.app}/notifications"),
+                       ("failures", f"/console/apps/{args.app}/failures"),
                        ("deliveries", f"/console/apps/{args.app}/deliveries?user={args.user}&id={args.notification}")]:
         page.goto(base + path)
         check(fits(page, 375), f"{name} fits 375 px without horizontal scroll")

@@ -102,6 +102,7 @@ struct ConsoleAuthTests {
             let policy = try #require(page.headers[.contentSecurityPolicy])
             #expect(policy.contains("default-src 'none'"))
             #expect(policy.contains("frame-ancestors 'none'"))
+            #expect(policy.contains("script-src 'none'"), "no page loads a script")
             #expect(!policy.contains("unsafe-inline"))
             #expect(page.headers[.xContentTypeOptions] == "nosniff")
             #expect(page.headers[HTTPField.Name("Referrer-Policy")!] == "same-origin")

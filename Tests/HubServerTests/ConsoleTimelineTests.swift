@@ -44,7 +44,7 @@ struct ConsoleTimelineTests {
                 "<h1>Delivery timeline</h1>", #"aria-current="page">Deliveries</a>"#, "tap accepted by the provider",
                 "recording-", "tap gone: Unregistered",
                 "tap sent again, attempt 2 after a retry (503 ServiceUnavailable)",
-                #"<th scope="row" class="mono">flaky</th>"#,
+                #"<th scope="row"><span class="id" title="flaky">flaky</span></th>"#,
                 "(inactive)", "&lt;script&gt;alert(&quot;u&quot;)&lt;/script&gt;",
             ] {
                 #expect(page.text.contains(expected), "\(expected)")

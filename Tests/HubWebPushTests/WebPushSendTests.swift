@@ -47,6 +47,20 @@ struct WebPushSendTests {
         }
     }
 
+    @Test("a visible notification expiring in 30 days is sent with TTL 2,419,200 (FCM's maximum), and accepted")
+    func timeToLiveCapped() async throws {
+        try await WebPushFixture.with { fixture in
+            let subscription = fixture.subscription()
+            let notification = WebPushFixture.notification(lifetime: 30 * 86_400)
+            let outcome = await fixture.transport.send(
+                fixture.outbound(subscription, kind: .visible, notification: notification))
+            #expect(outcome == .accepted)
+            #expect(fixture.emulator.refusals.isEmpty)
+            let message = try #require(fixture.emulator.received(by: subscription).first)
+            #expect(message.timeToLive == 2_419_200)
+        }
+    }
+
     @Test("low priority → Urgency low; fallback → high")
     func urgency() async throws {
         try await WebPushFixture.with { fixture in
