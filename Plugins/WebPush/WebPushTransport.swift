@@ -17,6 +17,8 @@ public import Logging
 ///   for the service worker's `showNotification`, `TTL` until the notification expires, `Topic` from
 ///   `appNotificationId` (see ``WebPushTopic/init(deriving:)``). A notification without
 ///   `visualContent` is sent as a tap;
+/// - when the app shows the hub's badge (`delivery.badge: unread`): `"badge":"<count>"` in both, for
+///   the service worker's `navigator.setAppBadge` (0: `clearAppBadge`);
 /// - `Urgency`: `high` for high-priority notifications and fallbacks, `low` for low, else `normal`.
 ///
 /// How answers map to outcomes: 2xx (201) → accepted; 404, 410 → endpoint gone; 429 and 5xx →
@@ -134,12 +136,14 @@ public final class WebPushTransport: Transport {
                 "v": String(delivery.changeVersion), "tag": shown.appNotificationId, "title": visual.title,
             ]
             fields["body"] = visual.body
+            fields["badge"] = outbound.badge.map(String.init)
             return WebPushMessage(
                 payload: Self.fitting(fields), timeToLive: shown.secondsToExpiry(now: configuration.now()),
                 urgency: urgency,
                 topic: WebPushTopic(deriving: shown.appNotificationId))
         }
-        let fields = ["hub": "tap", "app": outbound.app.id, "v": String(delivery.changeVersion)]
+        var fields = ["hub": "tap", "app": outbound.app.id, "v": String(delivery.changeVersion)]
+        fields["badge"] = outbound.badge.map(String.init)
         return WebPushMessage(
             payload: Self.json(fields), timeToLive: Int(configuration.tapTimeToLive.components.seconds),
             urgency: urgency, topic: WebPushTopic("hubtap"))

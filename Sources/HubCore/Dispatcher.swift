@@ -160,7 +160,8 @@ final class Dispatcher: Sendable {
         let started = clock.now
         let outbound = OutboundDelivery(
             delivery: delivery, endpoint: endpoint, app: app,
-            notification: delivery.kind == .shoulderTap ? nil : Self.content(of: claimed))
+            notification: delivery.kind == .shoulderTap ? nil : Self.content(of: claimed),
+            badge: await badge(for: endpoint, of: app))
         let reply = await transport.transmit(outbound)
         let outcome = reply.outcome
         Timer(label: "hub_delivery_duration_seconds", dimensions: [("transport", transportLabel)])
@@ -169,6 +170,21 @@ final class Dispatcher: Sendable {
             label: "hub_deliveries_total", dimensions: [("transport", transportLabel), ("outcome", outcome.label)]
         ).increment()
         return (change(for: outcome, of: delivery, to: endpoint, app: app), reply.messageId, reply.unreachable)
+    }
+
+    /// The user's badge on `endpoint`'s platform when `app` shows the hub's count, read just before
+    /// the send so that a tap merged from a burst of reads carries the count after the last one.
+    /// A failed read sends the push without a badge (the next change sends it again).
+    private func badge(for endpoint: Endpoint, of app: CrossDeviceApp) async -> Int? {
+        guard app.delivery.badge == .unread else { return nil }
+        do {
+            return try await store.badgeCount(FeedKey(appId: app.id, userId: endpoint.userId), platform: endpoint.platform)
+        } catch {
+            logger.warning(
+                "reading the badge count failed; sending without it",
+                metadata: ["app": "\(app.id)", "endpoint": "\(endpoint.id)", "error": "\(error)"])
+            return nil
+        }
     }
 
     /// How to record `outcome` of `delivery`.

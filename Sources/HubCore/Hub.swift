@@ -66,7 +66,8 @@ public final class Hub: Service, Sendable {
         self.configuration = configuration
         let store = DeadlineStore(store, StoreDeadline(timeout: configuration.storeTimeout))
         self.store = store
-        self.planner = DeliveryPlanner(transports: transports)
+        self.planner = DeliveryPlanner(
+            transports: transports, badgeApps: Set(configuration.apps.filter { $0.delivery.badge != nil }.map(\.id)))
         self.router = try Router(apps: configuration.apps, transports: transports)
         self.signals = signals ?? FeedSignals(clock: clock)
         self.logger = logger

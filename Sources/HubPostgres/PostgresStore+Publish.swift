@@ -87,7 +87,9 @@ extension PostgresStore {
                     request: request, notification: notification, created: created,
                     rows: coalesced(plan.map { OutboxRow($0, of: notification) }), read: read))
         }
-        return try await write(writes, db)
+        let results = try await write(writes, db)
+        try await countBadges(zip(writes, results).map { ($0.read.existing, $1.notification) }, db)
+        return results
     }
 
     /// What a publish reads after locking the feed.

@@ -84,6 +84,7 @@ public enum StoreConformance {
         Check(name: "endpointLimit", run: endpointLimit),
         Check(name: "endpointPages", run: endpointPages),
         Check(name: "releaseUncounted", run: releaseUncounted),
+        Check(name: "badgeCounts", run: badgeCounts),
     ]
 
     /// Runs every check, each on a store from `makeStore`, and throws one ``ConformanceFailure``
