@@ -105,7 +105,8 @@ public struct DeliveryPlanner: Sendable, Hashable {
                     planned.append(PlannedDelivery(endpoint, .fallback, dueAt: due))
                 }
             case .stateChanged where badgeApps.contains(notification.appId):
-                planned.append(PlannedDelivery(endpoint, .shoulderTap, dueAt: now.addingTimeInterval(Self.badgeUpdateWindow)))
+                planned.append(
+                    PlannedDelivery(endpoint, .shoulderTap, dueAt: now.addingTimeInterval(Self.badgeUpdateWindow)))
             case .stateChanged, .deleted, .expired:
                 planned.append(PlannedDelivery(endpoint, .shoulderTap, dueAt: now))
             }

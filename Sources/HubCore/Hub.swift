@@ -174,6 +174,10 @@ public final class Hub: Service, Sendable {
             throw HubError(.notFound, "No notification '\(id)' for this user.")
         }
         await changed(key, version: updated.changeVersion, except: endpoint)
+        // A badge app's taps for the change come due after the window (a burst merges into them).
+        if planner.badgeApps.contains(key.appId) {
+            dispatcher.poke(after: .seconds(DeliveryPlanner.badgeUpdateWindow))
+        }
         return updated
     }
 

@@ -50,7 +50,9 @@ extension PostgresStore {
     /// Moves the badge counters as the changes `changes` (before, after) of notifications do
     /// (``BadgeCount/changes(from:to:)``), in one statement; none when no badge moves. Call inside
     /// the changes' transaction, with their feeds locked.
-    static func countBadges(_ changes: [(before: UserNotification?, after: UserNotification)], _ db: Session)
+    static func countBadges(
+        _ changes: [(before: UserNotification?, after: UserNotification)], _ db: Session
+    )
         async throws
     {
         let deltas = BadgeCount.merged(changes.flatMap { BadgeCount.changes(from: $0.before, to: $0.after) })

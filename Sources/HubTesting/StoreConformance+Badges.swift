@@ -17,7 +17,8 @@ extension StoreConformance {
             }
             return counts
         }
-        func change(_ id: String, read: ReadState? = nil, action: UserActionState? = nil, at seconds: Int) async throws {
+        func change(_ id: String, read: ReadState? = nil, action: UserActionState? = nil, at seconds: Int) async throws
+        {
             _ = try await store.updateState(
                 StateChange(
                     key: Fixture.alice, id: id, readState: read, userActionState: action, exceptEndpoint: nil,

@@ -59,7 +59,8 @@ struct BadgeServeTests {
         /// How many pushes each device got so far: APNs requests, FCM messages, WNS badges, Web Push messages.
         var counts: [Int] {
             [
-                apns.requests.count, fcm.messages.count, wns.received(on: channel).filter { $0.type == "wns/badge" }.count,
+                apns.requests.count, fcm.messages.count,
+                wns.received(on: channel).filter { $0.type == "wns/badge" }.count,
                 push.received(by: subscription).count,
             ]
         }
@@ -180,11 +181,15 @@ struct BadgeServeTests {
         for id in ["n-1", "n-2"] { #expect(try await devices.http.publish(user: "alice", id: id) == 201) }
         let phones = try await devices.http.request(
             .POST, "/v1/apps/notes.contoso.com/users/alice/notifications", bearer: devices.http.publisherKey,
-            json: #"{"appNotificationId":"n-3","payload":{"rawContent":"3"},"targetPolicy":{"platformTypes":["ios","android"]}}"#
+            json:
+                #"{"appNotificationId":"n-3","payload":{"rawContent":"3"},"targetPolicy":{"platformTypes":["ios","android"]}}"#
         )
         #expect(phones.status == 201, "\(phones.body)")
         #expect(try await devices.settled(), "\(devices.hub.log)")
-        #expect(devices.iphone.badge == 3 && devices.pixel.badge == 3, "phones count n-3")
+        #expect(
+            devices.iphone.badge == 3 && devices.pixel.badge == 3,
+            "phones count n-3: \(devices.apns.requests.map(\.payload).map { String(decoding: $0, as: UTF8.self) }) \(devices.fcm.messages.map(\.data))"
+        )
         #expect(devices.surface == "2" && devices.browser.badge == 2, "Windows and the web do not")
 
         // Read n-1 on the Android phone: the others drop by one, within a second.
@@ -197,6 +202,7 @@ struct BadgeServeTests {
         let elapsed = ContinuousClock.now - started
         #expect(dropped, "\(devices.iphone) \(String(describing: devices.surface)) \(devices.browser)")
         #expect(elapsed < .seconds(1), "the badges dropped after \(elapsed)")
+        print("badges of the other three devices dropped \(elapsed) after the read")
         #expect(try await devices.settled())
         #expect(devices.iphone.silent && devices.browser.silent, "no alert on iOS, a tap to the browser")
         let apnsUpdate = try #require(devices.apns.requests.last)

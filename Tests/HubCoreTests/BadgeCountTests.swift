@@ -44,7 +44,8 @@ struct BadgeCountTests {
         #expect(moves(nil, Self.notification([.ios, .android, .ios])) == ["ios+1", "android+1"])
         #expect(moves(Self.notification([.ios]), Self.notification([.ios], read: .read)) == ["ios-1"])
         #expect(moves(Self.notification([.ios]), Self.notification([.ios])) == [], "nothing changed")
-        #expect(moves(Self.notification([.ios, .web]), Self.notification([.web, .windows])) == ["ios-1", "windows+1"])
+        #expect(
+            moves(Self.notification([.ios, .web]), Self.notification([.web, .windows])) == ["ios-1", "windows+1"])
         #expect(moves(Self.notification(read: .read), Self.notification(read: .read, status: .deleted)) == [])
         #expect(moves(nil, Self.notification(status: .scheduled)) == [])
     }
