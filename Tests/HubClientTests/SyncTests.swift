@@ -1,6 +1,7 @@
 import Foundation
 import HubClient
 import HubTesting
+import Synchronization
 import Testing
 
 @Suite("HubClient against a running hub", .serialized, .timeLimit(.minutes(2)))
@@ -115,6 +116,28 @@ struct SyncTests {
             #expect(resumed.changes.map(\.appNotificationId) == ["third"])
             #expect(resumed.error == nil)
             await resumed.stop()
+        }
+    }
+
+    @Test("a tap's badge goes to Configuration.applyBadge before the sync; another app's tap's does not")
+    func shoulderTapBadge() async throws {
+        try await TestHub.run { hub in
+            let applied = Mutex<[Int]>([])
+            var configuration = HubClient.Configuration()
+            configuration.feedUpdates = .shoulderTaps
+            configuration.applyBadge = { count in applied.withLock { $0.append(count) } }
+            let device = HubClient(
+                baseURL: hub.baseURL, app: TestHub.app, storage: InMemoryHubClientStorage(),
+                session: HubClient.defaultSession, configuration: configuration
+            ) { _ in try await hub.token(user: "alice") }
+            try await hub.publish("counted", to: "alice")
+            let synced = try await device.handleShoulderTap(
+                ["aps": ["badge": 1, "content-available": 1], "hub": ["app": TestHub.app]])
+            #expect(synced?.map(\.appNotificationId) == ["counted"])
+            #expect(try await device.handleShoulderTap(["hub": "tap", "app": TestHub.app, "badge": "0"]) != nil)
+            #expect(
+                try await device.handleShoulderTap(["hub": "tap", "app": "other.example.com", "badge": "9"]) == nil)
+            #expect(applied.withLock { $0 } == [1, 0])
         }
     }
 

@@ -2,13 +2,27 @@
 //
 // A push from the hub is JSON, decrypted by the browser:
 // - shoulder tap: {"hub":"tap","app":…,"v":"<feed version>"} — content-free; sync the feed;
-// - visible or fallback: {"hub":"visible"|"fallback","app":…,"id":…,"v":…,"tag":…,"title":…,"body":…}.
+// - visible or fallback: {"hub":"visible"|"fallback","app":…,"id":…,"v":…,"tag":…,"title":…,"body":…};
+// - both with "badge":"<count>" when the app has `delivery.badge: unread` in hub.yaml: the user's
+//   unread count, which the worker puts on the installed app's icon (Badging API).
 // Browsers require every push to show a notification (userVisibleOnly), so a tap shows the newest
 // unread change, and a change that was read or dismissed elsewhere closes its notification here
 // (universal dismiss).
 import { load, sync } from './hub.js';
 
+/// Shows the hub's count on the app icon where the Badging API exists (installed web apps).
+async function applyBadge(message) {
+  const count = Number.parseInt(message.badge ?? '', 10);
+  if (Number.isNaN(count) || !('setAppBadge' in navigator)) return;
+  try {
+    await (count > 0 ? navigator.setAppBadge(count) : navigator.clearAppBadge());
+  } catch {
+    // Not installed, or badges not allowed: the notifications still show.
+  }
+}
+
 async function handle(message) {
+  await applyBadge(message);
   const settings = await load('settings');
   const changes = settings ? await sync(settings) : [];
   for (const client of await self.clients.matchAll({ type: 'window' })) client.postMessage({ changes });
