@@ -49,7 +49,7 @@ public struct DeliveryPlanner: Sendable, Hashable {
 
     /// The default of store calls made without a planner (store tests and tools): it treats the
     /// transport named `polling` as in-process, as a hub with the first-party polling plugin does.
-    /// A ``Hub`` plans with ``init(transports:)``.
+    /// A ``Hub`` plans with ``init(transports:badgeApps:)``.
     public static let standard = DeliveryPlanner(inProcessTransports: [TransportID("polling")])
 
     /// The planner of a hub with `transports`: those that declare
