@@ -181,6 +181,19 @@ public final class Hub: Service, Sendable {
         return updated
     }
 
+    /// The app icon badge of the user's devices of `platform` (``BadgeCount``: the active, unread,
+    /// undismissed notifications that target it) when the app shows the hub's count
+    /// (``DeliveryPolicy/badge``); `nil` when it does not.
+    /// - Parameters:
+    ///   - appID: the app.
+    ///   - userID: the user.
+    ///   - platform: the device's platform.
+    public func badge(app appID: String, user userID: String, platform: Platform) async throws -> Int? {
+        let key = try feedKey(appID, userID)
+        guard try app(appID).delivery.badge != nil else { return nil }
+        return try await store.badgeCount(key, platform: platform)
+    }
+
     /// Changes after `version`. With `wait`, an empty page waits up to that long for a change
     /// (long-poll); with `endpoint` (a polling endpoint), it wakes for the changes that endpoint
     /// did not make itself.

@@ -1,6 +1,8 @@
+import AsyncHTTPClient
 import Foundation
 import HubEmulators
 import HubTesting
+import NIOCore
 import Testing
 
 /// `hub serve` with `delivery.badge: unread` and APNs, FCM, WNS and Web Push pointed at their
@@ -75,11 +77,19 @@ struct BadgeServeTests {
         }
 
         /// Marks `id` read from the device `endpoint`.
-        func read(_ id: String, from endpoint: String) async throws {
-            let answer = try await http.request(
-                .PATCH, "/v1/apps/notes.contoso.com/me/notifications/\(id)", bearer: try await http.userToken("alice"),
-                json: #"{"readState":"read"}"#, headers: [("X-Hub-Endpoint", endpoint)])
-            #expect(answer.status == 200, "\(answer.body)")
+        /// - Returns: the badge the hub answered for that device (`X-Hub-Badge`).
+        @discardableResult
+        func read(_ id: String, from endpoint: String) async throws -> Int? {
+            var request = HTTPClientRequest(url: http.base + "/v1/apps/notes.contoso.com/me/notifications/\(id)")
+            request.method = .PATCH
+            request.headers.add(name: "Authorization", value: "Bearer \(try await http.userToken("alice"))")
+            request.headers.add(name: "X-Hub-Endpoint", value: endpoint)
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: #"{"readState":"read"}"#))
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+            let body = try await response.body.collect(upTo: 1 << 20)
+            #expect(response.status.code == 200, "\(String(buffer: body))")
+            return response.headers.first(name: "X-Hub-Badge").flatMap { Int($0) }
         }
 
         /// Waits until every delivery is finished.
@@ -195,7 +205,8 @@ struct BadgeServeTests {
         // Read n-1 on the Android phone: the others drop by one, within a second.
         let before = devices.counts
         let started = ContinuousClock.now
-        try await devices.read("n-1", from: "pixel")
+        let own = try await devices.read("n-1", from: "pixel")
+        #expect(own == 2, "the reading device gets its own badge in the answer (n-2 and n-3 left)")
         let dropped = await eventually(timeout: .seconds(5)) {
             devices.iphone.badge == 2 && devices.surface == "1" && devices.browser.badge == 1
         }
@@ -211,7 +222,7 @@ struct BadgeServeTests {
         #expect(devices.counts[1] == before[1], "the reading device is not pushed back")
 
         // Read n-3 on the iPhone: the Android phone's badge drops to what it now counts.
-        try await devices.read("n-3", from: "iphone")
+        #expect(try await devices.read("n-3", from: "iphone") == 1, "n-2 left on iOS")
         #expect(await eventually { devices.pixel.badge == 1 }, "\(devices.pixel)")
         #expect(devices.pixel.silent, "a data message: nothing shown")
         #expect(try await devices.settled())

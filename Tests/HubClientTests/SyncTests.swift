@@ -141,6 +141,31 @@ struct SyncTests {
         }
     }
 
+    @Test("saving a read answers this device's badge (it is not tapped for it) to Configuration.applyBadge")
+    func saveAppliesBadge() async throws {
+        try await TestHub.run(badges: true) { hub in
+            let applied = Mutex<[Int]>([])
+            var configuration = HubClient.Configuration()
+            configuration.feedUpdates = .shoulderTaps
+            configuration.applyBadge = { count in applied.withLock { $0.append(count) } }
+            let device = HubClient(
+                baseURL: hub.baseURL, app: TestHub.app, storage: InMemoryHubClientStorage(),
+                session: HubClient.defaultSession, configuration: configuration
+            ) { _ in try await hub.token(user: "alice") }
+            try await device.register(Self.phone)
+            try await hub.publish("first", to: "alice")
+            try await hub.publish("second", to: "alice")
+            var notifications = try await device.notificationChannel.createReader().readBatch(maxSize: 10)
+            #expect(notifications.count == 2)
+            notifications[0].readState = .read
+            try await notifications[0].save()
+            #expect(applied.withLock { $0 } == [1], "one of two left unread")
+            notifications[1].userActionState = .dismissed
+            try await notifications[1].save()
+            #expect(applied.withLock { $0 } == [1, 0])
+        }
+    }
+
     @Test("a shoulder tap syncs a push endpoint's feed; other payloads are not taps")
     func shoulderTap() async throws {
         try await TestHub.run { hub in
