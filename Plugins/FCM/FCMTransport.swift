@@ -14,6 +14,8 @@ public import Logging
 ///   `title_loc_args`, `body_loc_key`, `body_loc_args` and `notification_count` from
 ///   `visualContent`'s `titleLocKey`, `titleLocArgs`, `bodyLocKey`, `bodyLocArgs` and `badge`,
 ///   `ttl` until the notification expires. A notification without `visualContent` is sent as a tap;
+/// - when the app shows the hub's badge (`delivery.badge: unread`): data `"badge": "<count>"` in
+///   every message, and the count as `notification_count` of visible ones (else `visualContent.badge`);
 /// - always: `restricted_package_name` = the endpoint's package, `priority` `HIGH` for high-priority
 ///   notifications and fallbacks, else `NORMAL`.
 ///
@@ -104,6 +106,9 @@ public final class FCMTransport: Transport {
         let delivery = outbound.delivery
         let priority: FCMAndroidPriority = outbound.isUrgent ? .high : .normal
         var data = ["hub": "tap", "app": outbound.app.id, "v": String(delivery.changeVersion)]
+        // The hub's badge rides in the data, where the app (HubClient) reads it: a data message
+        // shows nothing, and Android launchers take the count from the notifications shown.
+        if let badge = outbound.badge { data["badge"] = String(badge) }
         var android = FCMAndroidConfig(priority: priority, restrictedPackageName: outbound.endpoint.platformAppId)
         var notification: FCMNotification?
         if let (shown, visual) = outbound.shown {
@@ -112,7 +117,8 @@ public final class FCMTransport: Transport {
             android.timeToLive = .seconds(shown.secondsToExpiry(now: configuration.now()))
             android.notification = FCMAndroidNotification(
                 tag: shown.appNotificationId, titleLocKey: visual.titleLocKey, titleLocArgs: visual.titleLocArgs ?? [],
-                bodyLocKey: visual.bodyLocKey, bodyLocArgs: visual.bodyLocArgs ?? [], notificationCount: visual.badge)
+                bodyLocKey: visual.bodyLocKey, bodyLocArgs: visual.bodyLocArgs ?? [],
+                notificationCount: outbound.shownBadge)
             // FCM counts the data and the notification's title and body (UTF-8 bytes) against its
             // limit: the text gets what the data leaves, cut by the hub's one rule.
             let dataSize = data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }

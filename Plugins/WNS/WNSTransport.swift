@@ -13,6 +13,8 @@ public import Logging
 /// - shoulder tap: `wns/raw`, `application/octet-stream`, body `{"hub":"tap","app":…,"v":"<version>"}`,
 ///   `X-WNS-Cache-Policy` ``WNSConfiguration/tapCachePolicy`` (`cache`: WNS keeps the newest tap for
 ///   an offline device), `X-WNS-TTL` ``WNSConfiguration/tapTimeToLive``;
+/// - when the app shows the hub's badge (`delivery.badge: unread`): a `wns/badge` with the count
+///   before every tap, and as the badge of visible deliveries (in place of `visualContent.badge`);
 /// - visible or fallback: when `visualContent.badge` is given, first a `wns/badge` (`<badge
 ///   value="N"/>`, 0 clears it, more than 99 shows 99); when `visualContent.tile` is `true`, a
 ///   `wns/tile` (`TileMedium`, the title and body as wrapped lines, `X-WNS-Tag` as the toast's);
@@ -128,7 +130,7 @@ public final class WNSTransport: Transport {
     }
 
     /// The notifications and options the transport sends for `outbound`, in order: for a visible
-    /// delivery the badge (if `visualContent.badge`), the tile (if `visualContent.tile`), then the toast.
+    /// delivery the badge (the hub's, else `visualContent.badge`), the tile (if `visualContent.tile`), then the toast.
     func notifications(for outbound: OutboundDelivery) -> [(WNSNotification, WNSSendOptions)] {
         let delivery = outbound.delivery
         var options = WNSSendOptions()
@@ -153,7 +155,7 @@ public final class WNSTransport: Transport {
             var sends: [(WNSNotification, WNSSendOptions)] = []
             var quiet = options
             quiet.priority = nil
-            if let badge = visual.badge { sends.append((.badge(WNSBadge(.number(badge))), quiet)) }
+            if let badge = outbound.shownBadge { sends.append((.badge(WNSBadge(.number(badge))), quiet)) }
             if visual.tile == true {
                 var tile = WNSTile(lines: [], tag: tag)
                 let text = Self.fitted(visual) { title, body in
@@ -173,7 +175,14 @@ public final class WNSTransport: Transport {
             json.member("v", String(delivery.changeVersion))
         }
         options.timeToLive = configuration.tapTimeToLive
-        return [(.raw(WNSRaw(bytes: tap.bytes, cachePolicy: configuration.tapCachePolicy)), options)]
+        let raw = (WNSNotification.raw(WNSRaw(bytes: tap.bytes, cachePolicy: configuration.tapCachePolicy)), options)
+        guard let badge = outbound.badge else { return [raw] }
+        // The hub's badge first (it replaces what the tile shows, so a retry resends it harmlessly),
+        // as WNS keeps it for an offline device; then the tap.
+        var quiet = options
+        quiet.priority = nil
+        quiet.timeToLive = nil
+        return [(.badge(WNSBadge(.number(badge))), quiet), raw]
     }
 
     /// `visual`'s title and body cut by the hub's one rule (`VisibleTextFit`) to fit

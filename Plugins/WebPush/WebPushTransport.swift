@@ -19,7 +19,9 @@ public import Logging
 ///   `visualContent` is sent as a tap. To a subscription that registered `declarative: true`, or
 ///   whose push service is one of ``WebPushConfiguration/declarativeHosts`` (Apple's) unless it
 ///   registered `declarative: false`, the visible message is a ``DeclarativePushMessage`` instead,
-///   which the browser shows without a service worker;
+///   which the browser shows without a service worker (its `app_badge` is the hub's count);
+/// - when the app shows the hub's badge (`delivery.badge: unread`): `"badge":"<count>"` in both
+///   classic payloads, for the service worker's `navigator.setAppBadge` (0: `clearAppBadge`);
 /// - `Urgency`: `high` for high-priority notifications and fallbacks, `low` for low, else `normal`.
 ///
 /// How answers map to outcomes: 2xx (201) → accepted; 404, 410 → endpoint gone; 429 and 5xx →
@@ -158,6 +160,7 @@ public final class WebPushTransport: Transport {
                         data: fields, appBadge: Self.badge(of: outbound)
                     ).payload
             } else {
+                fields["badge"] = outbound.badge.map(String.init)
                 payload = Self.fitting(title: visual.title, body: visual.body) { title, body in
                     var classic = fields
                     classic["title"] = title
@@ -170,7 +173,8 @@ public final class WebPushTransport: Transport {
                 urgency: urgency,
                 topic: WebPushTopic(deriving: shown.appNotificationId))
         }
-        let fields = ["hub": "tap", "app": outbound.app.id, "v": String(delivery.changeVersion)]
+        var fields = ["hub": "tap", "app": outbound.app.id, "v": String(delivery.changeVersion)]
+        fields["badge"] = outbound.badge.map(String.init)
         return WebPushMessage(
             payload: Self.json(fields), timeToLive: Int(configuration.tapTimeToLive.components.seconds),
             urgency: urgency, topic: WebPushTopic("hubtap"))
@@ -191,10 +195,10 @@ public final class WebPushTransport: Transport {
     /// The endpoint attribute a subscription sets at registration (`declarative: true`).
     static let declarativeAttribute = "declarative"
 
-    /// The app badge a declarative message sets: the count the publisher gave in `visualContent`.
-    /// The hook for a hub-kept unread count: when the delivery carries one, it goes here.
+    /// The app badge a declarative message sets: the hub's unread count when the app shows it
+    /// (`delivery.badge: unread`), else the count the publisher gave in `visualContent`.
     static func badge(of outbound: OutboundDelivery) -> Int? {
-        outbound.shown?.visual.badge
+        outbound.badge ?? outbound.shown?.visual.badge
     }
 
     /// The payload `render` makes of the title and body, with the body (then the title) cut by

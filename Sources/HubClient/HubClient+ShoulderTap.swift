@@ -6,7 +6,9 @@ import Foundation
 /// the feed version the tap announces (`v`):
 ///
 /// - **APNs** background push: `{"aps": {"content-available": 1}, "hub": {"app": "…", "v": 42}}`,
-///   the `userInfo` of `application(_:didReceiveRemoteNotification:fetchCompletionHandler:)`;
+///   the `userInfo` of `application(_:didReceiveRemoteNotification:fetchCompletionHandler:)`; for an
+///   app that shows the hub's badge, `aps` also holds `"badge": 3`;
+/// - **FCM** and **Web Push** of such an app carry `"badge": "3"` beside `hub`;
 /// - **FCM** data message: `{"hub": "tap", "app": "…", "v": "42"}` in `RemoteMessage.data` (FCM
 ///   data values are strings; visible deliveries say `"visible"` or `"fallback"`);
 /// - **WNS** raw notification: the body `{"hub": "tap", "app": "…", "v": "42"}`; decode it with
@@ -25,6 +27,11 @@ public struct ShoulderTap: Sendable, Hashable {
     public var app: String?
     /// The feed version the tap announces (`v`), if it says.
     public var changeVersion: Int64?
+    /// The app icon badge the hub counted for this device (the user's unread, undismissed, active
+    /// notifications its platform sees), when the app shows the hub's count (hub.yaml
+    /// `delivery.badge: unread`): APNs `aps.badge`, or the `badge` field of an FCM data message or a
+    /// Web Push payload. ``HubClient/handle(_:)`` hands it to ``HubClient/Configuration/applyBadge``.
+    public var badge: Int?
 
     /// The version an erasure tap announces: no change of a feed has it (versions start at 1).
     public static let erasureVersion: Int64 = 0
@@ -45,12 +52,27 @@ public struct ShoulderTap: Sendable, Hashable {
             fields.merge(dictionary) { _, inner in inner }
         }
         app = (fields["app"] ?? fields["appId"]) as? String
+        let aps = userInfo["aps"] as? [AnyHashable: Any]
+        badge = Self.count(fields["badge"] ?? aps?["badge"])
         switch fields["v"] {
         case let number as Int: changeVersion = Int64(number)
         case let number as Int64: changeVersion = number
         case let text as String: changeVersion = Int64(text)
         default: changeVersion = nil
         }
+    }
+
+    /// A badge count as a payload carries it: a number (APNs) or its decimal text (FCM, Web Push).
+    private static func count(_ value: Any?) -> Int? {
+        let count: Int? =
+            switch value {
+            case let number as Int: number
+            case let number as Int64: Int(exactly: number)
+            case let number as NSNumber: number.intValue
+            case let text as String: Int(text)
+            default: nil
+            }
+        return count.map { max(0, $0) }
     }
 }
 
@@ -98,12 +120,16 @@ extension HubClient {
     /// (``ShoulderTap/isErasure``) syncs nothing: the client forgets its registration and feed
     /// position (``resetLocalState()``, so ``registrationState`` turns `notRegistered`) and returns no
     /// changes; the app drops its own copies of the user's notifications.
+    ///
+    /// A tap that carries the hub's badge count (``ShoulderTap/badge``) is handed to
+    /// ``Configuration/applyBadge`` first, so the icon shows the count even when the sync fails.
     public func handle(_ tap: ShoulderTap) async throws -> [UserNotification]? {
         if let named = tap.app, named != app { return nil }
         if tap.isErasure {
             try await resetLocalState()
             return []
         }
+        if let badge = tap.badge, let apply = configuration.applyBadge { await apply(badge) }
         return try await feed.syncNow().map { UserNotification($0, client: self) }
     }
 }

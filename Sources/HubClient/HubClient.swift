@@ -39,6 +39,13 @@ public final class HubClient: Sendable {
         /// ``maximumRetryDelay``.
         public var initialRetryDelay: Duration = .seconds(1)
         public var maximumRetryDelay: Duration = .seconds(60)
+        /// Shows the app icon badge a shoulder tap carries (``ShoulderTap/badge``, sent when the
+        /// hub's app has `delivery.badge: unread`), and the one the hub answers when this device
+        /// saves a state change (``UserNotification/save()``: it is not tapped for it), such as
+        /// `{ try? await UNUserNotificationCenter.current().setBadgeCount($0) }`. On iOS the system
+        /// already applied an APNs `aps.badge`; on Android and the web this is where the count goes.
+        /// `nil` (the default): the client leaves badges alone.
+        public var applyBadge: (@Sendable (Int) async -> Void)?
 
         public init() {}
     }

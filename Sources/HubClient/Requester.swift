@@ -43,9 +43,16 @@ struct Requester: Sendable {
 
     /// Sends `request` and decodes a JSON answer.
     func send<Value: Decodable>(_ request: HubRequest, as type: Value.Type) async throws -> Value {
-        let (data, _) = try await send(request)
+        try await sendReturningResponse(request, as: type).value
+    }
+
+    /// Sends `request` and decodes a JSON answer, with the response (for its headers).
+    func sendReturningResponse<Value: Decodable>(
+        _ request: HubRequest, as type: Value.Type
+    ) async throws -> (value: Value, response: HTTPURLResponse) {
+        let (data, response) = try await send(request)
         do {
-            return try HubJSON.decoder.decode(Value.self, from: data)
+            return (try HubJSON.decoder.decode(Value.self, from: data), response)
         } catch {
             throw HubClientError(
                 .invalidResponse,

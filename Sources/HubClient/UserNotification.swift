@@ -79,7 +79,8 @@ public struct UserNotification: Sendable, Identifiable {
     /// Records the changed ``readState`` and ``userActionState`` on the hub
     /// (`PATCH /v1/apps/{app}/me/notifications/{id}`, naming this device's endpoint in
     /// `X-Hub-Endpoint` so the hub does not tap it back), then takes the hub's answer: the saved
-    /// state and its new ``changeVersion``.
+    /// state and its new ``changeVersion``. When the app shows the hub's badge, the answer's count
+    /// for this device goes to ``HubClient/Configuration/applyBadge``.
     ///
     /// Only the properties set since the last read or save are sent, so a save never undoes a
     /// change another device made to the other property. Without changes it does nothing.
@@ -121,6 +122,13 @@ extension HubClient {
         var request = HubRequest(method: "PATCH", path: ["me", "notifications", id])
         request.body = try HubJSON.encoder.encode(change)
         request.headers["X-Hub-Endpoint"] = endpointID
-        return try await requester.send(request, as: NotificationResource.self)
+        let (resource, response) = try await requester.sendReturningResponse(request, as: NotificationResource.self)
+        // This device is not tapped for its own change: the hub answers its badge instead.
+        if let apply = configuration.applyBadge,
+            let badge = (response.value(forHTTPHeaderField: "X-Hub-Badge")).flatMap(Int.init)
+        {
+            await apply(max(0, badge))
+        }
+        return resource
     }
 }

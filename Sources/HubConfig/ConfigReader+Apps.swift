@@ -65,10 +65,14 @@ extension ConfigReader {
             app.publishers = readPublishers(publishers, at: "\(path).publishers")
         }
         if let delivery = entries["delivery"],
-            let sub = mapping(delivery, at: "\(path).delivery", allowed: ["mode"]),
-            let mode = choice(sub["mode"], at: "\(path).delivery.mode", DeliveryMode.known.map(\.rawValue))
+            let sub = mapping(delivery, at: "\(path).delivery", allowed: ["mode", "badge"])
         {
-            app.delivery = DeliveryPolicy(mode: DeliveryMode(rawValue: mode))
+            if let mode = choice(sub["mode"], at: "\(path).delivery.mode", DeliveryMode.known.map(\.rawValue)) {
+                app.delivery.mode = DeliveryMode(rawValue: mode)
+            }
+            if let badge = choice(sub["badge"], at: "\(path).delivery.badge", BadgeSource.known.map(\.rawValue)) {
+                app.delivery.badge = BadgeSource(rawValue: badge)
+            }
         }
         app.maxEndpointsPerUser = integer(
             entries["maxEndpointsPerUser"], at: "\(path).maxEndpointsPerUser", in: Self.endpointLimits)

@@ -43,7 +43,7 @@ struct EnvironmentOverrides {
         "apps.*.platforms": Platform.known.map(\.rawValue),
         "apps.*.platforms.*": ["appIds"],
         "apps.*.domain": ["verification", "verifiedAt"],
-        "apps.*.delivery": ["mode"],
+        "apps.*.delivery": ["mode", "badge"],
         "rateLimits": ConfigReader.rateLimitKeys,
         "apps.*.rateLimits": ConfigReader.rateLimitKeys,
     ]

@@ -120,5 +120,15 @@ public struct DeliveryMode: RawRepresentable, Hashable, Sendable, Codable, Custo
 /// Per-app delivery settings.
 public struct DeliveryPolicy: Sendable, Hashable {
     public var mode: DeliveryMode
-    public init(mode: DeliveryMode = .shoulderTap) { self.mode = mode }
+    /// What the app icon's badge shows (hub.yaml `delivery.badge`); `nil`: the hub sends no badge
+    /// but one a publish gives in `visualContent.badge`.
+    public var badge: BadgeSource?
+
+    /// - Parameters:
+    ///   - mode: the app's default delivery mode.
+    ///   - badge: what the app icon's badge shows; `nil` for no badge of the hub's.
+    public init(mode: DeliveryMode = .shoulderTap, badge: BadgeSource? = nil) {
+        self.mode = mode
+        self.badge = badge
+    }
 }

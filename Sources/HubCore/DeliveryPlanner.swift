@@ -19,6 +19,8 @@ public import struct Foundation.Date
 ///   it. Its release at `scheduledDateTime` is a `published` change.
 /// - A high-priority publish with a `fallbackPolicy` that is tapped also gets a `fallback`
 ///   delivery per endpoint of the policy's platforms, due when the policy's timeout has passed.
+/// - A state change of a notification of an app with badges (``badgeApps``) taps the other
+///   endpoints ``badgeUpdateWindow`` later, so that a burst of reads merges into one badge update.
 ///
 /// ```swift
 /// let plan = DeliveryPlanner(transports: transports).plan(notification, .published(mode: .shoulderTap),
@@ -27,21 +29,38 @@ public import struct Foundation.Date
 public struct DeliveryPlanner: Sendable, Hashable {
     /// Transports whose devices the hub wakes itself (long-poll, server-sent events): no outbox rows.
     public var inProcessTransports: Set<TransportID>
+    /// Apps whose pushes carry the user's badge (``DeliveryPolicy/badge``): their state-change
+    /// taps are due ``badgeUpdateWindow`` after the change, so that a burst of reads or dismissals
+    /// merges into one tap (one badge update) per endpoint.
+    public var badgeApps: Set<String>
 
-    public init(inProcessTransports: Set<TransportID>) {
+    /// How long a state-change tap of a badge app waits for more changes to merge into it. The
+    /// merged tap keeps the earliest due time (``OutboxMachine/tapMerge``), so the other devices'
+    /// badges are at most this late, and a burst of changes sends one update per endpoint per window.
+    public static let badgeUpdateWindow: Double = 0.25
+
+    /// - Parameters:
+    ///   - inProcessTransports: transports whose devices the hub wakes itself.
+    ///   - badgeApps: apps whose state-change taps wait ``badgeUpdateWindow`` to coalesce.
+    public init(inProcessTransports: Set<TransportID>, badgeApps: Set<String> = []) {
         self.inProcessTransports = inProcessTransports
+        self.badgeApps = badgeApps
     }
 
     /// The default of store calls made without a planner (store tests and tools): it treats the
     /// transport named `polling` as in-process, as a hub with the first-party polling plugin does.
-    /// A ``Hub`` plans with ``init(transports:)``.
+    /// A ``Hub`` plans with ``init(transports:badgeApps:)``.
     public static let standard = DeliveryPlanner(inProcessTransports: [TransportID("polling")])
 
     /// The planner of a hub with `transports`: those that declare
     /// ``TransportCapabilities/wakesInProcess`` get no outbox rows.
-    public init(transports: [any Transport]) {
+    /// - Parameters:
+    ///   - transports: the hub's transports.
+    ///   - badgeApps: apps whose state-change taps wait ``badgeUpdateWindow`` to coalesce.
+    public init(transports: [any Transport], badgeApps: Set<String> = []) {
         self.init(
-            inProcessTransports: Set(transports.filter { $0.capabilities.contains(.wakesInProcess) }.map(\.id)))
+            inProcessTransports: Set(transports.filter { $0.capabilities.contains(.wakesInProcess) }.map(\.id)),
+            badgeApps: badgeApps)
     }
 
     /// What happened to a notification.
@@ -85,6 +104,9 @@ public struct DeliveryPlanner: Sendable, Hashable {
                     let due = now.addingTimeInterval(Double(policy.timeoutSeconds))
                     planned.append(PlannedDelivery(endpoint, .fallback, dueAt: due))
                 }
+            case .stateChanged where badgeApps.contains(notification.appId):
+                planned.append(
+                    PlannedDelivery(endpoint, .shoulderTap, dueAt: now.addingTimeInterval(Self.badgeUpdateWindow)))
             case .stateChanged, .deleted, .expired:
                 planned.append(PlannedDelivery(endpoint, .shoulderTap, dueAt: now))
             }

@@ -47,6 +47,10 @@ final class Dispatcher: Sendable {
     let faults: StoreFaults
     /// The (app, transport) suspensions already logged at error level.
     let suspensionsReported = Mutex<Set<String>>([])
+    /// One send at a time per endpoint of an app with badges (see ``SendTurns``).
+    let turns = SendTurns()
+    /// When the pending delayed poke (``poke(after:)``) rings, if one is pending.
+    let delayedPoke = Mutex<ContinuousClock.Instant?>(nil)
 
     init(
         store: any Store, router: Router, configuration: DispatcherConfiguration, instanceID: String,
@@ -80,6 +84,27 @@ final class Dispatcher: Sendable {
         for lane in lanes where !lane.isStrayLane {
             lane.pokes.add(1, ordering: .releasing)
             bells.wake(lane.pokeKey)
+        }
+    }
+
+    /// Pokes the lanes `delay` from now: for deliveries planned to come due then (a badge app's
+    /// state-change taps, ``DeliveryPlanner/badgeUpdateWindow``), which the lanes' idle interval
+    /// would otherwise find up to a second late. One delayed poke is pending at a time: a later
+    /// one asked for while it waits is covered by it, as the taps it is for merge into the tap
+    /// due first.
+    func poke(after delay: Duration) {
+        let deadline = clock.now + delay
+        let scheduled = delayedPoke.withLock { pending -> Bool in
+            if let pending, pending <= deadline { return false }
+            pending = deadline
+            return true
+        }
+        guard scheduled else { return }
+        let clock = self.clock
+        Task { [self] in
+            try? await clock.sleep(until: deadline, tolerance: nil)
+            delayedPoke.withLock { pending in if pending == deadline { pending = nil } }
+            poke()
         }
     }
 
@@ -158,10 +183,16 @@ final class Dispatcher: Sendable {
             return (.suspend(reason: reason), nil, nil)
         }
         let started = clock.now
+        // With badges, one send per endpoint at a time: the count is read in the turn, so a
+        // later send never carries an older count than the one before it, nor overtakes it.
+        let turn = app.delivery.badge == nil ? nil : "\(app.id)\u{0}\(endpoint.userId)\u{0}\(endpoint.id)"
+        if let turn { await turns.acquire(turn) }
         let outbound = OutboundDelivery(
             delivery: delivery, endpoint: endpoint, app: app,
-            notification: delivery.kind == .shoulderTap ? nil : Self.content(of: claimed))
+            notification: delivery.kind == .shoulderTap ? nil : Self.content(of: claimed),
+            badge: await badge(for: endpoint, of: app))
         let reply = await transport.transmit(outbound)
+        if let turn { turns.release(turn) }
         let outcome = reply.outcome
         Timer(label: "hub_delivery_duration_seconds", dimensions: [("transport", transportLabel)])
             .recordNanoseconds((clock.now - started).nanoseconds)
@@ -169,6 +200,22 @@ final class Dispatcher: Sendable {
             label: "hub_deliveries_total", dimensions: [("transport", transportLabel), ("outcome", outcome.label)]
         ).increment()
         return (change(for: outcome, of: delivery, to: endpoint, app: app), reply.messageId, reply.unreachable)
+    }
+
+    /// The user's badge on `endpoint`'s platform when `app` shows the hub's count, read just before
+    /// the send so that a tap merged from a burst of reads carries the count after the last one.
+    /// A failed read sends the push without a badge (the next change sends it again).
+    private func badge(for endpoint: Endpoint, of app: CrossDeviceApp) async -> Int? {
+        guard app.delivery.badge == .unread else { return nil }
+        do {
+            return try await store.badgeCount(
+                FeedKey(appId: app.id, userId: endpoint.userId), platform: endpoint.platform)
+        } catch {
+            logger.warning(
+                "reading the badge count failed; sending without it",
+                metadata: ["app": "\(app.id)", "endpoint": "\(endpoint.id)", "error": "\(error)"])
+            return nil
+        }
     }
 
     /// How to record `outcome` of `delivery`.

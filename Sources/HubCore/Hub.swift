@@ -66,7 +66,8 @@ public final class Hub: Service, Sendable {
         self.configuration = configuration
         let store = DeadlineStore(store, StoreDeadline(timeout: configuration.storeTimeout))
         self.store = store
-        self.planner = DeliveryPlanner(transports: transports)
+        self.planner = DeliveryPlanner(
+            transports: transports, badgeApps: Set(configuration.apps.filter { $0.delivery.badge != nil }.map(\.id)))
         self.router = try Router(apps: configuration.apps, transports: transports)
         self.signals = signals ?? FeedSignals(clock: clock)
         self.logger = logger
@@ -173,7 +174,24 @@ public final class Hub: Service, Sendable {
             throw HubError(.notFound, "No notification '\(id)' for this user.")
         }
         await changed(key, version: updated.changeVersion, except: endpoint)
+        // A badge app's taps for the change come due after the window (a burst merges into them).
+        if planner.badgeApps.contains(key.appId) {
+            dispatcher.poke(after: .seconds(DeliveryPlanner.badgeUpdateWindow))
+        }
         return updated
+    }
+
+    /// The app icon badge of the user's devices of `platform` (``BadgeCount``: the active, unread,
+    /// undismissed notifications that target it) when the app shows the hub's count
+    /// (``DeliveryPolicy/badge``); `nil` when it does not.
+    /// - Parameters:
+    ///   - appID: the app.
+    ///   - userID: the user.
+    ///   - platform: the device's platform.
+    public func badge(app appID: String, user userID: String, platform: Platform) async throws -> Int? {
+        let key = try feedKey(appID, userID)
+        guard try app(appID).delivery.badge != nil else { return nil }
+        return try await store.badgeCount(key, platform: platform)
     }
 
     /// Changes after `version`. With `wait`, an empty page waits up to that long for a change

@@ -65,6 +65,10 @@ public struct InterceptedStore<Interceptor: StoreInterceptor>: Store {
         try await call("nextScheduledRelease") { try await $0.nextScheduledRelease() }
     }
 
+    public func badgeCount(_ key: FeedKey, platform: Platform) async throws -> Int {
+        try await call("badgeCount") { try await $0.badgeCount(key, platform: platform) }
+    }
+
     public func deliveryTrace(_ key: FeedKey, id: String) async throws -> NotificationTrace? {
         try await call("deliveryTrace") { try await $0.deliveryTrace(key, id: id) }
     }

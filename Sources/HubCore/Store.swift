@@ -82,10 +82,21 @@ public protocol FeedStore: Sendable {
     /// next to release it. A store without schedules answers `nil` (the default), and scheduled
     /// notifications then wait for the periodic sweep.
     func nextScheduledRelease() async throws -> Date?
+
+    /// The app icon badge of a device of `platform` for the user of `key`: the user's active,
+    /// unread, undismissed notifications that target `platform` (``BadgeCount``). Stores keep the
+    /// counters with the feed, in the transaction of every change of a notification (applying
+    /// ``BadgeCount/changes(from:to:)``), so this is one read of at most two rows, never a scan of
+    /// the notifications. The default throws `unsupported`.
+    func badgeCount(_ key: FeedKey, platform: Platform) async throws -> Int
 }
 
 extension FeedStore {
     public func nextScheduledRelease() async throws -> Date? { nil }
+
+    public func badgeCount(_ key: FeedKey, platform: Platform) async throws -> Int {
+        throw HubError(.unsupported, "this hub's store keeps no badge counts")
+    }
 
     public func publish(batch requests: [PublishRequest]) async throws -> [PublishResult] {
         var results: [PublishResult] = []

@@ -139,15 +139,35 @@ public struct OutboundDelivery: Sendable {
     public var app: CrossDeviceApp
     /// For visible and fallback deliveries: what to render.
     public var notification: UserNotification?
+    /// The user's badge on this endpoint's platform as the hub counted it just before the send
+    /// (``BadgeCount``), when the app shows the hub's count (``DeliveryPolicy/badge``); `nil`
+    /// otherwise. Transports send it with every push: a tap then updates the badge without an alert.
+    public var badge: Int?
 
-    public init(delivery: Delivery, endpoint: Endpoint, app: CrossDeviceApp, notification: UserNotification?) {
+    /// - Parameters:
+    ///   - delivery: the delivery to send.
+    ///   - endpoint: the endpoint it goes to.
+    ///   - app: the endpoint's app.
+    ///   - notification: for visible and fallback deliveries, what to render.
+    ///   - badge: the hub's badge count for the endpoint, when the app shows it.
+    public init(
+        delivery: Delivery, endpoint: Endpoint, app: CrossDeviceApp, notification: UserNotification?,
+        badge: Int? = nil
+    ) {
         self.delivery = delivery
         self.endpoint = endpoint
         self.app = app
         self.notification = notification
+        self.badge = badge
     }
 
     public var kind: DeliveryKind { delivery.kind }
+
+    /// The badge a push shows: the hub's count (``badge``) when the app shows it, else the one the
+    /// publisher gave in `visualContent.badge` (visible and fallback deliveries), else none.
+    public var shownBadge: Int? {
+        badge ?? (kind == .shoulderTap ? nil : notification?.payload.visualContent?.badge)
+    }
 }
 
 /// A provider's answer to one send: the outcome, and the provider's own ID of the message when it

@@ -22,6 +22,7 @@ extension PostgresStore {
         Migration(version: 7, name: "user tags and broadcasts", statements: schemaV7),
         Migration(version: 8, name: "leased deliveries", statements: schemaV8),
         Migration(version: 9, name: "console indexes", statements: schemaV9),
+        Migration(version: 10, name: "badge counters", statements: schemaV10),
     ]
 
     /// Creates or upgrades the schema; safe to call on every start, from every instance at once.

@@ -20,9 +20,11 @@ extension PostgresStore {
             if found == nil { found = try await Self.fetchNotification(key, id: appNotificationId, db) }
             guard var notification = found else { return nil }
             guard notification.status != .deleted else { return notification }
+            let before = notification
             notification.status = .deleted
             notification.lastModifiedDateTime = now
             let (tombstone, endpoints) = try await Self.save(notification, db)
+            try await Self.countBadges([(before, tombstone)], db)
             try await Self.enqueue(tombstone, .deleted, endpoints: endpoints, planner: planner, now: now, on: db)
             return tombstone
         }
@@ -43,10 +45,12 @@ extension PostgresStore {
             let readChanges = change.readState.map { $0 != notification.readState } ?? false
             let actionChanges = change.userActionState.map { $0 != notification.userActionState } ?? false
             guard readChanges || actionChanges else { return notification }
+            let before = notification
             if let readState = change.readState { notification.readState = readState }
             if let userActionState = change.userActionState { notification.userActionState = userActionState }
             notification.lastModifiedDateTime = change.now
             let (updated, endpoints) = try await Self.save(notification, db)
+            try await Self.countBadges([(before, updated)], db)
             try await Self.noteWhoChanged(
                 updated, change, read: readChanges && updated.readState == .read,
                 dismissed: actionChanges && updated.userActionState == .dismissed, db)

@@ -8,7 +8,7 @@ import PostgresNIO
 // round trips whatever its size: BEGIN; lock the feeds (in the sweep's order, so that the two
 // never deadlock); read what each publish depends on (the notification it may update, the user's
 // endpoints, which of them have a pending tap to merge into); write every notification and every
-// planned delivery, leasing the hand-offs, in one statement; COMMIT. A publish that arrives while
+// planned delivery, leasing the hand-offs, and move the user's badge counters, in one statement; COMMIT. A publish that arrives while
 // no batch runs is a batch of one. The feed locks and the read are separate statements because at
 // READ COMMITTED a statement reads a snapshot taken when it starts (see
 // `PostgresStore+Versions.swift`).

@@ -42,7 +42,8 @@ extension PostgresStore {
     /// and hand-off) with the next change versions and writes their deliveries (`$26` … `$32`,
     /// one element per row, `$26` the publish's position): rows that may merge (`merges`) through
     /// `ON CONFLICT`, the others as plain inserts, leased when `hand` (merged taps to the batch's
-    /// hand-off owner, `$33` … `$35`). Returns a row per delivery
+    /// hand-off owner, `$33` … `$35`), and moves the badge counters (`$39` … `$42`, one element per
+    /// counter: `BadgeCount`'s changes of the batch, merged per counter). Returns a row per delivery
     /// written (with `handed` and `due`), each with its publish's position as `job` and the stored
     /// notification as `n_…` columns; one row with NULL delivery columns for a publish without.
     enum WriteForPublish: NamedStatement {
@@ -88,6 +89,10 @@ extension PostgresStore {
                 RETURNING \(DeliveryColumns.list), lease_owner IS NOT NULL AS handed
             ), written AS (
                 SELECT * FROM merged UNION ALL SELECT * FROM merged_and_handed UNION ALL SELECT * FROM inserted
+            ), badges AS (
+                INSERT INTO hub_badge_counter (app_id, user_id, scope, unread)
+                SELECT * FROM unnest($39::text[], $40::text[], $41::text[], $42::bigint[])
+                ON CONFLICT (app_id, user_id, scope) DO UPDATE SET unread = hub_badge_counter.unread + excluded.unread
             )
             SELECT i.position AS job, w.*, w.due_at <= i.now AS due, \(NotificationColumns.joined)
             FROM saved n
@@ -134,7 +139,7 @@ extension PostgresStore {
         static func bindings(_ writes: [PublishWrite]) throws -> PostgresBindings {
             let encoder = JSONEncoder()
             let notifications = writes.map(\.notification)
-            var binds = PostgresBindings(capacity: 32)
+            var binds = PostgresBindings(capacity: 42)
             binds.append(notifications.map(\.appId))
             binds.append(notifications.map(\.userId))
             binds.append(notifications.map(\.id))
@@ -201,6 +206,14 @@ extension PostgresStore {
             // `$37`, `$38`: the scheduled times, and whether there is one.
             binds.append(notifications.map { $0.scheduledDateTime ?? $0.createdDateTime })
             binds.append(notifications.map { $0.scheduledDateTime != nil })
+            // `$39` … `$42`: how the batch moves the badge counters, one element per counter
+            // (one INSERT … ON CONFLICT may change a row once).
+            let badges = BadgeCount.merged(
+                writes.flatMap { BadgeCount.changes(from: $0.read.existing, to: $0.notification) })
+            binds.append(badges.map(\.appId))
+            binds.append(badges.map(\.userId))
+            binds.append(badges.map(\.scope))
+            binds.append(badges.map { Int64($0.delta) })
             return binds
         }
     }

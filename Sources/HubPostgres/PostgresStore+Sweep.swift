@@ -90,6 +90,14 @@ extension PostgresStore {
             }
         }
 
+        /// The status it changes.
+        var status: NotificationStatus {
+            switch self {
+            case .release: .scheduled
+            case .expire: .active
+            }
+        }
+
         func planned(for notification: UserNotification) -> DeliveryPlanner.Change {
             switch self {
             case .release: .published(mode: notification.deliveryMode ?? .shoulderTap)
@@ -140,6 +148,13 @@ extension PostgresStore {
             """
         ).map { try UserNotification(row: $0) }
         guard !expired.isEmpty else { return (feeds.count, []) }
+        // Each row was in the status the query selected, as it is now otherwise.
+        try await countBadges(
+            expired.map { after in
+                var before = after
+                before.status = change.status
+                return (before, after)
+            }, db)
         let changed = Set(expired.map { FeedKey(appId: $0.appId, userId: $0.userId) })
         // The endpoints of the changed feeds, every state: the planner decides who is tapped.
         var endpoints: [FeedKey: [Endpoint]] = [:]

@@ -16,6 +16,7 @@ extension SQLiteStore {
         migrator.registerMigration("v8", migrate: addAudiences)
         migrator.registerMigration("v9", migrate: addLeasedIndex)
         migrator.registerMigration("v10", migrate: addConsoleIndexes)
+        migrator.registerMigration("v11", migrate: addBadgeCounters)
         return migrator
     }()
 
@@ -199,5 +200,31 @@ extension SQLiteStore {
     /// within it when finished and deleted from it by the sweep (one B-tree of six).
     private static func dropDueIndex(_ db: Database) throws {
         try db.execute(sql: "DROP INDEX delivery_due")
+    }
+
+    /// `v11`: `badgeCounter`, the user's active, unread, undismissed notifications per scope (a
+    /// targeted platform, or `*` for those that target every platform; see `BadgeCount`), kept by
+    /// every change of a notification. Filled here from the notifications already stored.
+    private static func addBadgeCounters(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE badgeCounter (
+                    appId TEXT NOT NULL,
+                    userId TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    unread INTEGER NOT NULL,
+                    PRIMARY KEY (appId, userId, scope)
+                ) WITHOUT ROWID;
+                INSERT INTO badgeCounter (appId, userId, scope, unread)
+                SELECT appId, userId, scope, count(*) FROM (
+                    SELECT appId, userId, id, '*' AS scope FROM notification
+                    WHERE status = 'active' AND readState = 'unread' AND userActionState <> 'dismissed'
+                        AND json_array_length(targetPolicy, '$.platformTypes') = 0
+                    UNION
+                    SELECT n.appId, n.userId, n.id, p.value FROM notification n, json_each(n.targetPolicy, '$.platformTypes') p
+                    WHERE n.status = 'active' AND n.readState = 'unread' AND n.userActionState <> 'dismissed'
+                )
+                GROUP BY appId, userId, scope;
+                """)
     }
 }

@@ -58,6 +58,7 @@ extension SQLiteStore {
         } else {
             try NotificationRecord.update(notification, content: content, db, published: true)
         }
+        try countBadge(from: existing, to: notification, db)
 
         let enqueued = try enqueue(
             request.planner, notification, .published(mode: request.deliveryMode), now: now, db,
@@ -81,10 +82,12 @@ extension SQLiteStore {
                     ?? Self.fetchNotification(db, key, id: appNotificationId)
             else { return nil }
             guard notification.status != .deleted else { return notification }
+            let before = notification
             notification.status = .deleted
             notification.lastModifiedDateTime = now.canonical
             notification.changeVersion = try Self.nextChangeVersion(db)
             try NotificationRecord.update(notification, db)
+            try Self.countBadge(from: before, to: notification, db)
             try Self.enqueue(planner, notification, .deleted, now: now.canonical, db)
             return notification
         }
@@ -102,11 +105,13 @@ extension SQLiteStore {
             let readChanges = change.readState.map { $0 != notification.readState } ?? false
             let actionChanges = change.userActionState.map { $0 != notification.userActionState } ?? false
             guard readChanges || actionChanges else { return notification }
+            let before = notification
             if let readState = change.readState { notification.readState = readState }
             if let userActionState = change.userActionState { notification.userActionState = userActionState }
             notification.lastModifiedDateTime = change.now.canonical
             notification.changeVersion = try Self.nextChangeVersion(db)
             try NotificationRecord.update(notification, db)
+            try Self.countBadge(from: before, to: notification, db)
             try Self.noteWhoChanged(
                 db, change, read: readChanges && notification.readState == .read,
                 dismissed: actionChanges && notification.userActionState == .dismissed)
@@ -253,6 +258,7 @@ extension SQLiteStore {
             notification.lastModifiedDateTime = now
             notification.changeVersion = try nextChangeVersion(db)
             try NotificationRecord.update(notification, db, published: status == .active)
+            try countBadge(from: record.notification, to: notification, db)
             try enqueue(planner, notification, change(notification), now: now, db)
             changed.insert(FeedKey(appId: notification.appId, userId: notification.userId))
         }

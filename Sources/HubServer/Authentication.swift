@@ -151,6 +151,8 @@ extension HubRequestContext {
 
 extension HTTPField.Name {
     static let hubEndpoint = HTTPField.Name("X-Hub-Endpoint")!
+    /// The caller's app icon badge after a state change (apps with `delivery.badge: unread`).
+    static let hubBadge = HTTPField.Name("X-Hub-Badge")!
     static let unsID = HTTPField.Name("X-UNS-ID")!
     static let lastEventID = HTTPField.Name("Last-Event-ID")!
 }

@@ -91,6 +91,7 @@ extension Console {
             <dt>ID (domain)</dt><dd class="mono">\(app.id)</dd>
             <dt>Name</dt><dd>\(app.name)</dd>
             <dt>Delivery mode</dt><dd>\(app.delivery.mode.rawValue)</dd>
+            <dt>Badge</dt><dd>\(app.delivery.badge?.rawValue ?? "none (only a publish's visualContent.badge)")</dd>
             <dt>Publishers</dt><dd>\(publishers.isEmpty ? "none" : publishers)</dd>
             </dl></section>
             <section aria-labelledby="platforms"><h2 id="platforms">Platforms and app IDs</h2>

@@ -100,6 +100,8 @@ struct AppResource: Encodable, Sendable {
     var credentials: Credentials
     var publishers: [String]
     var deliveryMode: String
+    /// What the app icon's badge shows (`unread`), absent when the hub sends no badge of its own.
+    var badge: String?
     var domain: Domain?
 
     init(_ app: CrossDeviceApp) {
@@ -123,6 +125,7 @@ struct AppResource: Encodable, Sendable {
             })
         publishers = app.publishers.map(\.name)
         deliveryMode = app.delivery.mode.rawValue
+        badge = app.delivery.badge?.rawValue
         domain = app.domain.map { Domain(verified: $0.verifiedAt != nil, verifiedDateTime: $0.verifiedAt) }
     }
 }

@@ -17,7 +17,8 @@ extension HubAPI {
     ///   `Accept: text/event-stream` streams them (see `ServerSentEvents.swift`).
     /// - `GET /v1/apps/{app}/me/notifications?readState=&userActionState=&status=&limit=`: history.
     /// - `GET|PATCH /v1/apps/{app}/me/notifications/{id}`: one notification; PATCH changes
-    ///   `readState` / `userActionState` and taps the user's other endpoints (`X-Hub-Endpoint`
+    ///   `readState` / `userActionState` (answering the caller's badge in `X-Hub-Badge` when the
+    ///   app shows the hub's count) and taps the user's other endpoints (`X-Hub-Endpoint`
     ///   names the caller's).
     /// - `POST /v1/apps/{app}/me/subscription`: the Graph `X-UNS-ID` of this user.
     ///
@@ -86,7 +87,15 @@ extension HubAPI {
             let updated = try await hub.updateState(
                 app: app.id, user: user, id: try context.pathParameter("id"), readState: body.readState,
                 userActionState: body.userActionState, fromEndpoint: endpoint)
-            return JSON.response(NotificationResource(updated))
+            var response = JSON.response(NotificationResource(updated))
+            // The device that made the change is not tapped: it gets its badge here instead.
+            if app.delivery.badge != nil,
+                let platform = try await binding(of: endpoint, app: app, user: user).platform,
+                let badge = try await hub.badge(app: app.id, user: user, platform: platform)
+            {
+                response.headers[.hubBadge] = String(badge)
+            }
+            return response
         }
         router.post(RouterPath(me + "/subscription")) { request, context in
             let (app, user) = try await authenticateDevice(request, context: context)

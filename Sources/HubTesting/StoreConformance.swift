@@ -86,6 +86,7 @@ public enum StoreConformance {
         Check(name: "endpointPages", run: endpointPages),
         Check(name: "releaseUncounted", run: releaseUncounted),
         Check(name: "userDataExportedAndErased", run: userDataExportedAndErased),
+        Check(name: "badgeCounts", run: badgeCounts),
     ]
 
     /// Runs every check, each on a store from `makeStore`, and throws one ``ConformanceFailure``

@@ -67,13 +67,15 @@ struct HubHTTP {
 
     @discardableResult
     func request(
-        _ method: HTTPMethod, _ path: String, bearer: String, json: String? = nil, timeout: Int64 = 30
+        _ method: HTTPMethod, _ path: String, bearer: String, json: String? = nil, timeout: Int64 = 30,
+        headers: [(String, String)] = []
     )
         async throws -> (status: Int, body: String)
     {
         var request = HTTPClientRequest(url: base + path)
         request.method = method
         request.headers.add(name: "Authorization", value: "Bearer \(bearer)")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let json {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(string: json))

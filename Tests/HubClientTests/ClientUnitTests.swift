@@ -96,6 +96,17 @@ struct ClientUnitTests {
         #expect(ShoulderTap(userInfo: ["aps": ["alert": "hello"]]) == nil)
     }
 
+    @Test("a tap's badge: APNs aps.badge (a number), FCM's and Web Push's badge field (text); none without one")
+    func shoulderTapBadges() {
+        let apns = ShoulderTap(userInfo: ["aps": ["badge": 3, "content-available": 1], "hub": ["app": "a.example"]])
+        #expect(apns?.badge == 3)
+        #expect(ShoulderTap(userInfo: ["hub": "tap", "app": "b.example", "v": "7", "badge": "12"])?.badge == 12)
+        #expect(ShoulderTap(userInfo: ["hub": "tap", "badge": "0"])?.badge == 0, "0 clears the badge")
+        #expect(ShoulderTap(userInfo: ["hub": "tap", "badge": "-2"])?.badge == 0, "never below zero")
+        #expect(ShoulderTap(userInfo: ["hub": "tap", "badge": "many"])?.badge == nil)
+        #expect(ShoulderTap(userInfo: ["aps": ["content-available": 1], "hub": ["app": "a.example"]])?.badge == nil)
+    }
+
     @Test("the file storage keeps values across instances and removes keys, in a 0600 file of a 0700 folder")
     func fileStorage() throws {
         let url = FileManager.default.temporaryDirectory

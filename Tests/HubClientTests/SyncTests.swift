@@ -1,6 +1,7 @@
 import Foundation
 import HubClient
 import HubTesting
+import Synchronization
 import Testing
 
 @Suite("HubClient against a running hub", .serialized, .timeLimit(.minutes(2)))
@@ -115,6 +116,53 @@ struct SyncTests {
             #expect(resumed.changes.map(\.appNotificationId) == ["third"])
             #expect(resumed.error == nil)
             await resumed.stop()
+        }
+    }
+
+    @Test("a tap's badge goes to Configuration.applyBadge before the sync; another app's tap's does not")
+    func shoulderTapBadge() async throws {
+        try await TestHub.run { hub in
+            let applied = Mutex<[Int]>([])
+            var configuration = HubClient.Configuration()
+            configuration.feedUpdates = .shoulderTaps
+            configuration.applyBadge = { count in applied.withLock { $0.append(count) } }
+            let device = HubClient(
+                baseURL: hub.baseURL, app: TestHub.app, storage: InMemoryHubClientStorage(),
+                session: HubClient.defaultSession, configuration: configuration
+            ) { _ in try await hub.token(user: "alice") }
+            try await hub.publish("counted", to: "alice")
+            let synced = try await device.handleShoulderTap(
+                ["aps": ["badge": 1, "content-available": 1], "hub": ["app": TestHub.app]])
+            #expect(synced?.map(\.appNotificationId) == ["counted"])
+            #expect(try await device.handleShoulderTap(["hub": "tap", "app": TestHub.app, "badge": "0"]) != nil)
+            #expect(
+                try await device.handleShoulderTap(["hub": "tap", "app": "other.example.com", "badge": "9"]) == nil)
+            #expect(applied.withLock { $0 } == [1, 0])
+        }
+    }
+
+    @Test("saving a read answers this device's badge (it is not tapped for it) to Configuration.applyBadge")
+    func saveAppliesBadge() async throws {
+        try await TestHub.run(badges: true) { hub in
+            let applied = Mutex<[Int]>([])
+            var configuration = HubClient.Configuration()
+            configuration.feedUpdates = .shoulderTaps
+            configuration.applyBadge = { count in applied.withLock { $0.append(count) } }
+            let device = HubClient(
+                baseURL: hub.baseURL, app: TestHub.app, storage: InMemoryHubClientStorage(),
+                session: HubClient.defaultSession, configuration: configuration
+            ) { _ in try await hub.token(user: "alice") }
+            try await device.register(Self.phone)
+            try await hub.publish("first", to: "alice")
+            try await hub.publish("second", to: "alice")
+            var notifications = try await device.notificationChannel.createReader().readBatch(maxSize: 10)
+            #expect(notifications.count == 2)
+            notifications[0].readState = .read
+            try await notifications[0].save()
+            #expect(applied.withLock { $0 } == [1], "one of two left unread")
+            notifications[1].userActionState = .dismissed
+            try await notifications[1].save()
+            #expect(applied.withLock { $0 } == [1, 0])
         }
     }
 

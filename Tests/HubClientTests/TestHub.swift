@@ -50,10 +50,12 @@ final class TestHub: Sendable {
     }
 
     /// Runs `body` against a fresh hub (in-memory SQLite), then shuts the hub down gracefully.
+    /// - Parameter badges: whether the app shows the hub's badge (`delivery.badge: unread`).
     static func run<Value: Sendable>(
-        sseHeartbeat: Duration = .seconds(1), _ body: @Sendable (TestHub) async throws -> Value
+        sseHeartbeat: Duration = .seconds(1), badges: Bool = false,
+        _ body: @Sendable (TestHub) async throws -> Value
     ) async throws -> Value {
-        let apps = [
+        var apps = [
             CrossDeviceApp(
                 id: app, name: "Contoso Notes",
                 platforms: [.ios: [iosAppID], .android: ["com.contoso.notes"]],
@@ -63,6 +65,7 @@ final class TestHub: Sendable {
                 ],
                 publishers: [Publisher(name: "backend", key: Secret(publisherKey, source: "test"))])
         ]
+        apps[0].delivery.badge = badges ? .unread : nil
         let signals = FeedSignals()
         let apns = RecordingTransport(
             id: TransportID("apns"), platforms: [.ios], endpointAttributes: ["environment"])

@@ -173,10 +173,11 @@ struct ConfigLoaderTests {
             apps:
               - id: not_a_domain
                 platforms: { ios: { appIds: com.a.b } }
-                delivery: { mode: visibel }
+                delivery: { mode: visibel, badge: unred }
             """
         let lines = errorLines(load(text))
-        #expect(lines.count == 6, "\(lines)")
+        #expect(lines.count == 7, "\(lines)")
+        #expect(lines.contains { $0.contains("delivery.badge' must be one of unread, not 'unred'") })
         #expect(lines.contains { $0.contains("host:port") })
         #expect(lines.contains { $0.contains("one of text, json") })
         #expect(lines.contains { $0.contains("duration such as") })

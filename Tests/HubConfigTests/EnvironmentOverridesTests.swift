@@ -44,6 +44,7 @@ struct EnvironmentOverridesTests {
                 "HUB_LIMITS_MAX_PAYLOAD_BYTES": "1024",
                 "HUB_STORE_SQLITE_PATH": "/var/lib/hub/hub.sqlite",
                 "HUB_APPS_PHOTOS_CONTOSO_COM_DELIVERY_MODE": "visible",
+                "HUB_APPS_PHOTOS_CONTOSO_COM_DELIVERY_BADGE": "unread",
                 "HUB_APPS_NOTES_CONTOSO_COM_PLATFORMS_IOS_APP_IDS": "[com.contoso.notes, com.contoso.notes.beta]",
                 "HUB_APPS_NOTES_CONTOSO_COM_PUBLISHERS": "[{name: ci, key: env:CI_KEY}]",
                 "CI_KEY": "ci-key-0123456789",
@@ -65,6 +66,8 @@ struct EnvironmentOverridesTests {
         let photos = try #require(file.apps.first { $0.id == "photos.contoso.com" })
         #expect(photos.delivery.mode == .visible)
         #expect(notes.delivery.mode != .visible, "only the named app changes")
+        #expect(photos.delivery.badge == .unread, "delivery.badge from the environment, beside mode")
+        #expect(notes.delivery.badge == nil, "no badge unless asked")
         #expect(notes.platforms[.ios] == ["com.contoso.notes", "com.contoso.notes.beta"])
         #expect(notes.publishers.map(\.name) == ["ci"])
         #expect(notes.publishers.first?.key.reveal() == "ci-key-0123456789")

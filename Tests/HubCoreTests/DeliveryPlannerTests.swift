@@ -49,6 +49,23 @@ struct DeliveryPlannerTests {
                 == ["phone:shoulderTap:0", "tablet:shoulderTap:0", "android:shoulderTap:0"])
     }
 
+    @Test("an app with badges taps the other endpoints of a state change after the badge window; others at once")
+    func badgeWindow() {
+        let badges = DeliveryPlanner(inProcessTransports: [TransportID("polling")], badgeApps: ["app"])
+        let window = DeliveryPlanner.badgeUpdateWindow
+        func plan(_ planner: DeliveryPlanner, _ change: DeliveryPlanner.Change) -> [String] {
+            planner.plan(Self.notification(), change, endpoints: Self.endpoints, now: Self.now).map {
+                "\($0.endpointId):\($0.dueAt.timeIntervalSince(Self.now))"
+            }
+        }
+        #expect(
+            plan(badges, .stateChanged(except: "phone")) == ["tablet:\(window)", "android:\(window)"],
+            "a read waits for more reads to merge")
+        #expect(plan(badges, .published(mode: .shoulderTap)) == ["phone:0.0", "tablet:0.0", "android:0.0"])
+        #expect(plan(badges, .deleted) == ["phone:0.0", "tablet:0.0", "android:0.0"])
+        #expect(plan(.standard, .stateChanged(except: "phone")) == ["tablet:0.0", "android:0.0"], "no badges: at once")
+    }
+
     @Test("visible mode with visual content: one visible delivery each; without visual content: taps")
     func visible() {
         #expect(

@@ -76,9 +76,33 @@ struct PostgresStoreTests {
             async let a: Void = first.migrate()
             async let b: Void = second.migrate()
             _ = try await (a, b)
-            #expect(try await first.appliedMigrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9])
+            #expect(try await first.appliedMigrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
             try await first.migrate()
-            #expect(try await second.appliedMigrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9])
+            #expect(try await second.appliedMigrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+        }
+    }
+
+    @Test("Migration 10 fills the badge counters from the notifications already stored")
+    func badgeBackfill() async throws {
+        let (first, second) = try PostgresTestDatabase.twoStores()
+        let key = FeedKey(appId: "notes.contoso.com", userId: "alice")
+        try await PostgresTestDatabase.running([first, second]) {
+            try await first.migrate()
+            _ = try await first.publish(request(key, "every"))
+            var phones = request(key, "phones")
+            phones.draft.targetPolicy = TargetPolicy(platformTypes: [.ios, .android])
+            _ = try await first.publish(phones)
+            _ = try await first.publish(request(key, "read"))
+            _ = try await first.updateState(
+                StateChange(
+                    key: key, id: "read", readState: .read, userActionState: nil, exceptEndpoint: nil, now: Date()))
+            // As a database written before version 10: no counters, version 10 not recorded.
+            try await first.rows("DROP TABLE hub_badge_counter")
+            try await first.rows("DELETE FROM hub_schema_migrations WHERE version = 10")
+            try await second.migrate()
+            #expect(try await second.appliedMigrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+            #expect(try await second.badgeCount(key, platform: .ios) == 2)
+            #expect(try await second.badgeCount(key, platform: .web) == 1)
         }
     }
 

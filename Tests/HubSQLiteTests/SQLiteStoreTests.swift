@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HubCore
 import HubTesting
 import Testing
@@ -52,16 +53,50 @@ struct SQLiteStoreTests {
         let store = try SQLiteStore(path: directory.databasePath)
         let key = FeedKey(appId: "notes.contoso.com", userId: "alice")
         let published = try await store.publish(request(key, "m-1"))
-        #expect(try await store.appliedMigrations() == ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10"])
+        #expect(
+            try await store.appliedMigrations() == ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11"])
         try await store.migrate()
         try await store.migrate()
-        #expect(try await store.appliedMigrations() == ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10"])
+        #expect(
+            try await store.appliedMigrations() == ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11"])
         #expect(try await store.notification(key, id: "m-1") == published.notification)
         try store.close()
 
         let reopened = try SQLiteStore(path: directory.databasePath)
-        #expect(try await reopened.appliedMigrations() == ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10"])
+        #expect(
+            try await reopened.appliedMigrations() == [
+                "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11",
+            ])
         try reopened.close()
+    }
+
+    @Test("Migration v11 fills the badge counters from the notifications already stored")
+    func badgeBackfill() async throws {
+        let directory = try TemporaryDirectory()
+        let key = FeedKey(appId: "notes.contoso.com", userId: "alice")
+        let store = try SQLiteStore(path: directory.databasePath)
+        _ = try await store.publish(request(key, "every"))
+        var phones = request(key, "phones")
+        phones.draft.targetPolicy = TargetPolicy(platformTypes: [.ios, .android])
+        _ = try await store.publish(phones)
+        _ = try await store.publish(request(key, "read"))
+        _ = try await store.updateState(
+            StateChange(key: key, id: "read", readState: .read, userActionState: nil, exceptEndpoint: nil, now: Date()))
+        _ = try await store.publish(request(FeedKey(appId: "notes.contoso.com", userId: "bob"), "bob"))
+        try store.close()
+        // As a database written before v11: no counters, v11 not applied.
+        let queue = try DatabaseQueue(path: directory.databasePath)
+        try await queue.write { db in
+            try db.execute(sql: "DROP TABLE badgeCounter; DELETE FROM grdb_migrations WHERE identifier = 'v11'")
+        }
+        try queue.close()
+
+        let upgraded = try SQLiteStore(path: directory.databasePath)
+        #expect(try await upgraded.appliedMigrations().last == "v11")
+        #expect(try await upgraded.badgeCount(key, platform: .ios) == 2)
+        #expect(try await upgraded.badgeCount(key, platform: .web) == 1)
+        #expect(try await upgraded.badgeCount(FeedKey(appId: "notes.contoso.com", userId: "bob"), platform: .web) == 1)
+        try upgraded.close()
     }
 
     @Test("A file store closed and reopened keeps everything")

@@ -6,6 +6,7 @@ export { EventStreamParser } from './events.js';
 export { IndexedDBStore, MemoryStore, defaultStore } from './stores.js';
 export { applicationServerKey, registerWebPush, webPushRegistration } from './web-push.js';
 export {
+  applyBadge,
   CHANGES_MESSAGE,
   ERASED_MESSAGE,
   installServiceWorker,

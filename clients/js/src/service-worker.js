@@ -158,6 +158,7 @@ export function serviceWorkerHandlers(worker, options) {
       if (!['tap', 'visible', 'fallback'].includes(push.hub)) return undefined;
       const client = await options.client();
       if (!client || (push.app !== undefined && push.app !== client.app)) return undefined;
+      await applyBadge(/** @type {any} */ (worker).navigator ?? globalThis.navigator, push);
       if (isErasureTap(push)) {
         // Drop the position and every shown notification instead of syncing: nothing is left.
         await client.reset();
@@ -258,4 +259,25 @@ export function unwrapDeclarative(message) {
   const shown = message?.web_push === 8030 ? message.notification : undefined;
   if (!shown || typeof shown !== 'object') return message;
   return { ...(shown.data ?? {}), title: shown.title, body: shown.body, tag: shown.tag };
+}
+
+/**
+ * Sets the app icon's badge to the hub's unread count a push carries (`"badge": "<count>"`, sent
+ * when the app shows the hub's badge, `delivery.badge: unread`; 0 clears it), where the browser
+ * has the Badging API. A push without a count leaves the badge alone.
+ * @param {{ setAppBadge?(count: number): Promise<void>, clearAppBadge?(): Promise<void> } | undefined} navigatorLike
+ * @param {any} push a decrypted push message, classic (declarative ones carry `app_badge`, which
+ *   the browser applies itself)
+ * @returns {Promise<boolean>} whether a badge was set or cleared
+ */
+export async function applyBadge(navigatorLike, push) {
+  const count = Number(push?.badge);
+  if (push?.badge === undefined || !Number.isInteger(count) || count < 0) return false;
+  if (!navigatorLike?.setAppBadge || !navigatorLike.clearAppBadge) return false;
+  try {
+    await (count > 0 ? navigatorLike.setAppBadge(count) : navigatorLike.clearAppBadge());
+    return true;
+  } catch {
+    return false; // not allowed here (no notification permission): the badge is a hint only
+  }
 }

@@ -3,7 +3,7 @@
 // registered with declarative: true) as the classic payload it carries.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isErasureTap, unwrapDeclarative } from '../src/service-worker.js';
+import { applyBadge, isErasureTap, unwrapDeclarative } from '../src/service-worker.js';
 
 test('a declarative message yields the hub fields of its notification data', () => {
   const message = {
@@ -34,4 +34,19 @@ test('the erasure tap is a tap for feed version "0" only', () => {
   assert.equal(isErasureTap({ hub: 'tap', app: 'notes.contoso.com', v: '12' }), false);
   assert.equal(isErasureTap({ hub: 'visible', v: '0' }), false);
   assert.equal(isErasureTap(undefined), false);
+});
+
+test('a push with the hub badge count sets or clears the app badge', async () => {
+  /** @type {Array<string | number>} */
+  const calls = [];
+  const navigatorLike = {
+    setAppBadge: async (/** @type {number} */ count) => { calls.push(count); },
+    clearAppBadge: async () => { calls.push('clear'); },
+  };
+  assert.equal(await applyBadge(navigatorLike, { hub: 'tap', v: '5', badge: '3' }), true);
+  assert.equal(await applyBadge(navigatorLike, { hub: 'visible', v: '6', badge: '0' }), true);
+  assert.equal(await applyBadge(navigatorLike, { hub: 'tap', v: '7' }), false);
+  assert.equal(await applyBadge(navigatorLike, { hub: 'tap', v: '8', badge: 'x' }), false);
+  assert.equal(await applyBadge(undefined, { hub: 'tap', v: '9', badge: '1' }), false);
+  assert.deepEqual(calls, [3, 'clear']);
 });
