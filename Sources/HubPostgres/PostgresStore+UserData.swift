@@ -67,6 +67,9 @@ extension PostgresStore {
                     WITH gone AS (DELETE FROM hub_notification WHERE app_id = \(key.appId) AND user_id = \(key.userId)
                         RETURNING 1) SELECT count(*)::int8 FROM gone
                     """))
+            // The counts of those notifications.
+            _ = try await db.rows(
+                "DELETE FROM hub_badge_counter WHERE app_id = \(key.appId) AND user_id = \(key.userId)")
             erased.endpoints = try count(
                 await db.rows(
                     """

@@ -59,6 +59,7 @@ extension SQLiteStore {
                 return db.changesCount
             }
             erased.notifications = try delete("notification")
+            _ = try delete("badgeCounter")  // the counts of those notifications
             erased.endpoints = try delete("endpoint")
             erased.tags = try delete("userTag")
             erased.deliveries = try delete("delivery")
