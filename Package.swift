@@ -45,6 +45,7 @@ let package = Package(
         .library(name: "HubFCM", targets: ["HubFCM"]),
         .library(name: "HubWNS", targets: ["HubWNS"]),
         .library(name: "HubWebPush", targets: ["HubWebPush"]),
+        .library(name: "HubWebhooks", targets: ["HubWebhooks"]),
         .library(name: "HubPostgres", targets: ["HubPostgres"]),
         .library(name: "HubClient", targets: ["HubClient"]),
         .library(name: "HubCLI", targets: ["HubCLI"]),
@@ -215,6 +216,19 @@ let package = Package(
             swiftSettings: strictness
         ),
         .target(
+            name: "HubWebhooks",
+            dependencies: [
+                "HubCore", "HubHTTPSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Plugins/Webhooks",
+            swiftSettings: strictness
+        ),
+        .target(
             name: "HubPostgres",
             dependencies: [
                 "HubCore",
@@ -239,7 +253,7 @@ let package = Package(
             name: "HubEmulators",
             dependencies: [
                 // The emulators speak the plugins' types (APNs environments, credentials).
-                "HubCore", "HubAPNS", "HubFCM",
+                "HubCore", "HubAPNS", "HubFCM", "HubWebhooks",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -258,7 +272,7 @@ let package = Package(
                 // The first-party plugins for `hub emulate` and the map-app flags of their credentials;
                 // `serve`, `config check` and `map-app`'s checks know the plugins they are given.
                 "HubCore", "HubConfig", "HubSQLite", "HubServer", "HubEmulators", "HubAPNS", "HubFCM", "HubWNS",
-                "HubPostgres", "HubWebPush",
+                "HubPostgres", "HubWebPush", "HubWebhooks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -274,7 +288,7 @@ let package = Package(
         // `hub`: HubCLI with the first-party plugins (Sources/hub/main.swift).
         .executableTarget(
             name: "hub",
-            dependencies: ["HubCLI", "HubPolling", "HubAPNS", "HubFCM", "HubWNS", "HubWebPush"],
+            dependencies: ["HubCLI", "HubPolling", "HubAPNS", "HubFCM", "HubWNS", "HubWebPush", "HubWebhooks"],
             swiftSettings: strictness,
             linkerSettings: releaseLinking
         ),
@@ -428,7 +442,7 @@ let package = Package(
             dependencies: [
                 "hub", "HubCLI", "device-simulator", "HubEmulators", "HubConfig", "HubCore", "HubAPNS", "HubFCM",
                 "HubWNS",
-                "HubWebPush", "HubTesting",
+                "HubWebPush", "HubWebhooks", "HubTesting",
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),  // DeploymentTests reads compose.yaml
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -69,7 +69,8 @@ final class Dispatcher: Sendable {
                     .transport(id), concurrency: configuration.concurrency(for: id, preferred: preferred),
                     configuration: configuration)
             }
-            + [Lane(.otherThan(Set(transports)), concurrency: 4, configuration: configuration)]
+            // Webhook events are never a stray's: only the webhook lane's claim reads them.
+            + [Lane(.otherThan(Set(transports).union([.webhook])), concurrency: 4, configuration: configuration)]
         self.faults = StoreFaults(logger: logger)
         self.recorder = OutcomeRecorder(bells: bells)
     }
@@ -78,6 +79,14 @@ final class Dispatcher: Sendable {
     /// not run is not poked: it looks for strays on its own, every `10 × idleInterval`.
     func poke() {
         for lane in lanes where !lane.isStrayLane {
+            lane.pokes.add(1, ordering: .releasing)
+            bells.wake(lane.pokeKey)
+        }
+    }
+
+    /// Tells the webhook lane that events may be due (they were enqueued).
+    func pokeWebhooks() {
+        for lane in lanes where lane.selection == .transport(.webhook) {
             lane.pokes.add(1, ordering: .releasing)
             bells.wake(lane.pokeKey)
         }
@@ -160,7 +169,7 @@ final class Dispatcher: Sendable {
         let started = clock.now
         let outbound = OutboundDelivery(
             delivery: delivery, endpoint: endpoint, app: app,
-            notification: delivery.kind == .shoulderTap ? nil : Self.content(of: claimed))
+            notification: delivery.kind == .shoulderTap ? nil : Self.content(of: claimed), event: claimed.event)
         let reply = await transport.transmit(outbound)
         let outcome = reply.outcome
         Timer(label: "hub_delivery_duration_seconds", dimensions: [("transport", transportLabel)])
@@ -257,7 +266,10 @@ final class Dispatcher: Sendable {
     func retry(_ delivery: Delivery, after: Duration?, reason: String) -> OutboxOutcome.Change {
         let current = now()
         let age = current.timeIntervalSince(delivery.createdAt)
-        if delivery.attempts >= configuration.maxAttempts || age >= configuration.maxAge.seconds {
+        // Webhook events are retried for the whole age (a day by default), however many attempts
+        // that takes: a receiver that is down for hours still gets them.
+        let attemptsRanOut = delivery.kind != .webhook && delivery.attempts >= configuration.maxAttempts
+        if attemptsRanOut || age >= configuration.maxAge.seconds {
             let why = "gave up after \(delivery.attempts) attempts over \(Int(age)) s; last error: \(reason)"
             logger.warning("delivery given up", metadata: ["endpoint": "\(delivery.endpointId)", "reason": "\(why)"])
             return .finish(.gaveUp, detail: why, goneSince: nil)

@@ -25,7 +25,8 @@ public import struct Foundation.Date
 ///   store written before them still compiles; the sweep also purges their expired buckets.
 /// - User tags and broadcasts (``AudienceStore``) have defaults that throw `unsupported` (and
 ///   lease no broadcast chunk).
-public protocol Store: FeedStore, EndpointStore, OutboxStore, StatisticsStore, AudienceStore {
+/// - Webhook events (``WebhookStore``) have defaults that throw `unsupported`.
+public protocol Store: FeedStore, EndpointStore, OutboxStore, StatisticsStore, AudienceStore, WebhookStore {
     /// Creates or upgrades the schema. Safe to call on every start.
     func migrate() async throws
 }

@@ -126,12 +126,18 @@ public struct OutboundDelivery: Sendable {
     public var app: CrossDeviceApp
     /// For visible and fallback deliveries: what to render.
     public var notification: UserNotification?
+    /// For a webhook event: the event to post (see ``WebhookStore``).
+    public var event: WebhookEvent?
 
-    public init(delivery: Delivery, endpoint: Endpoint, app: CrossDeviceApp, notification: UserNotification?) {
+    public init(
+        delivery: Delivery, endpoint: Endpoint, app: CrossDeviceApp, notification: UserNotification?,
+        event: WebhookEvent? = nil
+    ) {
         self.delivery = delivery
         self.endpoint = endpoint
         self.app = app
         self.notification = notification
+        self.event = event
     }
 
     public var kind: DeliveryKind { delivery.kind }

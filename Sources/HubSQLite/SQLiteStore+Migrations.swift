@@ -14,6 +14,7 @@ extension SQLiteStore {
         migrator.registerMigration("v6", migrate: addReceipts)
         migrator.registerMigration("v7", migrate: addStatisticsTables)
         migrator.registerMigration("v8", migrate: addAudiences)
+        migrator.registerMigration("v9", migrate: addWebhookEvents)
         return migrator
     }()
 
@@ -186,5 +187,24 @@ extension SQLiteStore {
     /// within it when finished and deleted from it by the sweep (one B-tree of six).
     private static func dropDueIndex(_ db: Database) throws {
         try db.execute(sql: "DROP INDEX delivery_due")
+    }
+
+    /// `v9`: webhook events (``WebhookStore``). Their outbox rows are `delivery` rows of transport
+    /// `webhook`; `webhookEvent` holds each row's event (ID, type, body) and goes with its row
+    /// (`ON DELETE CASCADE`: the sweep's purge of finished rows). `delivery_endpoint` already finds
+    /// the older pending events of a user and webhook (``OutboxMachine/webhookOrder(table:row:column:)``);
+    /// `delivery_webhook` serves the console's summary per webhook.
+    static func addWebhookEvents(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE webhookEvent (
+                    deliveryId INTEGER PRIMARY KEY REFERENCES delivery (id) ON DELETE CASCADE,
+                    eventId TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    body TEXT NOT NULL
+                );
+                CREATE INDEX delivery_webhook ON delivery (appId, endpointId, state, finishedAt)
+                    WHERE transport = 'webhook';
+                """)
     }
 }
