@@ -53,14 +53,14 @@ public final class WebhookEmulator: Sendable {
     public let port: Int
     /// The secret requests must be signed with.
     public let secret: String
-    let script: Mutex<Script>
+    let state: WebhookReceiverState
     private let channel: any Channel
 
-    private init(channel: any Channel, port: Int, secret: String, script: Mutex<Script>) {
+    private init(channel: any Channel, port: Int, secret: String, state: WebhookReceiverState) {
         self.channel = channel
         self.port = port
         self.secret = secret
-        self.script = script
+        self.state = state
     }
 
     /// Starts a receiver on 127.0.0.1:`port` (0: a free one) that verifies with `secret`.
@@ -83,16 +83,15 @@ public final class WebhookEmulator: Sendable {
             try? await channel.close()
             throw WebhookEmulatorError("the receiver's socket has no port")
         }
-        let emulator = WebhookEmulator(channel: channel, port: bound, secret: secret, script: state.script)
-        return emulator
+        return WebhookEmulator(channel: channel, port: bound, secret: secret, state: state)
     }
 
     /// What it received so far, in arrival order.
-    public var received: [Received] { script.withLock { $0.received } }
+    public var received: [Received] { state.script.withLock { $0.received } }
 
     /// Answers the next `count` requests with `status`.
     public func failNext(_ count: Int, status: Int = 500) {
-        script.withLock {
+        state.script.withLock {
             $0.failures = count
             $0.failStatus = status
         }
@@ -100,7 +99,7 @@ public final class WebhookEmulator: Sendable {
 
     /// Holds the answer to the next `count` requests for `delay`.
     public func stallNext(_ count: Int, for delay: Duration) {
-        script.withLock {
+        state.script.withLock {
             $0.stalled = count
             $0.stallFor = TimeAmount(delay)
         }
@@ -108,7 +107,7 @@ public final class WebhookEmulator: Sendable {
 
     /// Holds every answer for `delay` (`nil`: answer at once again).
     public func stall(_ delay: Duration?) {
-        script.withLock { $0.stallAll = delay.map { TimeAmount($0) } }
+        state.script.withLock { $0.stallAll = delay.map { TimeAmount($0) } }
     }
 
     /// Stops listening.

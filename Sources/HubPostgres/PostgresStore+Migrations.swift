@@ -20,6 +20,7 @@ extension PostgresStore {
         Migration(version: 5, name: "delivery receipts", statements: schemaV5),
         Migration(version: 6, name: "statistics over time", statements: schemaV6),
         Migration(version: 7, name: "user tags and broadcasts", statements: schemaV7),
+        Migration(version: 8, name: "webhook events", statements: schemaV8),
     ]
 
     /// Creates or upgrades the schema; safe to call on every start, from every instance at once.

@@ -158,6 +158,7 @@ extension HubAPI {
         console.addAppsPages(to: group)
         console.addEndpointsPage(to: group)
         console.addStatisticsPage(to: group)
+        console.addWebhooksPage(to: group)
         console.addDeliveriesPage(to: group)
         console.addBroadcastsPage(to: group)
         console.addSendPage(to: group)

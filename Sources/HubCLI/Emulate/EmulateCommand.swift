@@ -8,7 +8,7 @@ struct EmulateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "emulate",
         abstract: "Run a local emulator of APNs, FCM, WNS or Web Push that enforces what the real service enforces.",
-        subcommands: [EmulateAPNS.self, EmulateFCM.self, EmulateWNS.self, EmulateWebPush.self]
+        subcommands: [EmulateAPNS.self, EmulateFCM.self, EmulateWNS.self, EmulateWebPush.self, EmulateWebhook.self]
     )
 
     /// Writes `line` to standard output at once: `print` is block-buffered when stdout is a file or a
