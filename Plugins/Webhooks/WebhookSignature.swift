@@ -17,7 +17,8 @@ public enum WebhookSignature {
 
     /// The signing key of `secret` (`whsec_<base64>`), or `nil` when it is not one.
     public static func key(fromSecret secret: String) -> [UInt8]? {
-        guard secret.hasPrefix(secretPrefix), let data = Data(base64Encoded: String(secret.dropFirst(secretPrefix.count)))
+        guard secret.hasPrefix(secretPrefix),
+            let data = Data(base64Encoded: String(secret.dropFirst(secretPrefix.count)))
         else { return nil }
         return (24...64).contains(data.count) ? Array(data) : nil
     }

@@ -21,7 +21,9 @@ extension ConfigReader {
             let known = WebhookEventType.known.map(\.rawValue)
             if let list = sequence(entries["events"], at: "\(here).events") {
                 if list.isEmpty {
-                    error(entries["events"], "'\(here).events' is empty; give one or more of \(known.joined(separator: ", "))")
+                    error(
+                        entries["events"],
+                        "'\(here).events' is empty; give one or more of \(known.joined(separator: ", "))")
                 }
                 for (position, eventNode) in list.enumerated() {
                     guard let name = string(eventNode, at: "\(here).events[\(position)]") else { continue }
@@ -30,7 +32,8 @@ extension ConfigReader {
                     } else {
                         error(
                             eventNode,
-                            "'\(here).events[\(position)]' is '\(name)', not an event; use one of \(known.joined(separator: ", "))")
+                            "'\(here).events[\(position)]' is '\(name)', not an event; use one of \(known.joined(separator: ", "))"
+                        )
                     }
                 }
             }

@@ -213,7 +213,8 @@ extension Dispatcher {
                 self.statistics.record(item.delivery, transport: item.endpoint.transport, change, at: at)
                 self.recorder.add(
                     OutboxOutcome(id: item.delivery.id, change, at: at, providerMessageId: messageId),
-                    events: self.webhookEvents(of: item, change, providerMessageId: messageId, at: at))
+                    events: self.webhookEvents(of: item, change, providerMessageId: messageId, at: at),
+                    webhook: item.delivery.kind == .webhook)
                 lane.inFlight.subtract(1, ordering: .releasing)
                 self.bells.wake(lane.slotKey)
             }

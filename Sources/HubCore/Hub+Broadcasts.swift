@@ -277,7 +277,8 @@ extension Hub {
     /// Enqueues `broadcast.done` for the app's webhooks when the chunk just finished was its last
     /// (the broadcast is `done` now). Its user is empty: a broadcast is no one user's.
     func reportIfDone(_ broadcast: Broadcast) async {
-        guard let app = router.apps[broadcast.appId], app.webhooks.contains(where: { $0.events.contains(.broadcastDone) }),
+        guard let app = router.apps[broadcast.appId],
+            app.webhooks.contains(where: { $0.events.contains(.broadcastDone) }),
             let current = try? await store.broadcast(appId: broadcast.appId, id: broadcast.id), current.status == .done
         else { return }
         let event = WebhookEvent.make(.broadcastDone, appId: current.appId, userId: "", at: now()) { json in

@@ -345,7 +345,6 @@ public enum OutboxMachine {
         (.suspendedReason, .cleared),
     ]
 
-
     // MARK: Webhook events
 
     /// Which webhook events a claim may take: the oldest pending event (smallest ID) of each app,

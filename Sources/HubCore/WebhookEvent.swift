@@ -92,7 +92,8 @@ public struct WebhookEvent: Sendable, Hashable {
             json.member("finishedDateTime", now)
         }
         var events = [
-            make(state == .delivered ? .deliveryDelivered : .deliveryFailed, appId: delivery.appId,
+            make(
+                state == .delivered ? .deliveryDelivered : .deliveryFailed, appId: delivery.appId,
                 userId: delivery.userId, at: now, data: receipt)
         ]
         if state == .gone {

@@ -10,10 +10,17 @@ public import struct Foundation.Date
 /// webhooks configured then logs the failure and its webhook lane claims nothing.
 public protocol WebhookStore: Sendable {
     /// Enqueues `rows` (each an event for one webhook), due at `now`, in one transaction.
+    /// - Parameters:
+    ///   - rows: the events, each for one webhook.
+    ///   - now: when they are due (and created).
     func enqueueWebhookEvents(_ rows: [WebhookDelivery], at now: Date) async throws
 
     /// ``OutboxStore/recordOutcomes(_:)`` and ``enqueueWebhookEvents(_:at:)`` of `rows` in one
     /// transaction: the events an outcome makes are durable exactly when the outcome is.
+    /// - Parameters:
+    ///   - outcomes: the outcomes of claimed deliveries.
+    ///   - rows: the webhook events they make.
+    ///   - now: when the events are due (and created).
     func recordOutcomes(_ outcomes: [OutboxOutcome], enqueueing rows: [WebhookDelivery], at now: Date) async throws
 
     /// Leases up to `limit` due webhook events to `owner` until `leaseUntil`, like
@@ -21,9 +28,18 @@ public protocol WebhookStore: Sendable {
     /// with its event (``ClaimedDelivery/event``) and the endpoint ``ClaimedDelivery/webhookEndpoint(of:)``
     /// makes. Only the oldest pending event of each app, user and webhook is claimable
     /// (``OutboxMachine/webhookOrder(table:row:column:)``). Order: due time, then ID.
+    /// - Parameters:
+    ///   - limit: the most events to lease.
+    ///   - now: the time of the claim (due times and expired leases are compared with it).
+    ///   - owner: the instance that takes the leases.
+    ///   - leaseUntil: when the leases end unless renewed.
     func claimWebhookEvents(limit: Int, now: Date, owner: String, leaseUntil: Date) async throws -> [ClaimedDelivery]
 
     /// Per webhook of `appId`: its events by receipt state since `since`, and its latest failures.
+    /// - Parameters:
+    ///   - appId: the app.
+    ///   - since: where the delivered and failed counts start.
+    ///   - failures: how many of the latest failures to list per webhook.
     func webhookSummary(appId: String, since: Date, failures: Int) async throws -> [WebhookSummary]
 }
 
@@ -101,6 +117,7 @@ public struct WebhookSummary: Sendable, Hashable {
 extension ClaimedDelivery {
     /// The endpoint a claimed webhook event goes by: the webhook (``Webhook/outboxEndpointId``)
     /// of the event's app and user, transport ``TransportID/webhook``; not a device.
+    /// - Parameter delivery: the event's outbox row.
     public static func webhookEndpoint(of delivery: Delivery) -> Endpoint {
         Endpoint(
             id: delivery.endpointId, appId: delivery.appId, userId: delivery.userId,

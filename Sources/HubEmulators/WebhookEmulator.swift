@@ -174,7 +174,8 @@ private final class WebhookReceiverHandler: ChannelInboundHandler {
             }
             script.received.append(
                 WebhookEmulator.Received(
-                    id: headers.first(name: "webhook-id") ?? "", timestamp: headers.first(name: "webhook-timestamp") ?? "",
+                    id: headers.first(name: "webhook-id") ?? "",
+                    timestamp: headers.first(name: "webhook-timestamp") ?? "",
                     type: type, body: text, problem: problem, status: status, at: Date()))
             return (status, delay)
         }
@@ -184,7 +185,9 @@ private final class WebhookReceiverHandler: ChannelInboundHandler {
             if !keepAlive { responseHeaders.add(name: "connection", value: "close") }
             context.write(
                 self.wrapOutboundOut(
-                    .head(HTTPResponseHead(version: head.version, status: .init(statusCode: status), headers: responseHeaders))),
+                    .head(
+                        HTTPResponseHead(
+                            version: head.version, status: .init(statusCode: status), headers: responseHeaders))),
                 promise: nil)
             context.writeAndFlush(self.wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
                 if !keepAlive { context.close(promise: nil) }

@@ -18,7 +18,8 @@ extension Console {
                     headers: ["Webhook", "Events", "Delivered", "Failed", "Success rate", "Queued", "Latest failures"],
                     rows: summaries.map { webhookRow($0.webhook, $0.summary) })
             }
-            return ConsoleView(title: "Webhooks", section: "webhooks", app: app, content: "<section>\(content)</section>")
+            return ConsoleView(
+                title: "Webhooks", section: "webhooks", app: app, content: "<section>\(content)</section>")
         }
     }
 

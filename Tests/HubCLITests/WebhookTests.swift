@@ -58,7 +58,8 @@ struct WebhookTests {
         receiver.received.filter { (200..<300).contains($0.status) && (type == nil || $0.type == type) }
     }
 
-    @Test("a push's outcome and a read reach the webhook signed, with the receipt's fields; a wrong key does not verify")
+    @Test(
+        "a push's outcome and a read reach the webhook signed, with the receipt's fields; a wrong key does not verify")
     func signedEvents() async throws {
         let setup = try await Setup.make()
         defer { Task { await setup.stop() } }
@@ -158,7 +159,9 @@ struct WebhookTests {
         print("webhooks: 40 publishes + WNS pushes with a stalled receiver: \(elapsed)")
     }
 
-    @Test("events queued while the receiver fails survive kill -9: after a restart on the same database each is acknowledged")
+    @Test(
+        "events queued while the receiver fails survive kill -9: after a restart on the same database each is acknowledged"
+    )
     func nothingLostAcrossKill() async throws {
         let setup = try await Setup.make()
         defer { Task { await setup.stop() } }
@@ -174,7 +177,10 @@ struct WebhookTests {
         }
         // Every user's delivery event was tried (and refused) at least once: they are in the outbox.
         func triedUsers() -> Set<String> {
-            Set(setup.receiver.received.filter { $0.type == "delivery.delivered" }.compactMap { $0.data["userId"] as? String })
+            Set(
+                setup.receiver.received.filter { $0.type == "delivery.delivered" }.compactMap {
+                    $0.data["userId"] as? String
+                })
         }
         #expect(await eventually { triedUsers() == Set(users) }, "\(triedUsers())")
         let tried = Set(setup.receiver.received.map(\.id))
@@ -186,9 +192,12 @@ struct WebhookTests {
         defer { hub.signal(SIGTERM) }
         http = HubHTTP(base: hub.baseURL)
         #expect(
-            await eventually(timeout: .seconds(60)) { tried.isSubset(of: Set(Self.acknowledged(setup.receiver).map(\.id))) },
+            await eventually(timeout: .seconds(60)) {
+                tried.isSubset(of: Set(Self.acknowledged(setup.receiver).map(\.id)))
+            },
             "every event tried before the kill is acknowledged after the restart")
-        let users2 = Set(Self.acknowledged(setup.receiver, type: "delivery.delivered").compactMap { $0.data["userId"] as? String })
+        let users2 = Set(
+            Self.acknowledged(setup.receiver, type: "delivery.delivered").compactMap { $0.data["userId"] as? String })
         #expect(users2 == Set(users))
     }
 
@@ -222,7 +231,9 @@ struct WebhookTests {
             let acknowledged = arrivals.filter { (200..<300).contains($0.status) }
             #expect(acknowledged.compactMap { $0.data["appNotificationId"] as? String } == ids, "\(user)")
             // Every attempt of an event came before any attempt of the next one.
-            let order = arrivals.compactMap { ($0.data["appNotificationId"] as? String).flatMap { ids.firstIndex(of: $0) } }
+            let order = arrivals.compactMap {
+                ($0.data["appNotificationId"] as? String).flatMap { ids.firstIndex(of: $0) }
+            }
             #expect(order == order.sorted(), "\(user): \(order)")
         }
         #expect(setup.receiver.received.contains { $0.status == 500 }, "some attempts failed")
