@@ -4,7 +4,9 @@ public import struct Foundation.Date
 /// outbox as pushes (transport ``TransportID/webhook``, kind ``DeliveryKind/webhook``, `endpointId`
 /// ``Webhook/outboxEndpointId``, no notification), with their bodies beside them. Leases, renewals,
 /// outcomes (``OutboxStore/recordOutcomes(_:)``), released leases and resumptions are the
-/// outbox's; only enqueueing and claiming are the lane's own.
+/// outbox's; only enqueueing and claiming are the lane's own. The claims of
+/// ``OutboxStore/claimDeliveries(_:limit:now:owner:leaseUntil:)`` are for device deliveries: the
+/// dispatcher never gives them a lane that holds webhook events (``OutboxLane/all`` would).
 ///
 /// The defaults throw `unsupported`, so a store written before webhooks still compiles; a hub with
 /// webhooks configured then logs the failure and its webhook lane claims nothing.

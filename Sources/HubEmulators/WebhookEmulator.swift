@@ -25,8 +25,11 @@ public final class WebhookEmulator: Sendable {
         public var body: String
         /// `nil` when the signature verified; otherwise why not.
         public var problem: String?
-        /// The status it was answered with (a stalled answer may have reached no one).
+        /// The status it is answered with.
         public var status: Int
+        /// Whether the answer was written (a stalled answer is not, while it waits, nor when the
+        /// sender gave up and closed the connection first).
+        public var answered = false
         /// When it arrived.
         public var at: Date
 
@@ -160,7 +163,7 @@ private final class WebhookReceiverHandler: ChannelInboundHandler {
         let text = String(decoding: body, as: UTF8.self)
         let type =
             ((try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any])?["type"] as? String ?? ""
-        let (status, delay): (Int, TimeAmount) = state.script.withLock { script in
+        let (status, delay, index): (Int, TimeAmount, Int) = state.script.withLock { script in
             var status = problem == nil ? 204 : 401
             var delay = TimeAmount.zero
             if problem == nil, script.failures > 0 {
@@ -177,7 +180,7 @@ private final class WebhookReceiverHandler: ChannelInboundHandler {
                     id: headers.first(name: "webhook-id") ?? "",
                     timestamp: headers.first(name: "webhook-timestamp") ?? "",
                     type: type, body: text, problem: problem, status: status, at: Date()))
-            return (status, delay)
+            return (status, delay, script.received.count - 1)
         }
         let keepAlive = head.isKeepAlive
         let answer = {
@@ -192,6 +195,7 @@ private final class WebhookReceiverHandler: ChannelInboundHandler {
             context.writeAndFlush(self.wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
                 if !keepAlive { context.close(promise: nil) }
             }
+            self.state.script.withLock { $0.received[index].answered = true }
         }
         if delay > .zero {
             context.eventLoop.assumeIsolated().scheduleTask(in: delay) {

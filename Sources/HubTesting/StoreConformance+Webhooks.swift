@@ -82,9 +82,9 @@ extension StoreConformance {
         try await store.recordOutcomes(
             [OutboxOutcome(id: tap.delivery.id, .finish(.delivered, detail: nil, goneSince: nil), at: Fixture.at(2))],
             enqueueing: [webhookEvent(.deliveryDelivered, user: "alice", "d1", at: Fixture.at(2))], at: Fixture.at(2))
-        try expect.equal(try await Fixture.claim(store, at: Fixture.at(3)).count, 0, "the tap is finished")
         let events = try await claimEvents(store, at: Fixture.at(3))
         try expect.equal(events.compactMap(\.event?.id), ["evt_d1"], "its event is queued")
         try expect.equal(events.first?.delivery.userId, "alice", "for its user")
+        try expect.equal(try await Fixture.claim(store, at: Fixture.at(3)).count, 0, "the tap is finished")
     }
 }

@@ -55,7 +55,9 @@ struct WebhookTests {
 
     /// The events the receiver acknowledged (answered 2xx), in arrival order.
     static func acknowledged(_ receiver: WebhookEmulator, type: String? = nil) -> [WebhookEmulator.Received] {
-        receiver.received.filter { (200..<300).contains($0.status) && (type == nil || $0.type == type) }
+        receiver.received.filter {
+            $0.answered && (200..<300).contains($0.status) && (type == nil || $0.type == type)
+        }
     }
 
     @Test(
@@ -143,10 +145,11 @@ struct WebhookTests {
                 try await http.registerWNS(user: user, endpoint: "e1", channel: setup.wns.makeChannel(forApp: Self.sid))
                     == 201)
         }
-        // First wave: its delivery events fill the webhook lane (16 sends) with answers that never come.
+        // First wave: its delivery events take every slot the webhook may hold (half the lane's
+        // 16, the host share) with answers that never come.
         for user in users { #expect(try await http.publish(user: user, id: "first") == 201) }
         #expect(await eventually { setup.wns.received.count >= users.count })
-        #expect(await eventually { setup.receiver.received.count >= 16 }, "the webhook lane is full of stalled sends")
+        #expect(await eventually { setup.receiver.received.count >= 8 }, "the webhook's slots hold stalled sends")
         // Second wave, measured while the receiver holds every answer.
         let before = setup.wns.received.count
         let start = ContinuousClock.now
@@ -228,7 +231,7 @@ struct WebhookTests {
         #expect(await eventually(timeout: .seconds(60)) { Self.acknowledged(setup.receiver).count == 2 * ids.count })
         for user in ["alice", "bob"] {
             let arrivals = setup.receiver.received.filter { $0.data["userId"] as? String == user }
-            let acknowledged = arrivals.filter { (200..<300).contains($0.status) }
+            let acknowledged = arrivals.filter { $0.answered && (200..<300).contains($0.status) }
             #expect(acknowledged.compactMap { $0.data["appNotificationId"] as? String } == ids, "\(user)")
             // Every attempt of an event came before any attempt of the next one.
             let order = arrivals.compactMap {

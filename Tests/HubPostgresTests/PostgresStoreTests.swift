@@ -76,9 +76,9 @@ struct PostgresStoreTests {
             async let a: Void = first.migrate()
             async let b: Void = second.migrate()
             _ = try await (a, b)
-            #expect(try await first.appliedMigrations() == [1, 2, 3, 4, 5, 6, 7])
+            #expect(try await first.appliedMigrations() == [1, 2, 3, 4, 5, 6, 7, 8])
             try await first.migrate()
-            #expect(try await second.appliedMigrations() == [1, 2, 3, 4, 5, 6, 7])
+            #expect(try await second.appliedMigrations() == [1, 2, 3, 4, 5, 6, 7, 8])
         }
     }
 
