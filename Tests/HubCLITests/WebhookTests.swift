@@ -18,7 +18,10 @@ struct WebhookTests {
         let receiver: WebhookEmulator
         let workspace: URL
 
-        static func make(timeout: String = "2s", events: String? = nil) async throws -> Setup {
+        /// - Parameter store: hub.yaml's `store` mapping (the SQLite file by default).
+        static func make(
+            timeout: String = "2s", events: String? = nil, store: String = "{ sqlite: { path: data/hub.sqlite } }"
+        ) async throws -> Setup {
             let wns = try await WNSEmulator.start()
             wns.registerPackage(sid: WebhookTests.sid, secret: "package-secret")
             let receiver = try await WebhookEmulator.start(secret: WebhookSignature.makeSecret())
@@ -32,14 +35,23 @@ struct WebhookTests {
             let types =
                 events
                 ?? "[delivery.delivered, delivery.failed, endpoint.inactive, notification.read, notification.dismissed]"
-            try writeServeConfig(
+            // writeServeConfig's file, with the store, the transports and the app's webhook.
+            try writeServeFiles(
                 in: workspace,
-                extra: """
+                yaml: """
+                    server: { listen: "127.0.0.1:0", adminToken: file:admin.token, instanceId: test-hub }
+                    store: \(store)
                     transports:
                       wns: { tokenUrl: "\(wns.classicTokenURL)", allowedHosts: ["\(wns.host)"], trustRoots: file:wns-ca.pem }
                       webhook: { allowedHosts: ["\(receiver.host)"], timeout: \(timeout) }
-                    """,
-                appExtra: """
+                    apps:
+                      - id: notes.contoso.com
+                        platforms:
+                          ios: { appIds: [com.contoso.notes] }
+                          windows: { appIds: [Contoso.Notes_8wekyb3d8bbwe] }
+                        identity:
+                          - { issuer: "https://login.contoso.com", audiences: [contoso-notes], secret: file:user.secret }
+                        publishers: [ { name: backend, key: file:publisher.key } ]
                         credentials: { wns: { packageSid: "\(WebhookTests.sid)", clientSecret: file:wns.secret } }
                         webhooks:
                           - { url: "\(receiver.url)", events: \(types), secret: file:webhook.secret }
@@ -166,7 +178,36 @@ struct WebhookTests {
         "events queued while the receiver fails survive kill -9: after a restart on the same database each is acknowledged"
     )
     func nothingLostAcrossKill() async throws {
-        let setup = try await Setup.make()
+        try await Self.nothingLostAcrossKill(store: "{ sqlite: { path: data/hub.sqlite } }")
+    }
+
+    @Test(
+        "PostgreSQL: events queued while the receiver fails survive kill -9 of hub serve",
+        .enabled(if: ProcessInfo.processInfo.environment["HUB_TEST_DATABASE_URL"] != nil))
+    func nothingLostAcrossKillOnPostgres() async throws {
+        let url = try Self.freshDatabase()
+        try await Self.nothingLostAcrossKill(store: "{ postgres: { url: \"\(url)\" } }")
+    }
+
+    /// A new database on the server of `HUB_TEST_DATABASE_URL` (scripts/with-postgres), made with
+    /// psql; its URL.
+    static func freshDatabase() throws -> String {
+        let base = try #require(ProcessInfo.processInfo.environment["HUB_TEST_DATABASE_URL"])
+        let name = "webhooks_\(UInt32.random(in: 0...UInt32.max))"
+        let bin = ProcessInfo.processInfo.environment["HUB_TEST_PGBIN"] ?? "/usr/lib/postgresql/15/bin"
+        let psql = Process()
+        psql.executableURL = URL(fileURLWithPath: bin + "/psql")
+        psql.arguments = ["-X", "-q", base, "-c", "CREATE DATABASE \(name)"]
+        try psql.run()
+        psql.waitUntilExit()
+        #expect(psql.terminationStatus == 0, "psql CREATE DATABASE")
+        var components = try #require(URLComponents(string: base))
+        components.path = "/" + name
+        return try #require(components.string)
+    }
+
+    static func nothingLostAcrossKill(store: String) async throws {
+        let setup = try await Setup.make(store: store)
         defer { Task { await setup.stop() } }
         setup.receiver.failNext(1_000_000, status: 503)
         var hub = try await RunningHub(directory: setup.workspace)
