@@ -19,6 +19,8 @@ public final class WebhookEmulator: Sendable {
         /// `webhook-id`.
         public var id: String
         public var timestamp: String
+        /// `webhook-signature`.
+        public var signature: String
         /// The event's `type`, from the body.
         public var type: String
         /// The raw body.
@@ -179,6 +181,7 @@ private final class WebhookReceiverHandler: ChannelInboundHandler {
                 WebhookEmulator.Received(
                     id: headers.first(name: "webhook-id") ?? "",
                     timestamp: headers.first(name: "webhook-timestamp") ?? "",
+                    signature: headers.first(name: "webhook-signature") ?? "",
                     type: type, body: text, problem: problem, status: status, at: Date()))
             return (status, delay, script.received.count - 1)
         }

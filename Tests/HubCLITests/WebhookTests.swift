@@ -109,6 +109,20 @@ struct WebhookTests {
                 id: delivered.id, timestamp: delivered.timestamp, signatures: signature,
                 body: Array(delivered.body.utf8), key: other, now: Date()) != nil)
 
+        // The five-line receiver of docs/webhooks.md verifies it (and refuses a changed body).
+        let verified = try await PythonScript.run(
+            Self.documentedVerifier() + """
+
+                import json, sys
+                secret, body = sys.argv[1], sys.argv[5].encode()
+                headers = {"webhook-id": sys.argv[2], "webhook-timestamp": sys.argv[3], "webhook-signature": sys.argv[4]}
+                print(verify(secret, headers, body), verify(secret, headers, body + b" "))
+                """,
+            arguments: [
+                setup.receiver.secret, delivered.id, delivered.timestamp, delivered.signature, delivered.body,
+            ])
+        #expect(verified.trimmingCharacters(in: .whitespacesAndNewlines) == "True False", "\(verified)")
+
         let token = try await http.userToken("alice")
         let read = try await http.request(
             .PATCH, "/v1/apps/notes.contoso.com/me/notifications/n1", bearer: token, json: #"{"readState":"read"}"#)
@@ -281,5 +295,16 @@ struct WebhookTests {
             #expect(order == order.sorted(), "\(user): \(order)")
         }
         #expect(setup.receiver.received.contains { $0.status == 500 }, "some attempts failed")
+    }
+
+    /// The Python block of docs/webhooks.md's "Verifying, in five lines".
+    static func documentedVerifier() throws -> String {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let text = try String(
+            contentsOf: root.appendingPathComponent("docs/webhooks.md"), encoding: .utf8)
+        let start = try #require(text.range(of: "```python\n"))
+        let end = try #require(text.range(of: "```", range: start.upperBound..<text.endIndex))
+        return String(text[start.upperBound..<end.lowerBound])
     }
 }
