@@ -297,6 +297,38 @@ struct WebhookTests {
         #expect(setup.receiver.received.contains { $0.status == 500 }, "some attempts failed")
     }
 
+    @Test(
+        "hub serve refuses a webhook to a private address not listed exactly; config check names an unknown event's line"
+    )
+    func refusedConfiguration() async throws {
+        let workspace = try makeWorkspace()
+        try WebhookSignature.makeSecret().write(
+            to: workspace.appendingPathComponent("webhook.secret"), atomically: true, encoding: .utf8)
+        try writeServeConfig(
+            in: workspace,
+            appExtra: """
+                    webhooks:
+                      - { url: "https://10.1.2.3/hook", events: [delivery.failed], secret: file:webhook.secret }
+                """)
+        let serve = try await HubProcess.run(["serve", "--config", "hub.yaml"], in: workspace)
+        #expect(serve.status != 0)
+        #expect(serve.stderr.contains("webhooks[0].url"), "\(serve.stderr)")
+        #expect(serve.stderr.contains("private, loopback or reserved address (10.1.2.3)"), "\(serve.stderr)")
+        #expect(!serve.stderr.contains("/hook"), "the refusal names the host, not the URL")
+
+        try writeServeConfig(
+            in: workspace,
+            appExtra: """
+                    webhooks:
+                      - { url: "https://hooks.contoso.com/hub", events: [delivery.sent], secret: file:webhook.secret }
+                """)
+        let check = try await HubProcess.run(["config", "check", "--config", "hub.yaml"], in: workspace)
+        #expect(check.status != 0)
+        let output = check.stdout + check.stderr
+        #expect(output.contains("webhooks[0].events[0]' is 'delivery.sent', not an event"), "\(output)")
+        #expect(output.contains("hub.yaml:13:"), "the line of the event: \(output)")
+    }
+
     /// The Python block of docs/webhooks.md's "Verifying, in five lines".
     static func documentedVerifier() throws -> String {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
