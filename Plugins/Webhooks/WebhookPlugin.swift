@@ -2,18 +2,18 @@ public import HubCore
 
 /// The webhook lane: posts each app's webhook events (hub.yaml `apps[].webhooks`) to its receivers.
 ///
-/// Settings, `transports.webhook`:
+/// Settings, `transports.webhooks`:
 /// - `allowedHosts`: the hosts webhook URLs may name (``WebhookURLPolicy``): `*` (any public https
 ///   host, the default), `host`, `host:port` or `*.domain`; a host listed exactly may be private or
 ///   loopback, and be reached over plain http (a receiver on the same machine);
 /// - `timeout`: how long one request may take before it counts as failed and is retried (10s);
 /// - `trustRoots`: a PEM file of certificates trusted besides the system's.
 ///
-/// The lane's concurrency is `dispatcher.lanes.webhook` (16 unless set).
+/// The lane's concurrency is `dispatcher.lanes.webhooks` (16 unless set).
 public struct WebhookPlugin: TransportPlugin {
     public init() {}
 
-    public var id: TransportID { .webhook }
+    public var id: TransportID { .webhooks }
 
     public var settingKeys: [String] { ["allowedHosts", "timeout", "trustRoots"] }
 
@@ -51,7 +51,7 @@ public struct WebhookPlugin: TransportPlugin {
     }
 }
 
-/// `transports.webhook`, read by ``WebhookPlugin``.
+/// `transports.webhooks`, read by ``WebhookPlugin``.
 public struct WebhookSettings: Sendable, Hashable {
     /// The hosts webhook URLs may name (``WebhookURLPolicy``).
     public var allowedHosts: [String] = ["*"]

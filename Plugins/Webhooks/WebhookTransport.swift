@@ -12,7 +12,7 @@ import NIOCore
 /// event is a day old. A webhook no longer configured, or whose URL the allow-list no longer
 /// allows, parks its events (suspended) until a hub starts with it again: never dropped.
 public final class WebhookTransport: Transport {
-    public let id = TransportID.webhook
+    public let id = TransportID.webhooks
     let settings: WebhookSettings
     let policy: WebhookURLPolicy
     let http: OwnedHTTPClient
@@ -30,7 +30,7 @@ public final class WebhookTransport: Transport {
 
     /// Devices never register with it.
     public func problem(registering endpoint: Endpoint, for app: CrossDeviceApp) -> String? {
-        "webhook is the app server's event lane, not a device transport; register with apns, fcm, wns, webpush or polling"
+        "webhooks is the app server's event lane, not a device transport; register with apns, fcm, wns, webpush or polling"
     }
 
     /// The receiver's host and port: the dispatcher caps the sends in flight per host and backs off

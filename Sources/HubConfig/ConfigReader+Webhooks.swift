@@ -4,7 +4,7 @@ import Yams
 extension ConfigReader {
     /// `apps[].webhooks`: `[{url, events: [...], secret: env:…}]`. The URL's address rules and the
     /// secret's format are checked by the webhook plugin when the hub starts (its allow-list is
-    /// `transports.webhook.allowedHosts`); here the shape, the event types, that the secret
+    /// `transports.webhooks.allowedHosts`); here the shape, the event types, that the secret
     /// resolves, and that no URL is listed twice.
     mutating func readWebhooks(_ node: Node, at path: String) -> [Webhook] {
         guard let items = sequence(node, at: path) else { return [] }

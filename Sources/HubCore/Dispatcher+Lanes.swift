@@ -132,7 +132,7 @@ extension Dispatcher {
                 do {
                     let start = now()
                     let leaseUntil = start.addingTimeInterval(configuration.lease.seconds)
-                    if lane.selection == .transport(.webhook) {
+                    if lane.selection == .transport(.webhooks) {
                         claimed = try await store.claimWebhookEvents(
                             limit: limit, now: start, owner: instanceID, leaseUntil: leaseUntil)
                     } else {

@@ -70,7 +70,7 @@ final class Dispatcher: Sendable {
                     configuration: configuration)
             }
             // Webhook events are never a stray's: only the webhook lane's claim reads them.
-            + [Lane(.otherThan(Set(transports).union([.webhook])), concurrency: 4, configuration: configuration)]
+            + [Lane(.otherThan(Set(transports).union([.webhooks])), concurrency: 4, configuration: configuration)]
         self.faults = StoreFaults(logger: logger)
         self.recorder = OutcomeRecorder(bells: bells)
     }
@@ -86,7 +86,7 @@ final class Dispatcher: Sendable {
 
     /// Tells the webhook lane that events may be due (they were enqueued).
     func pokeWebhooks() {
-        for lane in lanes where lane.selection == .transport(.webhook) {
+        for lane in lanes where lane.selection == .transport(.webhooks) {
             lane.pokes.add(1, ordering: .releasing)
             bells.wake(lane.pokeKey)
         }

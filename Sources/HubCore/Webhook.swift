@@ -3,9 +3,10 @@ public import struct Foundation.Date
 /// An endpoint of the app's own server that hears about deliveries and state changes: hub.yaml
 /// `apps[].webhooks: [{url, events, secret}]`.
 ///
-/// Events go out from the outbox in a lane of their own (``TransportID/webhook``), signed in the
+/// Events go out from the outbox in a lane of their own (``TransportID/webhooks``), signed in the
 /// style of the Standard Webhooks specification with ``secret``, retried with back-off for up
-/// to a day, in order per user (``OutboxMachine/webhookOrder``). See the article on webhooks in `docs/`.
+/// to a day, in order per user (``OutboxMachine/webhookOrder(table:row:column:)``). See
+/// `docs/webhooks.md`.
 public struct Webhook: Sendable, Hashable, Identifiable {
     /// A stable name of the webhook within its app: `wh-` and a hash of its URL (``id(forURL:)``),
     /// so that queued events follow the URL when the list is reordered.
@@ -74,7 +75,7 @@ public struct WebhookEventType: RawRepresentable, Hashable, Sendable, Codable, C
 
 extension TransportID {
     /// The outbox lane of webhook events.
-    public static let webhook = TransportID("webhook")
+    public static let webhooks = TransportID("webhooks")
 }
 
 extension DeliveryKind {
@@ -83,7 +84,7 @@ extension DeliveryKind {
 }
 
 /// Which webhook URLs the hub posts to: the address rules of Web Push endpoints
-/// (``HostAllowList``), with `transports.webhook.allowedHosts` as the list.
+/// (``HostAllowList``), with `transports.webhooks.allowedHosts` as the list.
 ///
 /// A URL is accepted when it is `https` on any public host (the default list is `*`), or names a
 /// host (and port) the list gives exactly, which also allows a private or loopback host and plain
@@ -114,16 +115,16 @@ package struct WebhookURLPolicy: Sendable, Hashable {
         }
         guard checked.scheme == "https" else {
             return
-                "is plain http to '\(host)', which transports.webhook.allowedHosts does not list exactly; use https"
+                "is plain http to '\(host)', which transports.webhooks.allowedHosts does not list exactly; use https"
         }
         if let problem = HostAllowList.privateProblem(host: host) {
-            return "\(problem); list it exactly in transports.webhook.allowedHosts to allow it"
+            return "\(problem); list it exactly in transports.webhooks.allowedHosts to allow it"
         }
         guard port == 443 else {
             return "must use the default https port; port \(port) is allowed only when listed as '\(host):\(port)'"
         }
         if !allowedHosts.contains(where: { HostAllowList.isWildcard(entry: $0, host: host) }) {
-            return "names '\(host)', which is not on this hub's allow-list (transports.webhook.allowedHosts)"
+            return "names '\(host)', which is not on this hub's allow-list (transports.webhooks.allowedHosts)"
         }
         return nil
     }

@@ -1,7 +1,7 @@
 public import struct Foundation.Date
 
 /// The webhook lane of the outbox: events for an app's webhooks (``Webhook``) are rows of the same
-/// outbox as pushes (transport ``TransportID/webhook``, kind ``DeliveryKind/webhook``, `endpointId`
+/// outbox as pushes (transport ``TransportID/webhooks``, kind ``DeliveryKind/webhook``, `endpointId`
 /// ``Webhook/outboxEndpointId``, no notification), with their bodies beside them. Leases, renewals,
 /// outcomes (``OutboxStore/recordOutcomes(_:)``), released leases and resumptions are the
 /// outbox's; only enqueueing and claiming are the lane's own. The claims of
@@ -118,12 +118,12 @@ public struct WebhookSummary: Sendable, Hashable {
 
 extension ClaimedDelivery {
     /// The endpoint a claimed webhook event goes by: the webhook (``Webhook/outboxEndpointId``)
-    /// of the event's app and user, transport ``TransportID/webhook``; not a device.
+    /// of the event's app and user, transport ``TransportID/webhooks``; not a device.
     /// - Parameter delivery: the event's outbox row.
     public static func webhookEndpoint(of delivery: Delivery) -> Endpoint {
         Endpoint(
             id: delivery.endpointId, appId: delivery.appId, userId: delivery.userId,
-            platform: Platform(rawValue: "webhook"), platformAppId: "", transport: .webhook,
+            platform: Platform(rawValue: "webhook"), platformAppId: "", transport: .webhooks,
             registeredAt: delivery.createdAt)
     }
 }

@@ -53,7 +53,7 @@ public final class WebhookEmulator: Sendable {
 
     /// The receiver's URL: `http://127.0.0.1:<port>/hook`.
     public var url: String { "http://127.0.0.1:\(port)/hook" }
-    /// `127.0.0.1:<port>`, as `transports.webhook.allowedHosts` lists it.
+    /// `127.0.0.1:<port>`, as `transports.webhooks.allowedHosts` lists it.
     public var host: String { "127.0.0.1:\(port)" }
     public let port: Int
     /// The secret requests must be signed with.

@@ -5,7 +5,7 @@ import PostgresNIO
 // The webhook lane of the outbox (``HubCore/WebhookStore``): enqueueing events, claiming them in
 // order per user, and the console's summary. Their outcomes are the outbox's (PostgresStore+Outbox.swift).
 extension PostgresStore {
-    /// Version 8: webhook events. Their outbox rows are `hub_delivery` rows of transport `webhook`;
+    /// Version 8: webhook events. Their outbox rows are `hub_delivery` rows of transport `webhooks`;
     /// `hub_webhook_event` holds each row's event and goes with its row (`ON DELETE CASCADE`).
     /// `hub_delivery_endpoint` finds the older pending events of a user and webhook
     /// (``HubCore/OutboxMachine/webhookOrder(table:row:column:)``); `hub_delivery_webhook` serves
@@ -21,7 +21,7 @@ extension PostgresStore {
         """,
         """
         CREATE INDEX hub_delivery_webhook ON hub_delivery (app_id, endpoint_id, state, finished_at)
-            WHERE transport = 'webhook'
+            WHERE transport = 'webhooks'
         """,
     ]
 
@@ -68,7 +68,7 @@ extension PostgresStore {
                 INSERT INTO hub_delivery (id, app_id, user_id, endpoint_id, transport, kind, notification_id,
                     change_version, priority, urgency, state, attempts, created_at, due_at)
                 OVERRIDING SYSTEM VALUE
-                SELECT id, app_id, user_id, endpoint_id, 'webhook', 'webhook', NULL, 0, 'none', 0, 'pending', 0, $7, $7
+                SELECT id, app_id, user_id, endpoint_id, 'webhooks', 'webhook', NULL, 0, 'none', 0, 'pending', 0, $7, $7
                 FROM r
             )
             INSERT INTO hub_webhook_event (delivery_id, event_id, type, body) SELECT id, event_id, type, body FROM r
@@ -105,7 +105,7 @@ extension PostgresStore {
         static let sql = """
             WITH due AS (
                 SELECT d.id FROM hub_delivery d
-                WHERE d.state = 'pending' AND d.suspended_at IS NULL AND d.transport = 'webhook' AND d.due_at <= $1
+                WHERE d.state = 'pending' AND d.suspended_at IS NULL AND d.transport = 'webhooks' AND d.due_at <= $1
                     AND (d.lease_owner IS NULL OR d.lease_until < $1)
                     AND \(OutboxMachine.webhookOrder(table: "hub_delivery", row: "d", column: snakeCase))
                 ORDER BY d.due_at, d.id
@@ -141,7 +141,7 @@ extension PostgresStore {
                 count(*) FILTER (WHERE state = 'finished' AND result IN ('gaveUp', 'rejected')
                     AND finished_at >= \(since))::bigint,
                 count(*) FILTER (WHERE state = 'pending')::bigint
-            FROM hub_delivery WHERE transport = 'webhook' AND app_id = \(appId) GROUP BY endpoint_id
+            FROM hub_delivery WHERE transport = 'webhooks' AND app_id = \(appId) GROUP BY endpoint_id
             """)
         {
             let (endpointId, delivered, failed, pending) = try row.decode((String, Int64, Int64, Int64).self)
@@ -155,7 +155,7 @@ extension PostgresStore {
             """
             SELECT endpoint_id, COALESCE(finished_at, claimed_at, created_at), COALESCE(detail, last_error, '')
             FROM hub_delivery
-            WHERE transport = 'webhook' AND app_id = \(appId) AND last_error IS NOT NULL
+            WHERE transport = 'webhooks' AND app_id = \(appId) AND last_error IS NOT NULL
                 AND (state = 'pending' OR result <> 'delivered')
             ORDER BY COALESCE(finished_at, claimed_at, created_at) DESC, id DESC LIMIT \(limit)
             """)

@@ -204,7 +204,7 @@ extension SQLiteStore {
                     body TEXT NOT NULL
                 );
                 CREATE INDEX delivery_webhook ON delivery (appId, endpointId, state, finishedAt)
-                    WHERE transport = 'webhook';
+                    WHERE transport = 'webhooks';
                 """)
     }
 }

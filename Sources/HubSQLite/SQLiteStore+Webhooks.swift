@@ -43,7 +43,7 @@ extension SQLiteStore {
         let now = now.canonical
         let candidates = """
             FROM delivery AS d INDEXED BY delivery_lane
-            WHERE d.state = 'pending' AND d.suspendedAt IS NULL AND d.transport = 'webhook' AND d.dueAt <= ?1
+            WHERE d.state = 'pending' AND d.suspendedAt IS NULL AND d.transport = 'webhooks' AND d.dueAt <= ?1
                 AND (d.leaseOwner IS NULL OR d.leaseUntil < ?1)
                 AND \(OutboxMachine.webhookOrder(table: "delivery", row: "d", column: { $0 }))
             """
@@ -100,7 +100,7 @@ extension SQLiteStore {
                         SUM(state = 'finished' AND result = 'delivered' AND finishedAt >= ?2),
                         SUM(state = 'finished' AND result IN ('gaveUp', 'rejected') AND finishedAt >= ?2),
                         SUM(state = 'pending')
-                    FROM delivery WHERE transport = 'webhook' AND appId = ?1 GROUP BY endpointId
+                    FROM delivery WHERE transport = 'webhooks' AND appId = ?1 GROUP BY endpointId
                     """, arguments: [appId, since.storedSeconds])
             for row in counts {
                 let endpointId: String = row[0]
@@ -115,7 +115,7 @@ extension SQLiteStore {
                 sql: """
                     SELECT endpointId, COALESCE(finishedAt, claimedAt, createdAt), COALESCE(detail, lastError)
                     FROM delivery
-                    WHERE transport = 'webhook' AND appId = ? AND lastError IS NOT NULL
+                    WHERE transport = 'webhooks' AND appId = ? AND lastError IS NOT NULL
                         AND (state = 'pending' OR result <> 'delivered')
                     ORDER BY COALESCE(finishedAt, claimedAt, createdAt) DESC, id DESC LIMIT ?
                     """, arguments: [appId, max(0, failures) * max(1, summaries.count)])

@@ -49,7 +49,7 @@ extension StoreConformance {
         try expect.equal(a1.delivery.kind, .webhook, "the kind")
         try expect.equal(a1.delivery.attempts, 1, "a claim counts an attempt")
         try expect.equal(a1.endpoint.id, "webhook:wh-1", "the webhook's outbox endpoint")
-        try expect.equal(a1.endpoint.transport, .webhook, "the transport")
+        try expect.equal(a1.endpoint.transport, .webhooks, "the transport")
         try expect.equal(try await claimEvents(store, at: Fixture.at(2)).count, 0, "heads are leased: nothing else")
 
         // alice's head fails: it is retried; her later events still wait behind it.

@@ -43,7 +43,7 @@ struct WebhookTests {
                     store: \(store)
                     transports:
                       wns: { tokenUrl: "\(wns.classicTokenURL)", allowedHosts: ["\(wns.host)"], trustRoots: file:wns-ca.pem }
-                      webhook: { allowedHosts: ["\(receiver.host)"], timeout: \(timeout) }
+                      webhooks: { allowedHosts: ["\(receiver.host)"], timeout: \(timeout) }
                     apps:
                       - id: notes.contoso.com
                         platforms:

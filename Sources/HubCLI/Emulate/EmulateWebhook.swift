@@ -34,7 +34,7 @@ struct EmulateWebhook: AsyncParsableCommand {
             give the app
                 webhooks: [ { url: "\(emulator.url)", events: [delivery.delivered, delivery.failed, endpoint.inactive, notification.read, notification.dismissed, broadcast.done], secret: env:HUB_WEBHOOK_SECRET } ]
             and allow the address (loopback, plain http):
-                transports: { webhook: { allowedHosts: ["\(emulator.host)"] } }
+                transports: { webhooks: { allowedHosts: ["\(emulator.host)"] } }
 
             Received events follow (Ctrl-C or SIGTERM stops the receiver).
             """
