@@ -155,8 +155,8 @@ extension PostgresStore {
             """
             SELECT endpoint_id, COALESCE(finished_at, claimed_at, created_at), COALESCE(detail, last_error, '')
             FROM hub_delivery
-            WHERE transport = 'webhooks' AND app_id = \(appId) AND last_error IS NOT NULL
-                AND (state = 'pending' OR result <> 'delivered')
+            WHERE transport = 'webhooks' AND app_id = \(appId)
+                AND ((state = 'pending' AND last_error IS NOT NULL) OR result IN ('gaveUp', 'rejected'))
             ORDER BY COALESCE(finished_at, claimed_at, created_at) DESC, id DESC LIMIT \(limit)
             """)
         {

@@ -115,8 +115,8 @@ extension SQLiteStore {
                 sql: """
                     SELECT endpointId, COALESCE(finishedAt, claimedAt, createdAt), COALESCE(detail, lastError)
                     FROM delivery
-                    WHERE transport = 'webhooks' AND appId = ? AND lastError IS NOT NULL
-                        AND (state = 'pending' OR result <> 'delivered')
+                    WHERE transport = 'webhooks' AND appId = ?
+                        AND ((state = 'pending' AND lastError IS NOT NULL) OR result IN ('gaveUp', 'rejected'))
                     ORDER BY COALESCE(finishedAt, claimedAt, createdAt) DESC, id DESC LIMIT ?
                     """, arguments: [appId, max(0, failures) * max(1, summaries.count)])
             for row in failed {
