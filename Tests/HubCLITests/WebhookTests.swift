@@ -1,7 +1,9 @@
+import AsyncHTTPClient
 import Foundation
 import HubEmulators
 import HubTesting
 import HubWebhooks
+import NIOCore
 import Testing
 
 /// Issue 42, point 1: an app's webhooks hear about deliveries and state changes, through
@@ -327,6 +329,44 @@ struct WebhookTests {
         let output = check.stdout + check.stderr
         #expect(output.contains("webhooks[0].events[0]' is 'delivery.sent', not an event"), "\(output)")
         #expect(output.contains("hub.yaml:13:"), "the line of the event: \(output)")
+    }
+
+    @Test("hub emulate webhook prints the events a hub sends it, signature verified; a forged request is refused 401")
+    func emulateWebhook() async throws {
+        let workspace = try makeWorkspace()
+        let emulator = try await RunningEmulator(
+            ["webhook", "--port", "0"], in: workspace, readyWhen: "Received events follow")
+        defer { emulator.signal(SIGTERM) }
+        let url = try #require(emulator.value(after: "Webhook receiver on ", in: emulator.output))
+        let secret = try #require(emulator.value(after: "secret   ", in: emulator.output))
+        let host = try #require(emulator.value(after: "allowedHosts: [\"", in: emulator.output)).prefix { $0 != "\"" }
+        try secret.write(to: workspace.appendingPathComponent("webhook.secret"), atomically: true, encoding: .utf8)
+        try writeServeConfig(
+            in: workspace, extra: #"transports: { webhooks: { allowedHosts: ["\#(host)"] } }"#,
+            appExtra: """
+                    webhooks:
+                      - { url: "\(url)", events: [notification.read], secret: file:webhook.secret }
+                """)
+        let hub = try await RunningHub(directory: workspace)
+        defer { hub.signal(SIGTERM) }
+        let http = HubHTTP(base: hub.baseURL)
+        #expect(try await http.publish(user: "alice", id: "n1") == 201)
+        let read = try await http.request(
+            .PATCH, "/v1/apps/notes.contoso.com/me/notifications/n1", bearer: try await http.userToken("alice"),
+            json: #"{"readState":"read"}"#)
+        #expect(read.status == 200)
+        #expect(try await emulator.waitFor("signature ok -> 204"), "\(emulator.output)")
+        #expect(emulator.output.contains("notification.read evt_"))
+
+        var forged = HTTPClientRequest(url: url)
+        forged.method = .POST
+        forged.headers.add(name: "webhook-id", value: "evt_forged")
+        forged.headers.add(name: "webhook-timestamp", value: String(Int(Date().timeIntervalSince1970)))
+        forged.headers.add(name: "webhook-signature", value: "v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")
+        forged.body = .bytes(ByteBuffer(string: #"{"type":"delivery.failed"}"#))
+        let answer = try await HTTPClient.shared.execute(forged, timeout: .seconds(10))
+        #expect(answer.status.code == 401)
+        #expect(try await emulator.waitFor("NOT VERIFIED (no v1 signature matches the body)"), "\(emulator.output)")
     }
 
     /// The Python block of docs/webhooks.md's "Verifying, in five lines".
