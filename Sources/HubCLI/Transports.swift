@@ -32,12 +32,15 @@ enum TransportReport {
             let platforms = plugin.platforms.map(\.rawValue).sorted().joined(separator: "/")
             let mapping = apps.filter { app in plugin.platforms.contains { app.platforms[$0] != nil } }
             let configured = mapping.filter { $0.credentials[transport: plugin.id] != nil }.map(\.id)
+            // The webhook lane serves apps' webhooks, not devices: its own reason.
             let reason =
-                !plugin.platforms.isEmpty && mapping.isEmpty
-                ? "no app maps \(platforms)"
-                : configured.isEmpty
-                    ? "no app has credentials.\(plugin.id); \(platforms.isEmpty ? "" : platforms + " ")devices register with another transport"
-                    : "the plugin made no transport"
+                plugin.id == .webhooks
+                ? "no app has webhooks"
+                : !plugin.platforms.isEmpty && mapping.isEmpty
+                    ? "no app maps \(platforms)"
+                    : configured.isEmpty
+                        ? "no app has credentials.\(plugin.id); \(platforms.isEmpty ? "" : platforms + " ")devices register with another transport"
+                        : "the plugin made no transport"
             logger.info("\(plugin.id) transport off: \(reason)")
         }
     }

@@ -32,6 +32,7 @@ struct ServeCommandTests {
         for line in [
             "polling transport enabled", "apns transport off: no app has credentials.apns",
             "fcm transport off: no app has credentials.fcm", "wns transport off: no app has credentials.wns",
+            "webhooks transport off: no app has webhooks",
         ] {
             #expect(hub.log.contains(line), "\(line)\n\(hub.log)")
         }
