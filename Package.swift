@@ -46,6 +46,7 @@ let package = Package(
         .library(name: "HubWNS", targets: ["HubWNS"]),
         .library(name: "HubWebPush", targets: ["HubWebPush"]),
         .library(name: "HubUnifiedPush", targets: ["HubUnifiedPush"]),
+        .library(name: "HubWebhooks", targets: ["HubWebhooks"]),
         .library(name: "HubPostgres", targets: ["HubPostgres"]),
         .library(name: "HubClient", targets: ["HubClient"]),
         .library(name: "HubCLI", targets: ["HubCLI"]),
@@ -227,6 +228,19 @@ let package = Package(
             swiftSettings: strictness
         ),
         .target(
+            name: "HubWebhooks",
+            dependencies: [
+                "HubCore", "HubHTTPSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Plugins/Webhooks",
+            swiftSettings: strictness
+        ),
+        .target(
             name: "HubPostgres",
             dependencies: [
                 "HubCore",
@@ -251,7 +265,7 @@ let package = Package(
             name: "HubEmulators",
             dependencies: [
                 // The emulators speak the plugins' types (APNs environments, credentials).
-                "HubCore", "HubAPNS", "HubFCM",
+                "HubCore", "HubAPNS", "HubFCM", "HubWebhooks",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -270,7 +284,7 @@ let package = Package(
                 // The first-party plugins for `hub emulate` and the map-app flags of their credentials;
                 // `serve`, `config check` and `map-app`'s checks know the plugins they are given.
                 "HubCore", "HubConfig", "HubSQLite", "HubServer", "HubEmulators", "HubAPNS", "HubFCM", "HubWNS",
-                "HubPostgres", "HubWebPush",
+                "HubPostgres", "HubWebPush", "HubWebhooks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -286,7 +300,9 @@ let package = Package(
         // `hub`: HubCLI with the first-party plugins (Sources/hub/main.swift).
         .executableTarget(
             name: "hub",
-            dependencies: ["HubCLI", "HubPolling", "HubAPNS", "HubFCM", "HubWNS", "HubWebPush", "HubUnifiedPush"],
+            dependencies: [
+                "HubCLI", "HubPolling", "HubAPNS", "HubFCM", "HubWNS", "HubWebPush", "HubUnifiedPush", "HubWebhooks",
+            ],
             swiftSettings: strictness,
             linkerSettings: releaseLinking
         ),
@@ -440,7 +456,7 @@ let package = Package(
             dependencies: [
                 "hub", "HubCLI", "device-simulator", "HubEmulators", "HubConfig", "HubCore", "HubAPNS", "HubFCM",
                 "HubWNS",
-                "HubWebPush", "HubUnifiedPush", "HubTesting",
+                "HubWebPush", "HubUnifiedPush", "HubWebhooks", "HubTesting",
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),  // DeploymentTests reads compose.yaml
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

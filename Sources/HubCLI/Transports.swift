@@ -32,12 +32,15 @@ enum TransportReport {
             let platforms = plugin.platforms.map(\.rawValue).sorted().joined(separator: "/")
             let mapping = apps.filter { app in plugin.platforms.contains { app.platforms[$0] != nil } }
             let configured = mapping.filter { $0.credentials[transport: plugin.id] != nil }.map(\.id)
-            // A plugin that takes no credentials (UnifiedPush) is off because hub.yaml does not turn it on.
+            // The webhook lane serves apps' webhooks, not devices: its own reason. A plugin that takes no
+            // credentials (UnifiedPush) is off because hub.yaml does not turn it on.
             let reason =
-                !plugin.platforms.isEmpty && mapping.isEmpty
-                ? "no app maps \(platforms)"
-                : plugin.credentialKeys.isEmpty
-                    ? "hub.yaml has no transports.\(plugin.id) (an empty one, {}, turns it on)"
+                plugin.id == .webhooks
+                ? "no app has webhooks"
+                : !plugin.platforms.isEmpty && mapping.isEmpty
+                    ? "no app maps \(platforms)"
+                    : plugin.credentialKeys.isEmpty
+                        ? "hub.yaml has no transports.\(plugin.id) (an empty one, {}, turns it on)"
                     : configured.isEmpty
                         ? "no app has credentials.\(plugin.id); \(platforms.isEmpty ? "" : platforms + " ")devices register with another transport"
                         : "the plugin made no transport"

@@ -5,7 +5,7 @@ import Yams
 extension ConfigReader {
     static let appKeys = [
         "id", "name", "platforms", "identity", "credentials", "domain", "publishers", "delivery", "rateLimits",
-        "maxEndpointsPerUser", "dispatchWeight",
+        "maxEndpointsPerUser", "dispatchWeight", "webhooks",
     ]
 
     mutating func readApps(_ node: Node) -> [CrossDeviceApp] {
@@ -79,6 +79,7 @@ extension ConfigReader {
         if let weight = integer(entries["dispatchWeight"], at: "\(path).dispatchWeight", in: 1...100) {
             app.dispatchWeight = weight
         }
+        if let webhooks = entries["webhooks"] { app.webhooks = readWebhooks(webhooks, at: "\(path).webhooks") }
         return id == nil ? nil : app
     }
 

@@ -24,6 +24,9 @@ public struct CrossDeviceApp: Sendable, Hashable, Identifiable {
     /// default 1): while several apps have sends in flight in a lane, an app may hold about
     /// `weight / total weight` of its slots (see ``DispatcherConfiguration/maxUserShare``).
     public var dispatchWeight: Int = 1
+    /// The app server's endpoints that hear about deliveries and state changes (hub.yaml
+    /// `apps[].webhooks`).
+    public var webhooks: [Webhook] = []
 
     public init(
         id: String,

@@ -57,10 +57,13 @@ public struct ClaimedDelivery: Sendable, Hashable {
     public var endpoint: Endpoint
     /// Present for visible and fallback deliveries, and for taps whose notification still exists.
     public var notification: UserNotification?
-    public init(delivery: Delivery, endpoint: Endpoint, notification: UserNotification?) {
+    /// For a webhook event (kind ``DeliveryKind/webhook``): the event to post.
+    public var event: WebhookEvent?
+    public init(delivery: Delivery, endpoint: Endpoint, notification: UserNotification?, event: WebhookEvent? = nil) {
         self.delivery = delivery
         self.endpoint = endpoint
         self.notification = notification
+        self.event = event
     }
 }
 

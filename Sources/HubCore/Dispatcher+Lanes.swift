@@ -143,9 +143,14 @@ extension Dispatcher {
                 let claimed: [ClaimedDelivery]
                 do {
                     let start = now()
-                    claimed = try await store.claimDeliveries(
-                        lane.selection, limit: limit, now: start, owner: instanceID,
-                        leaseUntil: start.addingTimeInterval(configuration.lease.seconds))
+                    let leaseUntil = start.addingTimeInterval(configuration.lease.seconds)
+                    if lane.selection == .transport(.webhooks) {
+                        claimed = try await store.claimWebhookEvents(
+                            limit: limit, now: start, owner: instanceID, leaseUntil: leaseUntil)
+                    } else {
+                        claimed = try await store.claimDeliveries(
+                            lane.selection, limit: limit, now: start, owner: instanceID, leaseUntil: leaseUntil)
+                    }
                     faults.succeeded("claimDeliveries")
                     failures = 0
                 } catch {
@@ -219,12 +224,25 @@ extension Dispatcher {
                 let at = self.now()
                 lane.shares.finished(ticket, unreachable: unreachable, at: at)
                 self.statistics.record(item.delivery, transport: item.endpoint.transport, change, at: at)
-                self.recorder.add(OutboxOutcome(id: item.delivery.id, change, at: at, providerMessageId: messageId))
+                self.recorder.add(
+                    OutboxOutcome(id: item.delivery.id, change, at: at, providerMessageId: messageId),
+                    events: self.webhookEvents(of: item, change, providerMessageId: messageId, at: at),
+                    webhook: item.delivery.kind == .webhook)
                 lane.inFlight.subtract(1, ordering: .releasing)
                 self.bells.wake(lane.slotKey)
             }
         }
         if admitted.count < items.count { bells.wake(lane.slotKey) }
+    }
+
+    /// The webhook rows the outcome `change` of `item` makes for its app's webhooks (none when the
+    /// app has none that subscribe); written with the outcome, in its transaction.
+    func webhookEvents(
+        of item: ClaimedDelivery, _ change: OutboxOutcome.Change, providerMessageId: String?, at: Date
+    ) -> [WebhookDelivery] {
+        guard let app = router.apps[item.delivery.appId], !app.webhooks.isEmpty else { return [] }
+        return WebhookEvent.rows(
+            WebhookEvent.events(for: item, change, providerMessageId: providerMessageId, at: at), for: app)
     }
 
     /// Returns leased, unsent deliveries to the outbox, due at once, through the recorder.

@@ -73,7 +73,8 @@ final class Dispatcher: Sendable {
                     .transport(id), concurrency: configuration.concurrency(for: id, preferred: preferred),
                     configuration: configuration)
             }
-            + [Lane(.otherThan(Set(transports)), concurrency: 4, configuration: configuration)]
+            // Webhook events are never a stray's: only the webhook lane's claim reads them.
+            + [Lane(.otherThan(Set(transports).union([.webhooks])), concurrency: 4, configuration: configuration)]
         self.faults = StoreFaults(logger: logger)
         self.recorder = OutcomeRecorder(bells: bells)
     }
@@ -105,6 +106,14 @@ final class Dispatcher: Sendable {
             try? await clock.sleep(until: deadline, tolerance: nil)
             delayedPoke.withLock { pending in if pending == deadline { pending = nil } }
             poke()
+        }
+    }
+
+    /// Tells the webhook lane that events may be due (they were enqueued).
+    func pokeWebhooks() {
+        for lane in lanes where lane.selection == .transport(.webhooks) {
+            lane.pokes.add(1, ordering: .releasing)
+            bells.wake(lane.pokeKey)
         }
     }
 
@@ -190,7 +199,7 @@ final class Dispatcher: Sendable {
         let outbound = OutboundDelivery(
             delivery: delivery, endpoint: endpoint, app: app,
             notification: delivery.kind == .shoulderTap ? nil : Self.content(of: claimed),
-            badge: await badge(for: endpoint, of: app))
+            badge: await badge(for: endpoint, of: app), event: claimed.event)
         let reply = await transport.transmit(outbound)
         if let turn { turns.release(turn) }
         let outcome = reply.outcome
@@ -304,7 +313,10 @@ final class Dispatcher: Sendable {
     func retry(_ delivery: Delivery, after: Duration?, reason: String) -> OutboxOutcome.Change {
         let current = now()
         let age = current.timeIntervalSince(delivery.createdAt)
-        if delivery.attempts >= configuration.maxAttempts || age >= configuration.maxAge.seconds {
+        // Webhook events are retried for the whole age (a day by default), however many attempts
+        // that takes: a receiver that is down for hours still gets them.
+        let attemptsRanOut = delivery.kind != .webhook && delivery.attempts >= configuration.maxAttempts
+        if attemptsRanOut || age >= configuration.maxAge.seconds {
             let why = "gave up after \(delivery.attempts) attempts over \(Int(age)) s; last error: \(reason)"
             logger.warning("delivery given up", metadata: ["endpoint": "\(delivery.endpointId)", "reason": "\(why)"])
             return .finish(.gaveUp, detail: why, goneSince: nil)

@@ -206,6 +206,7 @@ extension Hub {
             failed = chunk.users.count
         }
         try await store.finishBroadcastChunk(chunk, published: published, failed: failed, at: now())
+        await reportIfDone(broadcast)
         logger.debug(
             "broadcast chunk published",
             metadata: [
@@ -268,5 +269,27 @@ extension Dispatcher {
             guard let full = lanes.first(where: \.holdsALaneOfHandOffs) else { return }
             _ = await bells.wait(full.slotKey, endpoint: nil, after: ticket, timeout: .seconds(1))
         }
+    }
+
+}
+
+extension Hub {
+    /// Enqueues `broadcast.done` for the app's webhooks when the chunk just finished was its last
+    /// (the broadcast is `done` now). Its user is empty: a broadcast is no one user's.
+    func reportIfDone(_ broadcast: Broadcast) async {
+        guard let app = router.apps[broadcast.appId],
+            app.webhooks.contains(where: { $0.events.contains(.broadcastDone) }),
+            let current = try? await store.broadcast(appId: broadcast.appId, id: broadcast.id), current.status == .done
+        else { return }
+        let event = WebhookEvent.make(.broadcastDone, appId: current.appId, userId: "", at: now()) { json in
+            json.member("broadcastId", current.id)
+            json.member("status", current.status.rawValue)
+            json.member("audienceSize", current.audienceSize)
+            json.member("published", current.published)
+            json.member("failed", current.failed)
+            json.member("createdDateTime", current.createdDateTime)
+            json.member("completedDateTime", current.completedDateTime)
+        }
+        await enqueueWebhookEvents([event], app: current.appId)
     }
 }

@@ -178,6 +178,9 @@ public final class Hub: Service, Sendable {
         if planner.badgeApps.contains(key.appId) {
             dispatcher.poke(after: .seconds(DeliveryPlanner.badgeUpdateWindow))
         }
+        await enqueueWebhookEvents(
+            WebhookEvent.events(stateChange: updated, before: nil, key: key, endpoint: endpoint, at: change.now),
+            app: appID)
         return updated
     }
 
@@ -192,6 +195,23 @@ public final class Hub: Service, Sendable {
         let key = try feedKey(appID, userID)
         guard try app(appID).delivery.badge != nil else { return nil }
         return try await store.badgeCount(key, platform: platform)
+    }
+
+    /// Enqueues `events` for the app's webhooks that subscribe to them, and wakes the webhook lane.
+    /// The change they report is committed already: a failure to enqueue is logged (the event is
+    /// lost), never answered to the device, whose change stands.
+    func enqueueWebhookEvents(_ events: [WebhookEvent], app appID: String) async {
+        guard !events.isEmpty, let app = router.apps[appID], !app.webhooks.isEmpty else { return }
+        let rows = WebhookEvent.rows(events, for: app)
+        guard !rows.isEmpty else { return }
+        do {
+            try await store.enqueueWebhookEvents(rows, at: now())
+            dispatcher.pokeWebhooks()
+        } catch {
+            logger.error(
+                "webhook events not enqueued",
+                metadata: ["app": "\(appID)", "types": "\(events.map(\.type.rawValue))", "error": "\(error)"])
+        }
     }
 
     /// Changes after `version`. With `wait`, an empty page waits up to that long for a change

@@ -365,4 +365,29 @@ public enum OutboxMachine {
         (.suspendedReason, .cleared),
     ]
 
+    // MARK: Webhook events
+
+    /// Which webhook events a claim may take: the oldest pending event (smallest ID) of each app,
+    /// user and webhook, and none behind it. An event being sent, retried (waiting for its back-off)
+    /// or parked holds back the later events of its user for that webhook, so a receiver hears
+    /// each user's events in the order they happened, while other users' events go on. Events are
+    /// never merged or superseded; every other rule of the outbox applies to them as to any row.
+    ///
+    /// Rendered for a store as a condition on the candidate row `row`: no pending row of `table`
+    /// with the same app, user and endpoint (the webhook) and a smaller ID.
+    /// - Parameters:
+    ///   - table: the outbox table's name.
+    ///   - row: the candidate row's alias (or table name) in the claim's query.
+    ///   - column: a logical column's name in the store's dialect: `appId`, `userId`,
+    ///     `endpointId`, `state`, `id`.
+    public static func webhookOrder(table: String, row: String, column: (String) -> String) -> String {
+        let (app, user, endpoint, state, id) = (
+            column("appId"), column("userId"), column("endpointId"), column("state"), column("id")
+        )
+        return """
+            NOT EXISTS (SELECT 1 FROM \(table) AS older WHERE older.\(app) = \(row).\(app) \
+            AND older.\(user) = \(row).\(user) AND older.\(endpoint) = \(row).\(endpoint) \
+            AND older.\(state) = 'pending' AND older.\(id) < \(row).\(id))
+            """
+    }
 }

@@ -13,6 +13,11 @@ import Synchronization
 final class OutcomeRecorder: Sendable {
     private struct State {
         var queue: [OutboxOutcome] = []
+        /// The webhook rows each queued outcome makes, written in its transaction (parallel to `queue`).
+        var events: [[WebhookDelivery]] = []
+        /// Whether a queued outcome is a webhook event's: once written, that user's next event may
+        /// be claimed (``OutboxMachine/webhookOrder(table:row:column:)``), so the lane is woken.
+        var webhookOutcomes = false
         /// Taken by the writer, not yet written.
         var writing = 0
         /// No more outcomes will come (the lanes stopped).
@@ -27,8 +32,13 @@ final class OutcomeRecorder: Sendable {
 
     init(bells: FeedSignals) { self.bells = bells }
 
-    func add(_ outcome: OutboxOutcome) {
-        state.withLock { $0.queue.append(outcome) }
+    /// Queues `outcome`, and the webhook rows `events` it makes (written in the same transaction).
+    func add(_ outcome: OutboxOutcome, events: [WebhookDelivery] = [], webhook: Bool = false) {
+        state.withLock {
+            $0.queue.append(outcome)
+            $0.events.append(events)
+            if webhook { $0.webhookOutcomes = true }
+        }
         ring()
     }
 
@@ -42,13 +52,20 @@ final class OutcomeRecorder: Sendable {
     /// Outcomes queued, not yet taken by the writer.
     var queued: Int { state.withLock { $0.queue.count } }
 
-    /// Up to `limit` queued outcomes for the writer, and whether no more will come.
-    func take(_ limit: Int) -> (batch: [OutboxOutcome], closed: Bool) {
+    /// Up to `limit` queued outcomes for the writer with the webhook rows of each, and whether no
+    /// more will come.
+    func take(
+        _ limit: Int
+    ) -> (batch: [OutboxOutcome], events: [[WebhookDelivery]], webhook: Bool, closed: Bool) {
         state.withLock { state in
             let batch = Array(state.queue.prefix(limit))
+            let events = Array(state.events.prefix(limit))
+            let webhook = state.webhookOutcomes
+            state.webhookOutcomes = false
             state.queue.removeFirst(batch.count)
+            state.events.removeFirst(events.count)
             state.writing += batch.count
-            return (batch, state.closed)
+            return (batch, events, webhook, state.closed)
         }
     }
 
@@ -56,10 +73,12 @@ final class OutcomeRecorder: Sendable {
     func written(_ count: Int) { state.withLock { $0.writing -= count } }
 
     /// The writer failed to write `batch`: queue it again, first.
-    func putBack(_ batch: [OutboxOutcome]) {
+    func putBack(_ batch: [OutboxOutcome], events: [[WebhookDelivery]], webhook: Bool) {
         state.withLock { state in
+            if webhook { state.webhookOutcomes = true }
             state.writing -= batch.count
             state.queue.insert(contentsOf: batch, at: 0)
+            state.events.insert(contentsOf: events, at: 0)
         }
     }
 
@@ -81,7 +100,7 @@ extension Dispatcher {
         var closedAt: ContinuousClock.Instant?
         while true {
             let ticket = bells.ticket()
-            let (batch, closed) = recorder.take(configuration.maxUnrecordedOutcomes)
+            let (batch, events, webhook, closed) = recorder.take(configuration.maxUnrecordedOutcomes)
             if closed && closedAt == nil { closedAt = clock.now }
             if batch.isEmpty {
                 // Cancelled (not a graceful shutdown): stop at once; unwritten outcomes are left
@@ -92,14 +111,20 @@ extension Dispatcher {
             }
             let wasFull = recorder.backlog >= configuration.maxUnrecordedOutcomes
             do {
-                try await store.recordOutcomes(batch)
+                let rows = events.flatMap { $0 }
+                if rows.isEmpty {
+                    try await store.recordOutcomes(batch)
+                } else {
+                    try await store.recordOutcomes(batch, enqueueing: rows, at: now())
+                }
                 recorder.written(batch.count)
+                if !rows.isEmpty || webhook { pokeWebhooks() }
                 leased.withLock { leased in for outcome in batch { leased.remove(outcome.id) } }
                 faults.succeeded("recordOutcomes")
                 failures = 0
                 if wasFull { for lane in lanes { bells.wake(lane.slotKey) } }
             } catch {
-                recorder.putBack(batch)
+                recorder.putBack(batch, events: events, webhook: webhook)
                 failures += 1
                 let delay = storeBackoff(failures)
                 faults.failed("recordOutcomes", error, retryIn: delay)

@@ -15,15 +15,25 @@ package struct ProviderURL: Sendable, Hashable {
     /// The port, when the URL gives one.
     package var port: Int?
 
-    /// - Parameter notAURL: the refusal when `url` does not parse at all, saying where to get a good one.
-    package init(checking url: String, notAURL: String) throws(Refusal) {
+    /// The scheme, lower-cased: `https`, or `http` when the check allowed it.
+    package var scheme = "https"
+
+    /// - Parameters:
+    ///   - notAURL: the refusal when `url` does not parse at all, saying where to get a good one.
+    ///   - allowingHTTP: whether `http` passes too (a policy that allows it only for some hosts
+    ///     checks ``scheme`` itself).
+    package init(checking url: String, notAURL: String, allowingHTTP: Bool = false) throws(Refusal) {
         if url.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }) {
             throw Refusal(message: "must not contain spaces or control characters")
         }
         guard let components = URLComponents(string: url), let scheme = components.scheme else {
             throw Refusal(message: notAURL)
         }
-        guard scheme.lowercased() == "https" else { throw Refusal(message: "must be an https URL (it is \(scheme))") }
+        let lowered = scheme.lowercased()
+        guard lowered == "https" || (allowingHTTP && lowered == "http") else {
+            throw Refusal(message: "must be an https URL (it is \(scheme))")
+        }
+        self.scheme = lowered
         guard components.percentEncodedUser == nil, components.percentEncodedPassword == nil else {
             throw Refusal(message: "must not contain user information")
         }

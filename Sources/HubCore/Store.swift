@@ -26,7 +26,10 @@ public import struct Foundation.Date
 /// - User tags and broadcasts (``AudienceStore``) have defaults that throw `unsupported` (and
 ///   lease no broadcast chunk).
 /// - A user's export and erasure (``UserDataStore``) have defaults that throw `unsupported`.
-public protocol Store: FeedStore, EndpointStore, OutboxStore, StatisticsStore, AudienceStore, UserDataStore {
+/// - Webhook events (``WebhookStore``) have defaults that throw `unsupported`.
+public protocol Store: FeedStore, EndpointStore, OutboxStore, StatisticsStore, AudienceStore, UserDataStore,
+    WebhookStore
+{
     /// Creates or upgrades the schema. Safe to call on every start.
     func migrate() async throws
 }

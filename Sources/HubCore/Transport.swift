@@ -144,21 +144,26 @@ public struct OutboundDelivery: Sendable {
     /// otherwise. Transports send it with every push: a tap then updates the badge without an alert.
     public var badge: Int?
 
+    /// For a webhook event: the event to post (see ``WebhookStore``).
+    public var event: WebhookEvent?
+
     /// - Parameters:
     ///   - delivery: the delivery to send.
     ///   - endpoint: the endpoint it goes to.
     ///   - app: the endpoint's app.
     ///   - notification: for visible and fallback deliveries, what to render.
     ///   - badge: the hub's badge count for the endpoint, when the app shows it.
+    ///   - event: for a webhook event, the event to post.
     public init(
         delivery: Delivery, endpoint: Endpoint, app: CrossDeviceApp, notification: UserNotification?,
-        badge: Int? = nil
+        badge: Int? = nil, event: WebhookEvent? = nil
     ) {
         self.delivery = delivery
         self.endpoint = endpoint
         self.app = app
         self.notification = notification
         self.badge = badge
+        self.event = event
     }
 
     public var kind: DeliveryKind { delivery.kind }

@@ -149,6 +149,19 @@ extension PostgresStore {
     /// so their feeds are locked first (in the sweep's order).
     public func recordOutcomes(_ outcomes: [OutboxOutcome]) async throws {
         guard !outcomes.isEmpty else { return }
+        let (finish, perRow) = Self.split(outcomes)
+        guard !perRow.isEmpty else {
+            if let finish {
+                _ = try await withSession { session in try await session.run(FinishDeliveries.self, finish) }
+            }
+            return
+        }
+        try await transaction { db in try await Self.record(finish: finish, perRow: perRow, db) }
+    }
+
+    /// The finishes recorded first (``HubCore/OutboxMachine/isRecordedFirst(_:)``) as the binds of
+    /// one ``FinishDeliveries``, and the outcomes recorded row by row after them.
+    static func split(_ outcomes: [OutboxOutcome]) -> (finish: PostgresBindings?, perRow: [OutboxOutcome]) {
         var finished: [(id: Int64, result: String, detail: String?, at: Date, messageId: String?)] = []
         var seen = Set<Int64>()
         var perRow: [OutboxOutcome] = []
@@ -174,48 +187,46 @@ extension PostgresStore {
             binds.append(finished.map { $0.messageId ?? "" })
             finish = binds
         }
-        guard !perRow.isEmpty else {
-            if let finish {
-                _ = try await withSession { session in try await session.run(FinishDeliveries.self, finish) }
-            }
-            return
+        return (finish, perRow)
+    }
+
+    /// Records ``split(_:)``'s two parts in the transaction `db`.
+    static func record(finish: PostgresBindings?, perRow: [OutboxOutcome], _ db: Session) async throws {
+        if let finish { try await db.run(FinishDeliveries.self, finish) }
+        guard !perRow.isEmpty else { return }
+        try await Self.lockFeeds(ofDeliveries: perRow.map(\.id), on: db)
+        var pending: [Int64: (delivery: Delivery, transport: String, claimedAt: Date?)] = [:]
+        for row in try await db.rows(
+            """
+            SELECT \(unescaped: DeliveryColumns.list), transport, claimed_at FROM hub_delivery
+            WHERE id = ANY(\(perRow.map(\.id))) AND state = 'pending'
+            """)
+        {
+            let row = row.makeRandomAccess()
+            let delivery = try Delivery(row: row)
+            pending[delivery.id] = (delivery, try row.value("transport"), try row.value("claimed_at"))
         }
-        try await transaction { [finish, perRow] db in
-            if let finish { try await db.run(FinishDeliveries.self, finish) }
-            try await Self.lockFeeds(ofDeliveries: perRow.map(\.id), on: db)
-            var pending: [Int64: (delivery: Delivery, transport: String, claimedAt: Date?)] = [:]
-            for row in try await db.rows(
-                """
-                SELECT \(unescaped: DeliveryColumns.list), transport, claimed_at FROM hub_delivery
-                WHERE id = ANY(\(perRow.map(\.id))) AND state = 'pending'
-                """)
-            {
-                let row = row.makeRandomAccess()
-                let delivery = try Delivery(row: row)
-                pending[delivery.id] = (delivery, try row.value("transport"), try row.value("claimed_at"))
-            }
-            for outcome in perRow {
-                guard let (delivery, transport, claimedAt) = pending[outcome.id] else { continue }
-                let messageId = outcome.providerMessageId
-                switch outcome.change {
-                case .finish(_, let detail, let goneSince):
-                    try await Self.endpointGone(
-                        delivery.id, detail: detail, goneSince: goneSince, claimedAt: claimedAt, at: outcome.at,
-                        messageId: messageId, db)
-                case .retry(let dueAt, let error):
-                    try await Self.retry(
-                        delivery, transport: transport, dueAt: dueAt, error: error, at: outcome.at,
-                        messageId: messageId, db)
-                case .suspend(let reason):
-                    try await Self.retry(
-                        delivery, transport: transport, dueAt: delivery.dueAt, error: reason, at: outcome.at,
-                        messageId: messageId, db,
-                        suspending: true)
-                case .release(let dueAt):
-                    try await Self.retry(
-                        delivery, transport: transport, dueAt: dueAt, error: delivery.lastError, at: outcome.at, db,
-                        releasing: true)
-                }
+        for outcome in perRow {
+            guard let (delivery, transport, claimedAt) = pending[outcome.id] else { continue }
+            let messageId = outcome.providerMessageId
+            switch outcome.change {
+            case .finish(_, let detail, let goneSince):
+                try await Self.endpointGone(
+                    delivery.id, detail: detail, goneSince: goneSince, claimedAt: claimedAt, at: outcome.at,
+                    messageId: messageId, db)
+            case .retry(let dueAt, let error):
+                try await Self.retry(
+                    delivery, transport: transport, dueAt: dueAt, error: error, at: outcome.at,
+                    messageId: messageId, db)
+            case .suspend(let reason):
+                try await Self.retry(
+                    delivery, transport: transport, dueAt: delivery.dueAt, error: reason, at: outcome.at,
+                    messageId: messageId, db,
+                    suspending: true)
+            case .release(let dueAt):
+                try await Self.retry(
+                    delivery, transport: transport, dueAt: dueAt, error: delivery.lastError, at: outcome.at, db,
+                    releasing: true)
             }
         }
     }

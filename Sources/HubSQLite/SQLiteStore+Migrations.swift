@@ -17,6 +17,7 @@ extension SQLiteStore {
         migrator.registerMigration("v9", migrate: addLeasedIndex)
         migrator.registerMigration("v10", migrate: addConsoleIndexes)
         migrator.registerMigration("v11", migrate: addBadgeCounters)
+        migrator.registerMigration("v12", migrate: addWebhookEvents)
         return migrator
     }()
 
@@ -225,6 +226,25 @@ extension SQLiteStore {
                     WHERE n.status = 'active' AND n.readState = 'unread' AND n.userActionState <> 'dismissed'
                 )
                 GROUP BY appId, userId, scope;
+                """)
+    }
+
+    /// `v12`: webhook events (``WebhookStore``). Their outbox rows are `delivery` rows of transport
+    /// `webhook`; `webhookEvent` holds each row's event (ID, type, body) and goes with its row
+    /// (`ON DELETE CASCADE`: the sweep's purge of finished rows). `delivery_endpoint` already finds
+    /// the older pending events of a user and webhook (``OutboxMachine/webhookOrder(table:row:column:)``);
+    /// `delivery_webhook` serves the console's summary per webhook.
+    static func addWebhookEvents(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE webhookEvent (
+                    deliveryId INTEGER PRIMARY KEY REFERENCES delivery (id) ON DELETE CASCADE,
+                    eventId TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    body TEXT NOT NULL
+                );
+                CREATE INDEX delivery_webhook ON delivery (appId, endpointId, state, finishedAt)
+                    WHERE transport = 'webhooks';
                 """)
     }
 }

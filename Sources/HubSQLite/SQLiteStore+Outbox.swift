@@ -185,7 +185,12 @@ extension SQLiteStore {
     /// `suspendedReason` set) until ``resumeSuspended(at:)``.
     public func recordOutcomes(_ outcomes: [OutboxOutcome]) async throws {
         guard !outcomes.isEmpty else { return }
-        try await write(.relaxed) { db in
+        try await write(.relaxed) { db in try Self.recordOutcomes(db, outcomes) }
+    }
+
+    /// ``recordOutcomes(_:)`` in the transaction of `db`.
+    static func recordOutcomes(_ db: Database, _ outcomes: [OutboxOutcome]) throws {
+        do {
             // Own final answers first (``OutboxMachine/isRecordedFirst(_:)``), in one statement per ending.
             var plain: [PlainFinish] = []
             var plainAt = Date.distantPast

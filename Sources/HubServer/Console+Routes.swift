@@ -160,6 +160,7 @@ extension HubAPI {
         console.addFailuresPage(to: group)
         console.addEndpointsPage(to: group)
         console.addStatisticsPage(to: group)
+        console.addWebhooksPage(to: group)
         console.addDeliveriesPage(to: group)
         console.addBroadcastsPage(to: group)
         console.addSendPage(to: group)

@@ -33,6 +33,7 @@ struct ServeCommandTests {
             "polling transport enabled", "apns transport off: no app has credentials.apns",
             "fcm transport off: no app has credentials.fcm", "wns transport off: no app has credentials.wns",
             "unifiedpush transport off: hub.yaml has no transports.unifiedpush",
+            "webhooks transport off: no app has webhooks",
         ] {
             #expect(hub.log.contains(line), "\(line)\n\(hub.log)")
         }

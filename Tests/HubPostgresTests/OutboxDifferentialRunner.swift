@@ -53,7 +53,8 @@ final class DifferentialSide {
     /// than a new schema for every sequence).
     static func postgres(_ store: PostgresStore) async throws -> DifferentialSide {
         try await store.migrate()
-        try await store.rows("TRUNCATE hub_delivery, hub_notification, hub_endpoint RESTART IDENTITY")
+        try await store.rows(
+            "TRUNCATE hub_delivery, hub_webhook_event, hub_notification, hub_endpoint RESTART IDENTITY")
         try await store.rows("ALTER SEQUENCE hub_change_version RESTART")
         return DifferentialSide(name: "PostgreSQL", store: store) {
             try await store.rows(

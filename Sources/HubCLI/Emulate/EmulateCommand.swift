@@ -8,9 +8,10 @@ struct EmulateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "emulate",
         abstract:
-            "Run a local emulator of APNs, FCM, WNS, Web Push or a UnifiedPush distributor that enforces what the real service enforces.",
+            "Run a local emulator of APNs, FCM, WNS, Web Push, a UnifiedPush distributor or a webhook receiver that enforces what the real service enforces.",
         subcommands: [
             EmulateAPNS.self, EmulateFCM.self, EmulateWNS.self, EmulateWebPush.self, EmulateUnifiedPush.self,
+            EmulateWebhook.self,
         ]
     )
 
