@@ -31,6 +31,7 @@ enum ConsoleNav {
         Item(id: "statistics", title: "Statistics", suffix: "/statistics"),
         Item(id: "deliveries", title: "Deliveries", suffix: "/deliveries"),
         Item(id: "broadcasts", title: "Broadcasts", suffix: "/broadcasts"),
+        Item(id: "webhooks", title: "Webhooks", suffix: "/webhooks"),
         Item(id: "send", title: "Test send", suffix: "/send"),
     ]
 }

@@ -59,6 +59,9 @@ struct ConsoleWebhooksTests {
             let none = try await client.send(
                 .get, "/console/apps/\(Harness.notes)/webhooks", headers: [.cookie: cookie])
             #expect(none.text.contains("This app has no webhooks."))
+            // Every page of an app links its webhooks page.
+            let overview = try await client.send(.get, "/console/apps/hooks.example", headers: [.cookie: cookie])
+            #expect(overview.text.contains("href=\"/console/apps/hooks.example/webhooks\""), "\(overview.text)")
         }
     }
 }
