@@ -169,10 +169,19 @@ final class HostSelector: Sendable {
         ]
         let connection = try await PostgresConnection.connect(
             configuration: connectionConfiguration, id: 0, logger: logger)
-        defer { let _: EventLoopFuture<Void> = connection.close() }
-        guard configuration.targetSessionAttributes != .any else { return nil }
-        return try await refusal(
-            connection.boundedRows(Self.checkQuery, logger: logger, timeout: configuration.connectTimeout))
+        // Closed (and its close awaited) on every path: postgres-nio requires it before release.
+        do {
+            let refusal =
+                configuration.targetSessionAttributes == .any
+                ? nil
+                : try await refusal(
+                    connection.boundedRows(Self.checkQuery, logger: logger, timeout: configuration.connectTimeout))
+            try? await connection.close()
+            return refusal
+        } catch {
+            try? await connection.close()
+            throw error
+        }
     }
 
     /// Why connecting failed, without the URL or password.
