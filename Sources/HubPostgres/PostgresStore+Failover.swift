@@ -16,7 +16,9 @@ import Synchronization
 //   current_setting('transaction_read_only')`); the first that suits is used until a call on it
 //   fails as unavailable (connection refused or lost, lease timed out, or the server turned
 //   read-only: SQLSTATE 25006), and then the next call looks again. One search runs at a time;
-//   calls made meanwhile wait for it. When no host suits, the search fails as
+//   calls made meanwhile wait for it, at most ``PostgresStore/Configuration/leaseTimeout`` (each
+//   host gets twice the connect timeout, also when it accepts the TCP connection and then says
+//   nothing). When no host suits, the search fails as
 //   `HubError(.unavailable)` naming each host and why it was refused (never the password), and
 //   calls fail at once with that error for `HostSelector.retryInterval` before the next search:
 //   while no primary is reachable the HTTP API answers 503 with `Retry-After`, at once.
@@ -70,7 +72,15 @@ final class HostSelector: Sendable {
         switch next {
         case .use(let index): return index
         case .fail(let error): throw error
-        case .wait(let search): return try await search.value
+        case .wait(let search):
+            // The search goes on (and is remembered) past this caller's wait.
+            do {
+                return try await withDeadline(configuration.leaseTimeout, "the search for a PostgreSQL server") {
+                    try await search.value
+                }
+            } catch let error as DeadlineExceeded {
+                throw HubError(.unavailable, "The PostgreSQL servers did not answer (\(error)); retry later.")
+            }
         }
     }
 
@@ -124,7 +134,13 @@ final class HostSelector: Sendable {
         var reasons: [String] = []
         for (index, endpoint) in configuration.hosts.enumerated() {
             do {
-                if let refusal = try await probe(index) {
+                // A server that accepts the TCP connection and then says nothing (a frozen host)
+                // must not hold the search: connecting, authenticating and the check together
+                // get twice the connect timeout.
+                let refusal = try await withDeadline(configuration.connectTimeout * 2, "connecting") {
+                    try await self.probe(index)
+                }
+                if let refusal {
                     reasons.append("\(endpoint) \(refusal)")
                     continue
                 }
@@ -192,6 +208,7 @@ final class HostSelector: Sendable {
             return "could not be reached (\(error.code))"
         }
         if let error = error as? HubError { return "failed (\(error.message))" }
+        if let error = error as? DeadlineExceeded { return "did not answer (\(error))" }
         return "could not be reached (\(error))"
     }
 }

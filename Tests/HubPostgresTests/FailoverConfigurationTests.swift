@@ -1,5 +1,6 @@
 import Foundation
 import HubCore
+import HubTesting
 import Testing
 
 @testable import HubPostgres
@@ -85,4 +86,61 @@ struct FailoverConfigurationTests {
         let again = await #expect(throws: HubError.self) { try await store.nextDueDate() }
         #expect(again?.code == .unavailable)
     }
+
+    @Test("A host that accepts the connection and then says nothing holds no call")
+    func silentHost() async throws {
+        let silent = try SilentListener()
+        defer { silent.close() }
+        var configuration = try PostgresStore.Configuration(
+            url: Secret("postgres://hub:s3cret@127.0.0.1:\(silent.port),127.0.0.1:1/hub?sslmode=disable"), poolSize: 2)
+        configuration.leaseTimeout = .seconds(1)
+        configuration.connectTimeout = .milliseconds(500)
+        configuration.statisticsInterval = nil
+        let store = PostgresStore(configuration: configuration)
+        let runner = Task { await store.run() }
+        defer { runner.cancel() }
+        let start = ContinuousClock.now
+        let first = await #expect(throws: HubError.self) { try await store.nextDueDate() }
+        #expect(first?.code == .unavailable)
+        #expect(ContinuousClock.now - start < .seconds(3), "the first call waited \(ContinuousClock.now - start)")
+        // The search ends on its own (twice the connect timeout per host): later calls name both hosts.
+        let named = await eventually(timeout: .seconds(10)) {
+            do {
+                _ = try await store.nextDueDate()
+                return false
+            } catch {
+                let text = "\(error)"
+                return text.contains("127.0.0.1:\(silent.port) ") && text.contains("127.0.0.1:1 ")
+            }
+        }
+        #expect(named)
+    }
+}
+
+/// A TCP port on loopback whose connections the kernel accepts and nobody ever answers.
+final class SilentListener: Sendable {
+    let descriptor: Int32
+    let port: Int
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                bind(descriptor, address, length) == 0 && listen(descriptor, 16) == 0
+                    && getsockname(descriptor, address, &length) == 0
+            }
+        }
+        guard descriptor >= 0, bound else {
+            throw PostgresStoreError(.server, "a loopback listener failed (errno \(errno))")
+        }
+        self.descriptor = descriptor
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    func close() { _ = Glibc.close(descriptor) }
 }
