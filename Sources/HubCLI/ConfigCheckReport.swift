@@ -31,15 +31,15 @@ enum ConfigCheckReport {
     private static func serverChecks(_ file: HubFile) -> [ConsoleConfigReport.Check] {
         let admin =
             file.server.adminToken.map { "admin token from \($0.source)" } ?? "no admin token (admin routes off)"
-        let store: String =
+        let store: ConsoleConfigReport.Check =
             switch file.store {
-            case .sqlite(let path): "sqlite \(path)"
-            case .postgres(let url, let pool): "postgres (\(url.source)), pool \(pool)"
+            case .sqlite(let path): .init(.ok, "store", "sqlite \(path)")
+            case .postgres(let url, let pool):
+                ConfigSummary.postgres(url, pool: pool).problem == nil
+                    ? .init(.ok, "store", ConfigSummary.postgres(url, pool: pool).summary)
+                    : .init(.error, "store", ConfigSummary.postgres(url, pool: pool).summary)
             }
-        return [
-            .init(.ok, "server", "\(file.server.host):\(file.server.port), \(admin)"),
-            .init(.ok, "store", store),
-        ]
+        return [.init(.ok, "server", "\(file.server.host):\(file.server.port), \(admin)"), store]
     }
 
     private static func appChecks(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import HubConfig
 import HubCore
+import HubPostgres
 
 struct ConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -40,13 +41,38 @@ struct ConfigCommand: AsyncParsableCommand {
         @OptionGroup var options: ConfigOption
 
         func run() async throws {
-            print(ConfigSummary.render(try options.loadOrExit()))
+            let file = try options.loadOrExit()
+            print(ConfigSummary.render(file))
+            if case .postgres(let url, let pool) = file.store,
+                let problem = ConfigSummary.postgres(url, pool: pool).problem
+            {
+                printError("\(file.path): store.postgres.url: \(problem)")
+                throw ExitCode(1)
+            }
         }
     }
 }
 
 /// A human summary of a loaded hub.yaml; secrets appear only as their references.
 enum ConfigSummary {
+    /// The PostgreSQL store as `hub serve` would connect to it (its hosts, in the order tried, and
+    /// which of them it uses), or why its URL is unusable; never the password.
+    static func postgres(_ url: Secret, pool: Int) -> (summary: String, problem: String?) {
+        do {
+            let configuration = try PostgresStore.Configuration(url: url, poolSize: pool)
+            let hosts = configuration.hosts.map(\.description).joined(separator: ", ")
+            let target =
+                configuration.hosts.count > 1
+                ? "; tried in this order, the first that is \(configuration.targetSessionAttributes) is used,"
+                    + " and again after a failover"
+                : configuration.targetSessionAttributes == .any
+                    ? "" : " (\(configuration.targetSessionAttributes) only)"
+            return ("postgres (\(url.source)), pool \(pool), host(s) \(hosts)\(target)", nil)
+        } catch {
+            return ("postgres (\(url.source)), pool \(pool), URL unusable: \(error.message)", error.message)
+        }
+    }
+
     static func render(_ file: HubFile) -> String {
         var lines = ["\(file.path): OK, \(file.apps.count) app(s)"]
         lines.append(
@@ -54,7 +80,7 @@ enum ConfigSummary {
         )
         switch file.store {
         case .sqlite(let path): lines.append("  store: sqlite \(path)")
-        case .postgres(let url, let pool): lines.append("  store: postgres (\(url.source)), pool \(pool)")
+        case .postgres(let url, let pool): lines.append("  store: \(postgres(url, pool: pool).summary)")
         }
         for app in file.apps {
             lines.append("  app \(app.id) (\(app.name)), delivery \(app.delivery.mode)")

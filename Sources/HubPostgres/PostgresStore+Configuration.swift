@@ -11,8 +11,23 @@ extension PostgresStore {
     /// ```
     /// The password is kept as a ``HubCore/Secret``: ``description`` and logs never show it.
     public struct Configuration: Sendable, CustomStringConvertible {
-        public var host: String
-        public var port: Int
+        /// The servers to connect to, in the order they are tried (libpq's multi-host URL):
+        /// each new connection goes to the first that answers and suits
+        /// ``targetSessionAttributes`` (see `PostgresStore+Failover.swift`). Never empty.
+        public var hosts: [ServerAddress]
+        /// Which of ``hosts`` the store may use: after a failover, the pool and the wake-up
+        /// connection move to whichever server is the primary now.
+        public var targetSessionAttributes: TargetSessionAttributes
+        /// The first of ``hosts``; setting it replaces them all with one.
+        public var host: String {
+            get { hosts[0].host }
+            set { hosts = [ServerAddress(host: newValue, port: port)] }
+        }
+        /// The port of the first of ``hosts``; setting it replaces them all with one.
+        public var port: Int {
+            get { hosts[0].port }
+            set { hosts = [ServerAddress(host: host, port: newValue)] }
+        }
         public var username: String
         /// Sent only during authentication.
         public var password: Secret?
@@ -58,8 +73,8 @@ extension PostgresStore {
                 throw .invalidConfiguration(
                     "schema '\(schema)' must be 1–63 lower-case letters, digits or '_', starting with a letter or '_'")
             }
-            self.host = host
-            self.port = port
+            self.hosts = [ServerAddress(host: host, port: port)]
+            self.targetSessionAttributes = .any
             self.username = username
             self.password = password
             self.database = database
@@ -71,46 +86,120 @@ extension PostgresStore {
 
         /// Parses `postgres://user:password@host:port/database?sslmode=…` (or `postgresql://`).
         ///
-        /// User, password and database are percent-decoded. Query parameters: `sslmode`
-        /// (`disable`; `allow` and `prefer` = ``TLSMode/prefer``; `require`, `verify-ca` and
-        /// `verify-full` = ``TLSMode/require``, which always verifies the certificate) and
-        /// `application_name`. Error messages never repeat the URL.
+        /// Several hosts may be given, as libpq takes them: `postgres://user@h1:5432,h2:5432/db`
+        /// (an IPv6 address in brackets, `[::1]:5432`; a host without a port uses 5432). User,
+        /// password and database are percent-decoded. Query parameters: `sslmode` (`disable`;
+        /// `allow` and `prefer` = ``TLSMode/prefer``; `require`, `verify-ca` and `verify-full` =
+        /// ``TLSMode/require``, which always verifies the certificate), `application_name` and
+        /// `target_session_attrs` (`read-write`, `primary` or `any`; the default is `read-write`
+        /// with several hosts and `any` with one: the hub writes, so `read-only`, `standby` and
+        /// `prefer-standby` are refused). Error messages never repeat the URL.
         public init(url: Secret, poolSize: Int = 10, schema: String? = nil) throws(PostgresStoreError) {
             let text = url.reveal()
-            guard let components = URLComponents(string: text),
+            guard let parsed = Self.splitHosts(text) else {
+                throw .invalidConfiguration("the database URL must look like postgres://user:password@host/db")
+            }
+            let hosts = try Self.parseHosts(parsed.hosts)
+            guard let components = URLComponents(string: parsed.rest),
                 let scheme = components.scheme?.lowercased(), ["postgres", "postgresql"].contains(scheme)
             else { throw .invalidConfiguration("the database URL must look like postgres://user:password@host/db") }
-            guard let host = components.host, !host.isEmpty else {
-                throw .invalidConfiguration("the database URL has no host")
-            }
             guard let username = components.user?.removingPercentEncoding, !username.isEmpty else {
                 throw .invalidConfiguration("the database URL has no user name")
             }
             var tls = TLSMode.prefer
             var applicationName = "notification-hub"
+            var attributes: TargetSessionAttributes?
             for item in components.queryItems ?? [] {
                 switch (item.name, item.value ?? "") {
                 case ("sslmode", "disable"): tls = .disable
                 case ("sslmode", "allow"), ("sslmode", "prefer"): tls = .prefer
                 case ("sslmode", "require"), ("sslmode", "verify-ca"), ("sslmode", "verify-full"): tls = .require
                 case ("application_name", let name) where !name.isEmpty: applicationName = name
+                case ("target_session_attrs", let value):
+                    attributes = try TargetSessionAttributes(parameter: value)
                 default:
                     throw .invalidConfiguration(
-                        "the database URL parameter '\(item.name)' is not supported (use sslmode, application_name)")
+                        "the database URL parameter '\(item.name)' is not supported"
+                            + " (use sslmode, application_name, target_session_attrs)")
                 }
             }
             let path = components.percentEncodedPath.drop { $0 == "/" }
             try self.init(
-                host: host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host,
-                port: components.port ?? 5432, username: username,
+                host: hosts[0].host, port: hosts[0].port, username: username,
                 password: components.password?.removingPercentEncoding.map { Secret($0, source: url.source) },
                 database: path.isEmpty ? nil : String(path).removingPercentEncoding, tls: tls, poolSize: poolSize,
                 schema: schema, applicationName: applicationName)
+            self.hosts = hosts
+            self.targetSessionAttributes = attributes ?? (hosts.count > 1 ? .readWrite : .any)
+        }
+
+        /// Splits `scheme://userinfo@h1:p1,h2:p2/rest` into its host list and the same URL with
+        /// one placeholder host (which `URLComponents` parses); `nil` without `scheme://`.
+        static func splitHosts(_ text: String) -> (hosts: Substring, rest: String)? {
+            guard let schemeEnd = text.range(of: "://") else { return nil }
+            let afterScheme = text[schemeEnd.upperBound...]
+            let authorityEnd = afterScheme.firstIndex { "/?#".contains($0) } ?? afterScheme.endIndex
+            let authority = afterScheme[..<authorityEnd]
+            let userInfoEnd = authority.lastIndex(of: "@")
+            let hosts = userInfoEnd.map { authority[authority.index(after: $0)...] } ?? authority
+            let userInfo = userInfoEnd.map { String(authority[...$0]) } ?? ""
+            return (hosts, String(text[..<schemeEnd.upperBound]) + userInfo + "host" + afterScheme[authorityEnd...])
+        }
+
+        /// Parses `h1:5432,[::1]:5433,h3`: error messages name the item (1-based) and what to fix.
+        static func parseHosts(_ list: Substring) throws(PostgresStoreError) -> [ServerAddress] {
+            guard !list.isEmpty else { throw .invalidConfiguration("the database URL has no host") }
+            var endpoints: [ServerAddress] = []
+            for (index, item) in list.split(separator: ",", omittingEmptySubsequences: false).enumerated() {
+                let number = index + 1
+                var host: Substring
+                var portText: Substring?
+                if item.hasPrefix("[") {
+                    guard let close = item.firstIndex(of: "]") else {
+                        throw .invalidConfiguration(
+                            "host \(number) of the database URL lacks the ']' of its IPv6 address")
+                    }
+                    host = item[item.index(after: item.startIndex)..<close]
+                    let after = item[item.index(after: close)...]
+                    if !after.isEmpty {
+                        guard after.hasPrefix(":") else {
+                            throw .invalidConfiguration(
+                                "host \(number) of the database URL has '\(after)' after its IPv6 address (use [address]:port)"
+                            )
+                        }
+                        portText = after.dropFirst()
+                    }
+                } else if let colon = item.firstIndex(of: ":") {
+                    host = item[..<colon]
+                    portText = item[item.index(after: colon)...]
+                } else {
+                    host = item
+                }
+                guard !host.isEmpty else {
+                    throw .invalidConfiguration(
+                        "host \(number) of the database URL is empty (hosts are h1:port,h2:port)")
+                }
+                var port = 5432
+                if let portText {
+                    guard let value = Int(portText), portText.allSatisfy(\.isASCII), (1...65535).contains(value) else {
+                        throw .invalidConfiguration(
+                            "host \(number) of the database URL (\(host)) has port '\(portText)'; a port is 1–65535")
+                    }
+                    port = value
+                }
+                guard let decoded = String(host).removingPercentEncoding else {
+                    throw .invalidConfiguration("host \(number) of the database URL is not valid percent-encoding")
+                }
+                endpoints.append(ServerAddress(host: decoded, port: port))
+            }
+            return endpoints
         }
 
         /// The connection target without the password, safe to log.
         public var description: String {
-            "postgres://\(username)@\(host):\(port)/\(database ?? "") (tls: \(tls), pool: \(poolSize)"
+            "postgres://\(username)@\(hosts.map(\.description).joined(separator: ","))/\(database ?? "")"
+                + " (tls: \(tls), pool: \(poolSize)"
+                + (hosts.count > 1 || targetSessionAttributes != .any ? ", target: \(targetSessionAttributes)" : "")
                 + (schema.map { ", schema: \($0))" } ?? ")")
         }
 
@@ -130,9 +219,12 @@ extension PostgresStore {
         ///   `idle_in_transaction_session_timeout` (not for migrations). They are startup
         ///   parameters: a connection pooler in front of the server must pass them on or ignore
         ///   them (PgBouncer: `ignore_startup_parameters`); the store's own deadlines hold either way.
-        func client(connections: Int, role: String, serverTimeouts: Bool = true) -> PostgresClient.Configuration {
+        func client(
+            connections: Int, role: String, serverTimeouts: Bool = true, host: Int = 0
+        ) -> PostgresClient.Configuration {
             var client = PostgresClient.Configuration(
-                host: host, port: port, username: username, password: password?.reveal(), database: database,
+                host: hosts[host].host, port: hosts[host].port, username: username, password: password?.reveal(),
+                database: database,
                 tls: tls.client)
             client.options.maximumConnections = connections
             client.options.connectTimeout = connectTimeout
@@ -154,6 +246,55 @@ extension PostgresStore {
         static func milliseconds(_ duration: Duration) -> Int64 {
             let (seconds, attoseconds) = duration.components
             return max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        }
+    }
+
+    /// One server of ``Configuration/hosts``.
+    public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
+        /// A name or an address (an IPv6 address without brackets).
+        public var host: String
+        public var port: Int
+        /// - Parameters:
+        ///   - host: a name or an address (an IPv6 address without brackets).
+        ///   - port: the server's TCP port.
+        public init(host: String, port: Int = 5432) {
+            self.host = host
+            self.port = port
+        }
+        /// `host:port`, an IPv6 address in brackets.
+        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    }
+
+    /// Which servers the store may use (the URL's `target_session_attrs`, as in libpq).
+    public enum TargetSessionAttributes: Sendable, Hashable, CustomStringConvertible {
+        /// The first server that accepts the connection (no check).
+        case any
+        /// A server that is not in recovery (a primary, not a streaming standby).
+        case primary
+        /// A server that is not in recovery and whose sessions are not read-only by default.
+        case readWrite
+
+        init(parameter value: String) throws(PostgresStoreError) {
+            switch value {
+            case "any": self = .any
+            case "primary": self = .primary
+            case "read-write": self = .readWrite
+            case "read-only", "standby", "prefer-standby":
+                throw .invalidConfiguration(
+                    "target_session_attrs=\(value) would connect the hub to a read-only server; it writes on every"
+                        + " publish: use read-write (the default with several hosts), primary or any")
+            default:
+                throw .invalidConfiguration(
+                    "target_session_attrs '\(value)' is not known (use read-write, primary or any)")
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .any: "any"
+            case .primary: "primary"
+            case .readWrite: "read-write"
+            }
         }
     }
 

@@ -77,7 +77,9 @@ struct RelayState {
 // reconnect; those other instances sent while this one was away are lost, and the long-polls
 // they were for end at their timeout and read the change then. Losing and regaining the
 // connection forgets the feeds' newest versions (`FeedSignals.forgetVersions()`), so no long-poll
-// skips its first read on the strength of what this instance knew before.
+// skips its first read on the strength of what this instance knew before. With several hosts the
+// connection goes to the one the store uses now (`PostgresStore+Failover.swift`), so after a
+// failover wake-ups flow through the new primary.
 extension PostgresStore {
     /// Most wake-ups queued for sending; beyond it new ones are dropped (and counted in a warning).
     static let relayQueueLimit = 50_000
@@ -125,14 +127,21 @@ extension PostgresStore {
     func runRelay() async {
         var delay = Duration.milliseconds(100)
         while !Task.isCancelled {
+            var host: Int?
             do {
+                let target = try await hosts.target()
+                host = target
                 try await withSession(
-                    listener, started: listenerStarted, leaseTimeout: configuration.leaseTimeout,
+                    listeners[target], started: listenerStarted, leaseTimeout: configuration.leaseTimeout,
                     statementTimeout: Self.heartbeatTimeout
-                ) { session in try await self.relay(on: session) }
+                ) { session in
+                    try await self.hosts.check(session, pool: "wake-ups", host: target)
+                    try await self.relay(on: session)
+                }
                 delay = .milliseconds(100)
             } catch {
                 guard !Task.isCancelled else { return }
+                if let host { hosts.failed(host: host, error: Self.translate(error)) }
                 relayState.withLock { $0.target }?.forgetVersions()
                 logger.warning(
                     "wake-up relay lost its connection; reconnecting",

@@ -183,12 +183,21 @@ extension PostgresStore {
     ) async throws
         -> Result
     {
+        var host: Int?
         do {
+            let target = try await hosts.target()
+            host = target
             return try await withSession(
-                client, started: started, leaseTimeout: configuration.leaseTimeout,
-                statementTimeout: statementDeadline, body)
+                clients[target], started: started, leaseTimeout: configuration.leaseTimeout,
+                statementTimeout: statementDeadline
+            ) { session in
+                try await self.hosts.check(session, pool: "queries", host: target)
+                return try await body(session)
+            }
         } catch {
-            throw Self.translate(error)
+            let translated = Self.translate(error)
+            if let host { hosts.failed(host: host, error: translated) }
+            throw translated
         }
     }
 

@@ -46,10 +46,13 @@ public final class PostgresStore: Store, Service {
     /// Names this store in wake-up notifications, so that it skips its own.
     public let instanceID: String
     let logger: Logger
-    /// The pool every ``HubCore/Store`` method runs on.
-    let client: PostgresClient
-    /// One connection that sends wake-ups to the other instances and LISTENs for theirs.
-    let listener: PostgresClient
+    /// The pools every ``HubCore/Store`` method runs on, one per configured host; the one of the
+    /// host ``hosts`` chose is used (`PostgresStore+Failover.swift`).
+    let clients: [PostgresClient]
+    /// One connection per host that sends wake-ups to the other instances and LISTENs for theirs.
+    let listeners: [PostgresClient]
+    /// Which of the configured hosts is in use.
+    let hosts: HostSelector
     let relayState = Mutex(RelayState())
     let relayStarts: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)
     /// Rung when wake-ups are queued for the other instances.
@@ -68,12 +71,17 @@ public final class PostgresStore: Store, Service {
         self.configuration = configuration
         self.instanceID = String(UInt64.random(in: 1 ... .max), radix: 16)
         self.logger = logger
-        self.client = PostgresClient(
-            configuration: configuration.client(connections: configuration.poolSize, role: ""),
-            backgroundLogger: logger)
-        self.listener = PostgresClient(
-            configuration: configuration.client(connections: 1, role: "wake-ups \(instanceID)"),
-            backgroundLogger: logger)
+        self.clients = configuration.hosts.indices.map { host in
+            PostgresClient(
+                configuration: configuration.client(connections: configuration.poolSize, role: "", host: host),
+                backgroundLogger: logger)
+        }
+        self.listeners = configuration.hosts.indices.map { [instanceID] host in
+            PostgresClient(
+                configuration: configuration.client(connections: 1, role: "wake-ups \(instanceID)", host: host),
+                backgroundLogger: logger)
+        }
+        self.hosts = HostSelector(configuration: configuration, logger: logger)
         self.relayStarts = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
         self.publishes = Batcher(runners: Self.publishRunners(poolSize: configuration.poolSize), maxBatch: 32)
     }
@@ -86,13 +94,17 @@ public final class PostgresStore: Store, Service {
     /// cancelled or until graceful shutdown begins.
     public func run() async {
         await withDiscardingTaskGroup { group in
-            group.addTask {
-                self.started.open()
-                await self.client.run()
+            for client in clients {
+                group.addTask {
+                    self.started.open()
+                    await client.run()
+                }
             }
-            group.addTask {
-                self.listenerStarted.open()
-                await self.listener.run()
+            for listener in listeners {
+                group.addTask {
+                    self.listenerStarted.open()
+                    await listener.run()
+                }
             }
             if let interval = configuration.statisticsInterval {
                 group.addTask { await cancelWhenGracefulShutdown { await self.keepStatistics(every: interval) } }
@@ -141,12 +153,13 @@ public final class PostgresStore: Store, Service {
     func withDedicatedConnection<Result: Sendable>(
         role: String, statementTimeout: Duration? = nil, _ body: @escaping @Sendable (Session) async throws -> Result
     ) async throws -> Result {
-        let oneShot = PostgresClient(
-            configuration: configuration.client(connections: 1, role: role, serverTimeouts: false),
-            backgroundLogger: logger)
         let running = Latch()
         running.open()
         do {
+            let host = try await hosts.target()
+            let oneShot = PostgresClient(
+                configuration: configuration.client(connections: 1, role: role, serverTimeouts: false, host: host),
+                backgroundLogger: logger)
             return try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await oneShot.run() }
                 defer { group.cancelAll() }

@@ -78,7 +78,12 @@ extension PostgresStore {
             // 08: connection exception, 53: insufficient resources, 57P: operator intervention
             // (the server is shutting down or starting), 57014: the statement outlived
             // `statement_timeout` (the database is overloaded or a lock is held too long).
-            if let state, state.hasPrefix("08") || state.hasPrefix("53") || state.hasPrefix("57P") || state == "57014" {
+            // 25006: a write on a read-only server (a primary that became a standby; see
+            // `PostgresStore+Failover.swift`, the next call looks for the primary again).
+            if let state,
+                state.hasPrefix("08") || state.hasPrefix("53") || state.hasPrefix("57P") || state == "57014"
+                    || state == "25006"
+            {
                 return HubError(.unavailable, "The PostgreSQL database is unavailable (\(message)); retry later.")
             }
             return PostgresStoreError(.server, message, sqlState: state, underlying: error)

@@ -88,15 +88,21 @@ enum TestServer: Sendable {
     /// The server that outage tests stop and start (`HUB_TEST_RESTART_DATABASE_URL`); no other
     /// test uses it, so the outage never disturbs tests running in parallel.
     case restartable
+    /// A primary and standby a test started itself (`FailoverTests`), by their multi-host URL.
+    case pair(url: String)
 
     var variable: String {
         switch self {
         case .shared: "HUB_TEST_DATABASE_URL"
         case .restartable: "HUB_TEST_RESTART_DATABASE_URL"
+        case .pair: "FAILOVER_PAIR"
         }
     }
 
-    var url: String? { ProcessInfo.processInfo.environment[variable].flatMap { $0.isEmpty ? nil : $0 } }
+    var url: String? {
+        if case .pair(let url) = self { return url }
+        return ProcessInfo.processInfo.environment[variable].flatMap { $0.isEmpty ? nil : $0 }
+    }
 }
 
 /// Stops and starts the restartable server with the script `scripts/with-postgres` exports as
