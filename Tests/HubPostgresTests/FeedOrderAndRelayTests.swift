@@ -62,9 +62,13 @@ struct FeedOrderAndRelayTests {
             let ownTicket = firstSignals.ticket()
             firstSignals.wake(Self.key, endpoint: "p1")
             #expect(await secondSignals.wait(Self.key, endpoint: "p1", after: ticket, timeout: .seconds(5)))
-            // The local wake-up counts once; the echo of its own NOTIFY adds nothing.
-            try await Task.sleep(for: .milliseconds(200))
-            #expect(firstSignals.ticket() == ownTicket + 1)
+            // The local wake-up counts once; the echo of its own NOTIFY adds nothing. The second
+            // store's answer is sent after the first's NOTIFY reached it, so PostgreSQL delivers it
+            // after that echo: once it has arrived, the echo has been received (and skipped).
+            let answerTicket = firstSignals.ticket()
+            secondSignals.wake(Self.key, endpoint: "p2")
+            #expect(await firstSignals.wait(Self.key, endpoint: "p2", after: answerTicket, timeout: .seconds(5)))
+            #expect(firstSignals.ticket() == ownTicket + 2, "its own wake-up and the answer, not the echo")
         }
     }
 
@@ -75,14 +79,17 @@ struct FeedOrderAndRelayTests {
             // What it knew of a feed's newest version is stale once wake-ups may have been missed.
             secondSignals.committed(Self.key, version: 42)
             #expect(secondSignals.isCurrent(Self.key, version: 42))
-            #expect(try await second.terminateWakeConnection() == 1)
+            let terminated = try await second.terminateWakeConnection()
+            #expect(terminated == 1)
             #expect(await eventually { !secondSignals.isCurrent(Self.key, version: 42) }, "forgotten on the loss")
             #expect(await eventually { (try? await second.wakeConnectionCount()) == 1 }, "listening again")
-            // LISTEN runs right after connecting; give it a moment before the NOTIFY.
-            try await Task.sleep(for: .milliseconds(100))
-            let ticket = secondSignals.ticket()
-            firstSignals.wake(Self.key)
-            #expect(await secondSignals.wait(Self.key, endpoint: nil, after: ticket, timeout: .seconds(5)))
+            // LISTEN runs right after connecting: wake until one arrives.
+            #expect(
+                await eventually {
+                    let ticket = secondSignals.ticket()
+                    firstSignals.wake(Self.key)
+                    return await secondSignals.wait(Self.key, endpoint: nil, after: ticket, timeout: .milliseconds(500))
+                }, "wake-ups arrive again")
         }
     }
 
