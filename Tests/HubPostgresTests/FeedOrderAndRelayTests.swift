@@ -93,6 +93,32 @@ struct FeedOrderAndRelayTests {
         }
     }
 
+    @Test("The relay's heartbeat runs on the store's clock: a query on the wake-up connection once it passes 15 s")
+    func heartbeatOnTheClock() async throws {
+        let clock = ManualClock()
+        let store = try PostgresTestDatabase.makeStore(schema: PostgresTestDatabase.freshSchema(), clock: clock)
+        store.relay(into: FeedSignals(clock: clock))
+        try await PostgresTestDatabase.running([store]) {
+            #expect(await eventually { (try? await store.wakeConnectionCount()) == 1 })
+            // Asleep on the clock: the heartbeat and the statistics checks.
+            #expect(await eventually { clock.sleeperCount == 2 })
+            let before = try await Self.wakeConnectionQuery(store)
+            #expect(before != "SELECT 1", "no heartbeat before the clock moves")
+            clock.advance(by: PostgresStore.heartbeatInterval)
+            // Well within the interval of real time: a heartbeat on the system's clock would not come.
+            #expect(
+                await eventually(timeout: .seconds(5)) { (try? await Self.wakeConnectionQuery(store)) == "SELECT 1" },
+                "the heartbeat's query")
+        }
+    }
+
+    /// The last statement of `store`'s wake-up connection, as the server saw it.
+    static func wakeConnectionQuery(_ store: PostgresStore) async throws -> String? {
+        try await store.rows(
+            "SELECT query FROM pg_stat_activity WHERE application_name LIKE \("%wake-ups \(store.instanceID)%")"
+        ).first?.decode(String.self)
+    }
+
     /// Runs two stores on one fresh schema around `body`, each relaying wake-ups into its own signals.
     static func withRelayingStores(
         _ body: (PostgresStore, FeedSignals, PostgresStore, FeedSignals) async throws -> Void
