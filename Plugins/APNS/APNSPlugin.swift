@@ -144,7 +144,8 @@ public struct APNSPlugin: TransportPlugin {
     public func makeTransport(_ context: TransportContext) throws -> (any Transport)? {
         let apps = apps(in: context)
         guard !apps.isEmpty else { return nil }
-        let configuration = context.settings(as: APNSTransport.Configuration.self, default: .init())
+        var configuration = context.settings(as: APNSTransport.Configuration.self, default: .init())
+        configuration.now = context.now
         let transport = APNSTransport(configuration: configuration, logger: context.logger)
         for app in apps {
             guard let credentials = app.credentials.apns else { continue }

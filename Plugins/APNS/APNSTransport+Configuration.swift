@@ -49,7 +49,8 @@ extension APNSTransport {
         /// `hub_deliveries_suspended` and the app's statistics) until APNs accepts a push again.
         /// The same token answered again does not count twice.
         public var badDeviceTokenWarningThreshold: Int = 10
-        /// The wall clock for provider tokens' `iat`, `Retry-After` dates and expirations.
+        /// The wall clock for provider tokens' `iat`, `Retry-After` dates and expirations. The plugin
+        /// sets it to the hub's clock (`TransportContext.now`); the system's by default.
         public var now: @Sendable () -> Date = { Date() }
 
         /// Apple's production and development servers on port 443.

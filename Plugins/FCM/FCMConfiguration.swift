@@ -33,7 +33,8 @@ public struct FCMConfiguration: Sendable {
     public var tapTimeToLive: Duration
     /// The least delay of a retry after `QUOTA_EXCEEDED` (Google: back off at least a minute).
     public var minimumQuotaRetry: Duration
-    /// The wall clock for assertion times and token expiry; tests inject their own.
+    /// The wall clock for assertion times, token expiry, TTLs and `Retry-After` dates. The plugin sets
+    /// it to the hub's clock (`TransportContext.now`); the system's by default.
     public var now: @Sendable () -> Date
 
     public init(

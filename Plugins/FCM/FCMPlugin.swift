@@ -83,7 +83,8 @@ public struct FCMPlugin: TransportPlugin {
     public func makeTransport(_ context: TransportContext) throws -> (any Transport)? {
         let apps = apps(in: context)
         guard !apps.isEmpty else { return nil }
-        let configuration = context.settings(as: FCMConfiguration.self, default: FCMConfiguration())
+        var configuration = context.settings(as: FCMConfiguration.self, default: FCMConfiguration())
+        configuration.now = context.now
         context.logger.info(
             "fcm transport enabled",
             metadata: ["apps": "\(apps.map(\.id).joined(separator: ","))", "sendURL": "\(configuration.sendBaseURL)"])

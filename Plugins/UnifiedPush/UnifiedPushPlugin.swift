@@ -53,8 +53,9 @@ public struct UnifiedPushPlugin: TransportPlugin {
 
     /// The transport, when hub.yaml has `transports.unifiedpush`; `nil` otherwise.
     public func makeTransport(_ context: TransportContext) throws -> (any Transport)? {
-        let settings = context.settings(as: Settings.self, default: Settings())
+        var settings = context.settings(as: Settings.self, default: Settings())
         guard settings.enabled else { return nil }
+        settings.configuration.webPush.now = context.now
         let hosts = settings.configuration.webPush.endpointPolicy.allowedHosts
         context.logger.info(
             "unifiedpush transport enabled (every platform; endpoints checked at their distributor)",

@@ -39,7 +39,8 @@ public struct WNSConfiguration: Sendable {
     /// notification for an offline device, which is what a coalescing "sync your feed" tap wants;
     /// WNS's own default for raw is `no-cache`.
     public var tapCachePolicy: WNSCachePolicy
-    /// The wall clock for token expiry and TTLs; tests inject their own.
+    /// The wall clock for token expiry, TTLs and `Retry-After` dates. The plugin sets it to the hub's
+    /// clock (`TransportContext.now`); the system's by default.
     public var now: @Sendable () -> Date
 
     public init(

@@ -102,7 +102,8 @@ public struct WNSPlugin: TransportPlugin {
     public func makeTransport(_ context: TransportContext) throws -> (any Transport)? {
         let apps = apps(in: context)
         guard !apps.isEmpty else { return nil }
-        let configuration = context.settings(as: WNSConfiguration.self, default: WNSConfiguration())
+        var configuration = context.settings(as: WNSConfiguration.self, default: WNSConfiguration())
+        configuration.now = context.now
         if !configuration.channelPolicy.additionalHosts.isEmpty {
             context.logger.warning(
                 "wns channel URIs on extra hosts are allowed; use this with emulators only",

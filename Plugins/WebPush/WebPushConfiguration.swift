@@ -21,7 +21,8 @@ public struct WebPushConfiguration: Sendable {
     /// messages unless they registered `declarative: false` (entries as in
     /// ``WebPushEndpointPolicy/allowedHosts``); by default Apple's, `*.push.apple.com`.
     public var declarativeHosts: [String]
-    /// The clock for TTLs and VAPID expiry.
+    /// The wall clock for TTLs, VAPID expiry and `Retry-After` dates. The plugin sets it to the hub's
+    /// clock (`TransportContext.now`); the system's by default.
     public var now: @Sendable () -> Date
 
     public init(

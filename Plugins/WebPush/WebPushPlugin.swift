@@ -118,7 +118,8 @@ public struct WebPushPlugin: TransportPlugin {
     public func makeTransport(_ context: TransportContext) throws -> (any Transport)? {
         let apps = apps(in: context)
         guard !apps.isEmpty else { return nil }
-        let configuration = context.settings(as: WebPushConfiguration.self, default: WebPushConfiguration())
+        var configuration = context.settings(as: WebPushConfiguration.self, default: WebPushConfiguration())
+        configuration.now = context.now
         let hosts = configuration.endpointPolicy.allowedHosts
         if hosts.contains("*") {
             context.logger.warning(

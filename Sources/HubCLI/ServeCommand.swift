@@ -29,6 +29,8 @@ struct ServeCommand: AsyncParsableCommand {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
 
+        // One clock for the hub, its transports and the store: every date they write comes from it.
+        let clock = SystemClock()
         let store: any Store
         let cursorKey: [UInt8]
         // A PostgreSQL store is a service (its pool and wake-up relay), first in the group so
@@ -42,8 +44,9 @@ struct ServeCommand: AsyncParsableCommand {
         case .postgres(let url, let poolSize):
             var storeLogger = logger
             storeLogger[metadataKey: "store"] = "postgres"
-            let postgres = PostgresStore(
-                configuration: try .init(url: url, poolSize: poolSize), logger: storeLogger)
+            var postgresConfiguration = try PostgresStore.Configuration(url: url, poolSize: poolSize)
+            postgresConfiguration.clock = clock
+            let postgres = PostgresStore(configuration: postgresConfiguration, logger: storeLogger)
             // The shared cursor key lives in the schema: migrate first (the call below is then a no-op).
             try await postgres.migrate()
             // Every instance must sign cursors with the same key: without a configured one, the
@@ -60,10 +63,11 @@ struct ServeCommand: AsyncParsableCommand {
         }
         try await store.migrate()
 
-        let signals = FeedSignals()
+        let signals = FeedSignals(clock: clock)
         (store as? PostgresStore)?.relay(into: signals)  // wake-ups cross instances
         let plugins = HubCLI.plugins
-        let transports = try Transports.make(for: file, plugins: plugins, signals: signals, logger: logger)
+        let transports = try Transports.make(
+            for: file, plugins: plugins, signals: signals, clock: clock, logger: logger)
         TransportReport.report(apps: file.apps, plugins: plugins, enabled: transports.map(\.id), logger: logger)
 
         var hubConfiguration = file.hubConfiguration()
@@ -74,7 +78,8 @@ struct ServeCommand: AsyncParsableCommand {
                 ? "\(ProcessInfo.processInfo.hostName)-pid\(ProcessInfo.processInfo.processIdentifier)"
                 : "\(ProcessInfo.processInfo.hostName):\(file.server.port)")
         let hub = try Hub(
-            configuration: hubConfiguration, store: store, transports: transports, signals: signals, logger: logger)
+            configuration: hubConfiguration, store: store, transports: transports, signals: signals, logger: logger,
+            clock: clock)
         let identity = IdentityVerifier(apps: file.apps)
         try await identity.loadKeys()
         var server = HubServerConfiguration(

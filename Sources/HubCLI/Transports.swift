@@ -4,10 +4,11 @@ import Logging
 
 /// Makes the transports `hub serve` runs: one per plugin of the build that has something to do
 /// (its ``TransportPlugin/makeTransport(_:)`` returns `nil` otherwise), each from its
-/// `transports.<id>` settings, with a logger that names it.
+/// `transports.<id>` settings, with a logger that names it and the hub's clock.
 enum Transports {
     static func make(
-        for file: HubFile, plugins: [any TransportPlugin], signals: FeedSignals, logger: Logger
+        for file: HubFile, plugins: [any TransportPlugin], signals: FeedSignals, clock: any HubClock,
+        logger: Logger
     ) throws -> [any Transport] {
         var transports: [any Transport] = []
         for plugin in plugins {
@@ -15,7 +16,7 @@ enum Transports {
             transportLogger[metadataKey: "transport"] = "\(plugin.id)"
             let context = TransportContext(
                 settings: file.transports[plugin.id] ?? NoSettings(), apps: file.apps, signals: signals,
-                logger: transportLogger)
+                logger: transportLogger, clock: clock)
             if let transport = try plugin.makeTransport(context) { transports.append(transport) }
         }
         return transports

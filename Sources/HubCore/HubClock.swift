@@ -6,7 +6,8 @@ public import Foundation
 /// Everything that waits or reads the time takes one: ``Hub`` (its sweeper and statistics
 /// flushes), the dispatcher (idle pauses, leases, back-offs, outcome batching), ``FeedSignals``
 /// (long-poll and event stream deadlines) and the server's rate limits. Transports and their token
-/// caches take the hub's ``date`` through their `now`.
+/// caches take the hub's ``date`` through ``TransportContext/clock``; the PostgreSQL store takes the
+/// clock in its configuration (its own timestamps, its relay's and statistics' pauses).
 /// ``SystemClock`` is the real one. A test injects a manual clock (HubTesting's `ManualClock`) and
 /// moves it forward instead of sleeping, so a timeout fires when the test says, never because the
 /// machine was busy.

@@ -1,3 +1,4 @@
+public import Foundation
 public import Logging
 
 /// A transport as a plugin: what it is called, which platforms it serves, how it reads its part
@@ -126,12 +127,32 @@ public struct TransportContext: Sendable {
     public var signals: FeedSignals
     /// A logger with `transport` metadata set to the plugin's ID.
     public var logger: Logger
+    /// The hub's clock. A transport takes every date it signs, sends or compares from its
+    /// ``HubClock/date`` (token issue and expiry times, `Retry-After` dates, time to live), so a
+    /// test that moves the hub's clock moves the transport's with it.
+    public var clock: any HubClock
 
-    public init(settings: any Sendable, apps: [CrossDeviceApp], signals: FeedSignals, logger: Logger) {
+    /// - Parameters:
+    ///   - settings: what ``TransportPlugin/readSettings(_:)`` returned for `transports.<id>`.
+    ///   - apps: every configured app.
+    ///   - signals: the hub's wake-up hub.
+    ///   - logger: a logger with `transport` metadata set to the plugin's ID.
+    ///   - clock: the hub's clock (``Hub/clock``); the system's by default.
+    public init(
+        settings: any Sendable, apps: [CrossDeviceApp], signals: FeedSignals, logger: Logger,
+        clock: any HubClock = SystemClock()
+    ) {
         self.settings = settings
         self.apps = apps
         self.signals = signals
         self.logger = logger
+        self.clock = clock
+    }
+
+    /// The hub's wall-clock time, as the `now` closure of a transport's configuration.
+    public var now: @Sendable () -> Date {
+        let clock = clock
+        return { clock.date }
     }
 
     /// The settings as the plugin's own type, or its defaults when they are not of that type.

@@ -10,9 +10,9 @@ extension WebPushEmulator {
         guard request.method == "POST" else { return refuse(405, "MethodNotAllowed") }
         guard let subscription else { return refuse(404, "BadDeviceToken") }
         if expired { return refuse(410, "Unregistered") }
-        let vapid: (subject: String, key: String)
+        let vapid: (subject: String, key: String, expiry: Date?)
         if distributor && request.header("authorization") == nil && subscription.applicationServerKey == nil {
-            vapid = ("", "")  // a distributor whose app gave no VAPID key takes pushes without it
+            vapid = ("", "", nil)  // a distributor whose app gave no VAPID key takes pushes without it
         } else {
             switch verifyVAPID(request, subscription: subscription) {
             case .success(let verified): vapid = verified
@@ -44,7 +44,8 @@ extension WebPushEmulator {
         }
         var message = ReceivedMessage(
             subscriptionID: id, plaintext: plaintext, body: request.body, timeToLive: ttl, urgency: urgency,
-            topic: topic, subject: vapid.subject, vapidKey: vapid.key, httpVersion: request.version)
+            topic: topic, subject: vapid.subject, vapidKey: vapid.key, vapidExpiry: vapid.expiry,
+            httpVersion: request.version)
         switch Self.readDeclarative(plaintext) {
         case .classic: break
         case .declarative: message.isDeclarative = true
@@ -87,7 +88,9 @@ extension WebPushEmulator {
 
     /// Checks `Authorization: vapid t=…, k=…` (RFC 8292 §3): the JWT's header, ES256 signature by `k`,
     /// `aud`, `exp` and `sub`, and `k` against the subscription's application server key.
-    func verifyVAPID(_ request: EmulatorRequest, subscription: Subscription) -> Result<(String, String), Refusal> {
+    func verifyVAPID(
+        _ request: EmulatorRequest, subscription: Subscription
+    ) -> Result<(String, String, Date?), Refusal> {
         let bad = Refusal(status: 401, reason: "BadJwtToken")
         guard let header = request.header("authorization"), header.lowercased().hasPrefix("vapid ") else {
             return .failure(Refusal(status: 401, reason: "BadAuthorizationHeader"))
@@ -123,7 +126,7 @@ extension WebPushEmulator {
         if let expected = subscription.applicationServerKey, expected != keyBytes {
             return .failure(Refusal(status: 403, reason: "VapidPkHashMismatch"))
         }
-        return .success((subject, keyText))
+        return .success((subject, keyText, Date(timeIntervalSince1970: exp)))
     }
 
     /// The plaintext of an `aes128gcm` body (RFC 8188, RFC 8291) for `subscription`, or `nil` when

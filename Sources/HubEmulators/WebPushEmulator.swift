@@ -72,6 +72,8 @@ public final class WebPushEmulator: Sendable {
         public var subject: String
         /// The VAPID public key (`k`), URL-safe base64.
         public var vapidKey: String
+        /// The VAPID JWT's `exp`; `nil` for a distributor's push without VAPID.
+        public var vapidExpiry: Date?
         /// `HTTP/2.0` or `HTTP/1.1`: how the message came.
         public var httpVersion: String
         /// Whether the plaintext is a valid declarative push message (``readDeclarative(_:)``).

@@ -60,6 +60,13 @@ extension PostgresStore {
         /// statistics say, to analyze it before autovacuum does (`PostgresStore+Statistics.swift`);
         /// `nil` leaves statistics to autovacuum alone.
         public var statisticsInterval: Duration? = .seconds(2)
+        /// The hub's clock (``HubCore/Hub/clock``): the dates the store writes on its own (a put-back
+        /// delivery's finish time in ``PostgresStore/releaseLeases(owner:)``) and the pauses of its
+        /// background work (the wake-up relay's reconnect back-off and heartbeat, the statistics
+        /// checks). The limits that guard against a server that hangs in real time
+        /// (``leaseTimeout``, ``statementTimeout``, ``connectTimeout``) stay on the system clock,
+        /// like the hub's store deadlines. The system's by default.
+        public var clock: any HubClock = SystemClock()
 
         /// - Throws: ``PostgresStoreError`` with code `invalidConfiguration` when the schema name
         ///   or pool size is unusable.

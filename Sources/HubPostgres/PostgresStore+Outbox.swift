@@ -258,6 +258,7 @@ extension PostgresStore {
             "SELECT id FROM hub_delivery WHERE lease_owner = \(owner) AND state = 'pending'"
         ).map { try $0.decode(Int64.self) }
         guard !leased.isEmpty else { return }
+        let now = configuration.clock.date
         try await transaction { db in
             try await Self.lockFeeds(ofDeliveries: leased, on: db)
             let pending = try await db.rows(
@@ -271,7 +272,7 @@ extension PostgresStore {
             }
             for (delivery, transport) in pending {
                 try await Self.retry(
-                    delivery, transport: transport, dueAt: delivery.dueAt, error: delivery.lastError, at: Date(), db)
+                    delivery, transport: transport, dueAt: delivery.dueAt, error: delivery.lastError, at: now, db)
             }
         }
     }

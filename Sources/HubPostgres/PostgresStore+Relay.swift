@@ -73,7 +73,8 @@ struct RelayState {
 // Incoming: the same connection LISTENs; each notification from another instance wakes the local
 // waiters it names (this instance's own come back too, and are skipped by instance ID).
 // A lost connection is reopened (100 ms, doubling up to 5 s); a heartbeat query every 15 s
-// notices a connection that died without closing. Wake-ups queued meanwhile are sent after the
+// notices a connection that died without closing (both pauses on `configuration.clock`, the
+// hub's). Wake-ups queued meanwhile are sent after the
 // reconnect; those other instances sent while this one was away are lost, and the long-polls
 // they were for end at their timeout and read the change then. Losing and regaining the
 // connection forgets the feeds' newest versions (`FeedSignals.forgetVersions()`), so no long-poll
@@ -147,7 +148,7 @@ extension PostgresStore {
                     "wake-up relay lost its connection; reconnecting",
                     metadata: ["error": "\(Self.translate(error))", "retryIn": "\(delay)"])
             }
-            try? await Task.sleep(for: delay)
+            try? await configuration.clock.sleep(until: configuration.clock.now + delay, tolerance: nil)
             delay = min(delay * 2, .seconds(5))
         }
     }
@@ -235,7 +236,7 @@ extension PostgresStore {
     /// missed); throws when it does not: a connection that died without closing never ends a LISTEN.
     private func heartbeat(_ session: Session) async throws {
         while true {
-            try await Task.sleep(for: Self.heartbeatInterval)
+            try await configuration.clock.sleep(until: configuration.clock.now + Self.heartbeatInterval, tolerance: nil)
             try await session.rows("SELECT 1")
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HubCore
 import Logging
 import PostgresNIO
 
@@ -49,7 +50,7 @@ extension PostgresStore {
     /// logged once per episode (the server may be restarting).
     func keepStatistics(every interval: Duration) async {
         var failing = false
-        while (try? await Task.sleep(for: interval)) != nil {
+        while (try? await configuration.clock.sleep(until: configuration.clock.now + interval, tolerance: nil)) != nil {
             do {
                 let analyzed = try await analyzeGrownTables()
                 if !analyzed.isEmpty {

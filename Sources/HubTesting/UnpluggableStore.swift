@@ -44,6 +44,9 @@ public final class StorePlug: StoreInterceptor {
     /// How many times the store method `name` was called (through the plug).
     public func calls(_ name: String) -> Int { state.withLock { $0.calls[name, default: 0] } }
 
+    /// How many calls hang right now, waiting to be plugged in again.
+    public var hanging: Int { state.withLock { $0.waiting.count } }
+
     /// How many deliveries the store's claims returned (through the plug).
     public var claimedDeliveries: Int { state.withLock { $0.claimed } }
 

@@ -23,7 +23,7 @@ struct ConnectionLimitTests {
         let trickling = Task {
             for _ in 0..<40 {
                 try? await trickle.send("X")
-                try? await Task.sleep(for: .milliseconds(200))
+                try? await Task.sleep(for: .milliseconds(200))  // the trickle's pace: the header timeout is real time
             }
         }
         defer { trickling.cancel() }

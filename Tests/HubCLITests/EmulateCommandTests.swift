@@ -281,10 +281,7 @@ final class RunningEmulator: @unchecked Sendable {
             self.lock.withLock { self.errorText += String(decoding: data, as: UTF8.self) }
         }
         try process.run()
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline, process.isRunning, !output.contains(marker) {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        _ = await eventually(timeout: .seconds(60)) { !process.isRunning || output.contains(marker) }
         guard output.contains(marker) else {
             process.terminate()
             throw EmulatorDidNotStart(output: output + errors)

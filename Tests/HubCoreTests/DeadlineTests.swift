@@ -53,7 +53,7 @@ struct DeadlineTests {
                         let result = try? await withDeadline(
                             .milliseconds(milliseconds), "hung \(milliseconds)", watchdog: watchdog
                         ) {
-                            try await Task.sleep(for: .seconds(30))
+                            try await Task.sleep(for: .seconds(30))  // a call that hangs, for the deadline to cut
                         }
                         #expect(result == nil)
                         fired.append(milliseconds)

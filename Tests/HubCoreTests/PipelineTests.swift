@@ -231,7 +231,7 @@ struct PipelineTests {
         for fault in [StorePlug.Fault.hang, .fail] {
             let plug = StorePlug()
             let apns = RecordingTransport(id: .apns) { _ in
-                try? await Task.sleep(for: .milliseconds(20))
+                try? await Task.sleep(for: .milliseconds(20))  // a provider's round trip, not a wait
                 return .accepted
             }
             let test = try TestHub(apns: apns, plug: plug, storeTimeout: .seconds(1))
@@ -242,16 +242,20 @@ struct PipelineTests {
                 }
                 var acknowledged: Set<String> = []
                 var refused = 0
-                var outageStarted = ContinuousClock.now
+                var claimsAtStart = 0
                 var claimsAtRecovery = 0
                 for user in 0..<40 {
                     if user == 20 {
                         plug.unplug(fault)
-                        outageStarted = .now
+                        claimsAtStart = plug.calls("claimDeliveries")
                     }
                     if user == 26 {
-                        // Long enough for the dispatcher's claims to fail several times in a row.
-                        try await Task.sleep(until: outageStarted + .seconds(2))
+                        // Until the dispatcher's claims have failed several times in a row (each
+                        // hung one ends at the 1 s store deadline; failed ones come back at once).
+                        let claimsAtOutage = claimsAtStart
+                        #expect(
+                            await eventually { plug.calls("claimDeliveries") >= claimsAtOutage + 3 },
+                            "\(fault): claims during the outage")
                         claimsAtRecovery = plug.calls("claimDeliveries")
                         plug.plugIn()
                     }
@@ -294,7 +298,7 @@ struct PipelineTests {
         let running = Task { try await group.run() }
         #expect(await eventually { plug.calls("claimDeliveries") > 0 })
         plug.unplug(.hang)
-        try await Task.sleep(for: .milliseconds(300))
+        #expect(await eventually { plug.hanging > 0 }, "a store call hangs when the shutdown starts")
         let started = ContinuousClock.now
         await group.triggerGracefulShutdown()
         try await withDeadline(.seconds(10), "the hub's shutdown") { try await running.value }

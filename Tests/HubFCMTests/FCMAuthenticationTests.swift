@@ -1,7 +1,9 @@
 import Foundation
 import HubCore
 import HubFCM
+import HubTesting
 import JWTKit
+import Logging
 import Synchronization
 import Testing
 
@@ -18,6 +20,31 @@ struct FCMAuthenticationTests {
             #expect(fixture.emulator.rejectedAssertions.isEmpty)
             #expect(fixture.emulator.tokenExchanges == 1, "one assertion for ten sends")
             #expect(fixture.emulator.messages.count == 10)
+        }
+    }
+
+    @Test("the plugin's transport signs its assertion on the hub's clock (TransportContext.clock)")
+    func hubClock() async throws {
+        let clock = ManualClock(date: Date(timeIntervalSince1970: 1_900_000_000))
+        // The emulator on the same clock refuses an assertion from the system's clock, years earlier.
+        let emulator = try await FCMEmulator.start(now: { clock.date })
+        try await emulator.register(.primary)
+        let credentials = FCMTestServiceAccount.primary.credentials(tokenURI: emulator.tokenURI)
+        let app = CrossDeviceApp(
+            id: FCMFixture.appID, name: "Notes", platforms: [.android: [FCMFixture.package]],
+            credentials: PushCredentials([credentials]))
+        let settings = FCMConfiguration(sendBaseURL: emulator.baseURL, trustRootsPEM: [emulator.trustRootPEM])
+        let context = TransportContext(
+            settings: settings, apps: [app], signals: FeedSignals(clock: clock), logger: Logger(label: "test"),
+            clock: clock)
+        let transport = try #require(try FCMPlugin().makeTransport(context) as? FCMTransport)
+        try await withShutdown([transport.shutdown, emulator.shutdown]) {
+            let endpoint = Endpoint(
+                id: "android", appId: app.id, userId: "alice", platform: .android, platformAppId: FCMFixture.package,
+                transport: .fcm, token: "device-token-1", registeredAt: clock.date)
+            #expect(await transport.send(.fixture(.shoulderTap, to: endpoint, app: app)) == .accepted)
+            #expect(emulator.rejectedAssertions.isEmpty)
+            #expect(emulator.tokenExchanges == 1)
         }
     }
 

@@ -21,7 +21,7 @@ struct BroadcastInstancesTests {
         broadcasts.chunkSize = 4
         broadcasts.pollInterval = .milliseconds(50)
         let slow: @Sendable (OutboundDelivery) async -> DeliveryOutcome = { _ in
-            try? await Task.sleep(for: .milliseconds(20))
+            try? await Task.sleep(for: .milliseconds(20))  // a provider's round trip, not a wait
             return .accepted
         }
         let plugs = (a: StorePlug(), b: StorePlug())

@@ -62,9 +62,13 @@ struct FeedOrderAndRelayTests {
             let ownTicket = firstSignals.ticket()
             firstSignals.wake(Self.key, endpoint: "p1")
             #expect(await secondSignals.wait(Self.key, endpoint: "p1", after: ticket, timeout: .seconds(5)))
-            // The local wake-up counts once; the echo of its own NOTIFY adds nothing.
-            try await Task.sleep(for: .milliseconds(200))
-            #expect(firstSignals.ticket() == ownTicket + 1)
+            // The local wake-up counts once; the echo of its own NOTIFY adds nothing. The second
+            // store's answer is sent after the first's NOTIFY reached it, so PostgreSQL delivers it
+            // after that echo: once it has arrived, the echo has been received (and skipped).
+            let answerTicket = firstSignals.ticket()
+            secondSignals.wake(Self.key, endpoint: "p2")
+            #expect(await firstSignals.wait(Self.key, endpoint: "p2", after: answerTicket, timeout: .seconds(5)))
+            #expect(firstSignals.ticket() == ownTicket + 2, "its own wake-up and the answer, not the echo")
         }
     }
 
@@ -75,15 +79,44 @@ struct FeedOrderAndRelayTests {
             // What it knew of a feed's newest version is stale once wake-ups may have been missed.
             secondSignals.committed(Self.key, version: 42)
             #expect(secondSignals.isCurrent(Self.key, version: 42))
-            #expect(try await second.terminateWakeConnection() == 1)
+            let terminated = try await second.terminateWakeConnection()
+            #expect(terminated == 1)
             #expect(await eventually { !secondSignals.isCurrent(Self.key, version: 42) }, "forgotten on the loss")
             #expect(await eventually { (try? await second.wakeConnectionCount()) == 1 }, "listening again")
-            // LISTEN runs right after connecting; give it a moment before the NOTIFY.
-            try await Task.sleep(for: .milliseconds(100))
-            let ticket = secondSignals.ticket()
-            firstSignals.wake(Self.key)
-            #expect(await secondSignals.wait(Self.key, endpoint: nil, after: ticket, timeout: .seconds(5)))
+            // LISTEN runs right after connecting: wake until one arrives.
+            #expect(
+                await eventually {
+                    let ticket = secondSignals.ticket()
+                    firstSignals.wake(Self.key)
+                    return await secondSignals.wait(Self.key, endpoint: nil, after: ticket, timeout: .milliseconds(500))
+                }, "wake-ups arrive again")
         }
+    }
+
+    @Test("The relay's heartbeat runs on the store's clock: a query on the wake-up connection once it passes 15 s")
+    func heartbeatOnTheClock() async throws {
+        let clock = ManualClock()
+        let store = try PostgresTestDatabase.makeStore(schema: PostgresTestDatabase.freshSchema(), clock: clock)
+        store.relay(into: FeedSignals(clock: clock))
+        try await PostgresTestDatabase.running([store]) {
+            #expect(await eventually { (try? await store.wakeConnectionCount()) == 1 })
+            // Asleep on the clock: the heartbeat and the statistics checks.
+            #expect(await eventually { clock.sleeperCount == 2 })
+            let before = try await Self.wakeConnectionQuery(store)
+            #expect(before != "SELECT 1", "no heartbeat before the clock moves")
+            clock.advance(by: PostgresStore.heartbeatInterval)
+            // Well within the interval of real time: a heartbeat on the system's clock would not come.
+            #expect(
+                await eventually(timeout: .seconds(5)) { (try? await Self.wakeConnectionQuery(store)) == "SELECT 1" },
+                "the heartbeat's query")
+        }
+    }
+
+    /// The last statement of `store`'s wake-up connection, as the server saw it.
+    static func wakeConnectionQuery(_ store: PostgresStore) async throws -> String? {
+        try await store.rows(
+            "SELECT query FROM pg_stat_activity WHERE application_name LIKE \("%wake-ups \(store.instanceID)%")"
+        ).first?.decode(String.self)
     }
 
     /// Runs two stores on one fresh schema around `body`, each relaying wake-ups into its own signals.

@@ -64,8 +64,7 @@ struct OutageTests {
                 }
             }
         }
-        try await Task.sleep(for: .seconds(2))
-        #expect(log.count > 0, "deliveries flow before the outage")
+        #expect(await eventually { log.count >= 20 }, "deliveries flow before the outage")
 
         let stoppedAt = ContinuousClock.now
         try await RestartableServer.stop()
@@ -75,10 +74,10 @@ struct OutageTests {
         await #expect(throws: HubError.self) { try await a.hub.checkReadiness() }
         let readinessLatency = ContinuousClock.now - probe
         #expect(readinessLatency < .seconds(3), "readiness took \(readinessLatency) while the server was down")
-        try await Task.sleep(until: stoppedAt + .seconds(2))
+        try await Task.sleep(until: stoppedAt + .seconds(2))  // a real server down for 2 s: the outage under test
         try await RestartableServer.start()
         let restartedAt = ContinuousClock.now
-        try await Task.sleep(for: .seconds(4))
+        try await Task.sleep(for: .seconds(4))  // load for 4 s of real time after the restart, then stop
         load.stop()
         _ = try await withDeadline(.seconds(30), "publishers") { await publishers.value }
         let acknowledged = load.acknowledged
@@ -139,7 +138,8 @@ struct OutageTests {
         let claimedAt = Date()
         let hubB = HubRunner([b.hub])
 
-        // A is alive past its first lease: it renews, and B takes nothing over.
+        // A is alive past its first lease: it renews, and B takes nothing over. Real time: the
+        // leases are the database's, and nothing would happen on a manual clock.
         try await Task.sleep(for: .seconds(12))
         #expect(log.sends(by: "b") == 0, "B sent A's leased deliveries while A was alive")
         let leases = try await b.store.rows("SELECT lease_until FROM hub_delivery WHERE state = 'pending'")
@@ -210,7 +210,7 @@ extension OutageTests {
                 do {
                     next = try await store.rows("SELECT pg_backend_pid()").first?.decode(Int32.self)
                 } catch let error as HubError where error.code == .unavailable && ContinuousClock.now < retryUntil {
-                    try await Task.sleep(for: .milliseconds(50))
+                    try await Task.sleep(for: .milliseconds(50))  // a retry's pause, not a wait
                 }
             }
             #expect(next != nil && next != pid)
@@ -247,6 +247,7 @@ final class SendLog: Sendable {
     ) -> @Sendable (OutboundDelivery) async -> DeliveryOutcome {
         { delivery in
             let milliseconds = Int.random(in: delay)
+            // A provider's round trip, not a wait.
             if milliseconds > 0 { try? await Task.sleep(for: .milliseconds(milliseconds)) }
             self.record(instance, delivery)
             return .accepted
@@ -340,7 +341,7 @@ final class PublishLoad: Sendable {
             }
             let elapsed = ContinuousClock.now - start
             state.withLock { $0.slowest = max($0.slowest, elapsed) }
-            try? await Task.sleep(for: .milliseconds(10))
+            try? await Task.sleep(for: .milliseconds(10))  // a publisher's pace, not a wait
         }
     }
 }

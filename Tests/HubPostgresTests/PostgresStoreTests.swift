@@ -174,6 +174,33 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test("releaseLeases finishes a superseded tap at the time of the store's clock (the hub's), not the system's")
+    func releaseLeasesOnTheClock() async throws {
+        let t0 = Date(timeIntervalSince1970: 1_750_000_000)
+        let clock = ManualClock(date: t0.addingTimeInterval(90))
+        try await PostgresTestDatabase.withStore(clock: clock) { store in
+            try await store.migrate()
+            let key = FeedKey(appId: "notes.contoso.com", userId: "alice")
+            _ = try await store.upsertEndpoint(
+                Endpoint(
+                    id: "e1", appId: key.appId, userId: key.userId, platform: .ios,
+                    platformAppId: "com.contoso.notes", transport: .apns, token: "token-e1",
+                    attributes: ["environment": "production"], registeredAt: t0))
+            _ = try await store.publish(request(key, "r-1", at: t0))
+            let leased = try await store.claimDeliveries(
+                limit: 10, now: t0, owner: "hub-1", leaseUntil: t0.addingTimeInterval(300))
+            #expect(leased.count == 1)
+            // A newer tap waits for the endpoint: the leased one, put back, is superseded by it.
+            _ = try await store.publish(request(key, "r-2", at: t0.addingTimeInterval(1)))
+            clock.advance(by: .seconds(30))
+            try await store.releaseLeases(owner: "hub-1")
+            let finished = try await store.rows(
+                "SELECT finished_at FROM hub_delivery WHERE state = 'finished' AND result = 'superseded'"
+            ).map { try $0.decode(Date.self) }
+            #expect(finished == [t0.addingTimeInterval(120)])
+        }
+    }
+
     @Test("A tap handed off at a time that reads back from the database a hair later is still handed off")
     func handOffAtAnUnevenTime() async throws {
         try await PostgresTestDatabase.withStore { store in
@@ -237,7 +264,7 @@ struct PostgresStoreTests {
             do {
                 return try await body()
             } catch let error as HubError where error.code == .unavailable && ContinuousClock.now < until {
-                try await Task.sleep(for: .milliseconds(50))
+                try await Task.sleep(for: .milliseconds(50))  // a retry's pause, not a wait for a condition
             }
         }
     }

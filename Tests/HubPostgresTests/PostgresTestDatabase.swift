@@ -30,9 +30,12 @@ enum PostgresTestDatabase {
     static func freshSchema() -> String { "t_" + String(UInt64.random(in: 1 ... .max), radix: 16) }
 
     /// A store on `schema`, not running yet.
-    /// - Parameter server: the shared server, or the one tests may stop and start.
+    /// - Parameters:
+    ///   - server: the shared server, or the one tests may stop and start.
+    ///   - clock: the store's clock (the hub's, in a test that drives one).
     static func makeStore(
-        schema: String, poolSize: Int = 4, server: TestServer = .shared, logLevel: Logger.Level = .warning
+        schema: String, poolSize: Int = 4, server: TestServer = .shared, logLevel: Logger.Level = .warning,
+        clock: any HubClock = SystemClock()
     ) throws -> PostgresStore {
         guard let url = server.url else {
             Issue.record("\(server.variable) is not set although CI=true: .ci/run must start PostgreSQL")
@@ -40,10 +43,10 @@ enum PostgresTestDatabase {
         }
         var logger = Logger(label: "hub.postgres.tests")
         logger.logLevel = logLevel
-        return PostgresStore(
-            configuration: try .init(
-                url: Secret(url, source: "env:\(server.variable)"), poolSize: poolSize, schema: schema),
-            logger: logger)
+        var configuration = try PostgresStore.Configuration(
+            url: Secret(url, source: "env:\(server.variable)"), poolSize: poolSize, schema: schema)
+        configuration.clock = clock
+        return PostgresStore(configuration: configuration, logger: logger)
     }
 
     /// Two stores on one fresh schema, as two hub instances sharing a database; not running yet.
@@ -75,8 +78,10 @@ enum PostgresTestDatabase {
     }
 
     /// A running store on a fresh schema (not migrated: the conformance checks migrate).
-    static func withStore<Result: Sendable>(_ body: (PostgresStore) async throws -> Result) async throws -> Result {
-        let store = try makeStore(schema: freshSchema())
+    static func withStore<Result: Sendable>(
+        clock: any HubClock = SystemClock(), _ body: (PostgresStore) async throws -> Result
+    ) async throws -> Result {
+        let store = try makeStore(schema: freshSchema(), clock: clock)
         return try await running([store]) { try await body(store) }
     }
 }
@@ -156,15 +161,17 @@ struct HubInstance: Sendable {
     /// - Parameters:
     ///   - dispatcher: how this instance works the outbox (lease, idle interval, …).
     ///   - apns: what sending to an APNs endpoint does on this instance.
+    ///   - clock: the clock of the hub, its signals and its store.
     init(
         _ name: String, schema: String, dispatcher: DispatcherConfiguration, server: TestServer = .shared,
         apns: @escaping @Sendable (OutboundDelivery) async -> DeliveryOutcome = { _ in .accepted },
-        broadcasts: BroadcastConfiguration = BroadcastConfiguration(), plug: StorePlug? = nil
+        broadcasts: BroadcastConfiguration = BroadcastConfiguration(), plug: StorePlug? = nil,
+        clock: any HubClock = SystemClock()
     ) throws {
         self.name = name
-        let store = try PostgresTestDatabase.makeStore(schema: schema, poolSize: 6, server: server)
+        let store = try PostgresTestDatabase.makeStore(schema: schema, poolSize: 6, server: server, clock: clock)
         self.store = store
-        signals = FeedSignals()
+        signals = FeedSignals(clock: clock)
         store.relay(into: signals)
         self.apns = RecordingTransport(
             id: .apns, platforms: [.ios], endpointAttributes: ["environment"], script: apns)
@@ -176,7 +183,8 @@ struct HubInstance: Sendable {
         logger.logLevel = .warning
         hub = try Hub(
             configuration: configuration, store: plug.map { InterceptedStore(store, $0) } ?? store,
-            transports: [self.apns, PollingTransport(signals: signals)], signals: signals, logger: logger)
+            transports: [self.apns, PollingTransport(signals: signals)], signals: signals, logger: logger,
+            clock: clock)
     }
 
     /// Registers an APNs endpoint (`ios`) or a polling one (`web`) through this instance.

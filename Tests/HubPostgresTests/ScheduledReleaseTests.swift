@@ -15,12 +15,14 @@ struct ScheduledReleaseTests {
         let schema = PostgresTestDatabase.freshSchema()
         var dispatcher = HubInstance.dispatcher(idle: .milliseconds(100))
         dispatcher.sweepInterval = .seconds(1)
-        let a = try HubInstance("a", schema: schema, dispatcher: dispatcher)
-        let b = try HubInstance("b", schema: schema, dispatcher: dispatcher)
+        // Both instances and their stores on one manual clock: the release comes when the test says.
+        let clock = ManualClock()
+        let a = try HubInstance("a", schema: schema, dispatcher: dispatcher, clock: clock)
+        let b = try HubInstance("b", schema: schema, dispatcher: dispatcher, clock: clock)
         try await a.store.migrate()
         try await PostgresTestDatabase.running([a.store, b.store]) {
             try await a.register("phone")
-            let release = Date().addingTimeInterval(3)
+            let release = clock.date.addingTimeInterval(3)
             let (scheduled, _) = try await a.hub.publish(
                 app: HubInstance.app.id, user: "alice",
                 NotificationDraft(
@@ -28,12 +30,11 @@ struct ScheduledReleaseTests {
                     scheduledDateTime: release))
             #expect(scheduled.status == .scheduled)
             let runner = HubRunner([b.hub])
-            try await Task.sleep(for: .milliseconds(1200))
-            if Date() < release.addingTimeInterval(-0.3) {
-                #expect(b.apns.deliveries.isEmpty, "held until its time")
-            }
-            #expect(await eventually { b.apns.deliveries.count == 1 }, "released by B")
-            #expect(Date() >= release, "not before its time")
+            clock.advance(by: .seconds(2))
+            #expect(await b.hub.sweepOnce().isEmpty, "held until its time")
+            #expect(b.apns.deliveries.isEmpty)
+            clock.advance(by: .seconds(1))
+            #expect(await eventually { b.apns.deliveries.count == 1 }, "released by B at its time")
             #expect(b.apns.deliveries.first?.delivery.notificationId == scheduled.id)
             #expect(a.apns.deliveries.isEmpty)
             let feed = try await b.hub.feed(app: HubInstance.app.id, user: "alice", after: 0)

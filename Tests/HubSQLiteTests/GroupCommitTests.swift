@@ -149,6 +149,7 @@ struct GroupCommitTests {
         #expect(try names(queue) == ["first", "second"])
         // Writes racing the thread's end are never stranded.
         for round in 0..<50 {
+            // Real time on purpose: pauses just past and well within the 20 ms idle timeout race its end.
             try await Task.sleep(for: .milliseconds(round % 3 == 0 ? 21 : 1))
             try await commit.write { db in
                 try db.execute(sql: "INSERT INTO item (name) VALUES (?)", arguments: ["race-\(round)"])
@@ -201,6 +202,7 @@ struct GroupCommitSchedulingTests {
         #expect(await eventually { commit.queued == 1 })
         var relaxed: [Task<Void, any Error>] = []
         for _ in 0..<200 {
+            // Each job spends 1 ms of real time: together they overrun the transaction's time budget.
             relaxed.append(Task { try await commit.write(.relaxed) { _ in Thread.sleep(forTimeInterval: 0.001) } })
         }
         #expect(await eventually { commit.queued == 201 })
@@ -227,7 +229,7 @@ struct GroupCommitSchedulingTests {
             writes.append(
                 Task {
                     try await commit.write { db in
-                        Thread.sleep(forTimeInterval: 0.03)
+                        Thread.sleep(forTimeInterval: 0.03)  // a slow job: the time budget under test is real time
                         try db.execute(sql: "INSERT INTO item (name) VALUES (?)", arguments: ["slow-\(index)"])
                     }
                 })

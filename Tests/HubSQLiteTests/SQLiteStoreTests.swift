@@ -150,7 +150,11 @@ struct SQLiteStoreTests {
         let key = FeedKey(appId: "notes.contoso.com", userId: "user-0")
         for index in 0..<400 {
             _ = try await store.publish(request(key, "n-\(index)"))
-            if index % 50 == 49 { try await Task.sleep(for: .milliseconds(60)) }
+            // After each burst of 50 commits, until the checkpointer has taken it (when it runs).
+            if running, index % 50 == 49 {
+                let taken = checkpointer.checkpoints
+                #expect(await eventually { checkpointer.checkpoints > taken }, "a checkpoint after commit \(index)")
+            }
         }
         let walPath = directory.databasePath + "-wal"
         let walSize = try #require(try FileManager.default.attributesOfItem(atPath: walPath)[.size] as? Int)

@@ -1,6 +1,9 @@
+import Foundation
 import HubCore
 import HubEmulators
+import HubTesting
 import HubWNS
+import Logging
 import Testing
 
 @Suite("WNS: classic and Entra ID access tokens")
@@ -13,6 +16,31 @@ struct WNSAuthenticationTests {
             #expect(fixture.emulator.tokenRequests == 1)
             #expect(fixture.emulator.received(on: channel).count == 5)
             #expect(fixture.emulator.received.allSatisfy { $0.app == WNSFixture.sid })
+        }
+    }
+
+    @Test("the plugin's transport renews its token by the hub's clock (TransportContext.clock)")
+    func hubClock() async throws {
+        let clock = ManualClock()
+        // The emulator keeps the system's clock: only the transport's sees the day pass.
+        let emulator = try await WNSEmulator.start()
+        emulator.registerPackage(sid: WNSFixture.sid, secret: "package-secret")
+        let app = CrossDeviceApp(
+            id: WNSFixture.appID, name: "Notes", platforms: [.windows: [WNSFixture.package]],
+            credentials: PushCredentials([WNSFixture.classic]))
+        let context = TransportContext(
+            settings: WNSFixture.configuration(for: emulator), apps: [app], signals: FeedSignals(clock: clock),
+            logger: Logger(label: "test"), clock: clock)
+        let transport = try #require(try WNSPlugin().makeTransport(context) as? WNSTransport)
+        try await withShutdown([transport.shutdown, emulator.shutdown]) {
+            let endpoint = Endpoint(
+                id: "surface", appId: app.id, userId: "alice", platform: .windows, platformAppId: WNSFixture.package,
+                transport: .wns, token: emulator.makeChannel(forApp: WNSFixture.sid), registeredAt: clock.date)
+            #expect(await transport.send(.fixture(.shoulderTap, to: endpoint, app: app)) == .accepted)
+            #expect(emulator.tokenRequests == 1)
+            clock.advance(by: .seconds(86_400))
+            #expect(await transport.send(.fixture(.shoulderTap, to: endpoint, app: app)) == .accepted)
+            #expect(emulator.tokenRequests == 2, "renewed once the hub's clock passed the token's expiry")
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import HubConfig
 import HubCore
+import HubEmulators
 import HubTesting
 import Testing
 
@@ -128,5 +129,41 @@ struct WebPushPluginTests {
         #expect(
             await plugin.checkCredentials(WebPushCredentials(vapid: vapid), settings: NoSettings(), online: true)
                 .isEmpty)
+    }
+
+    @Test("the plugin's transport reads the hub's clock: VAPID exp is 12 h after it and follows it, TTLs count from it")
+    func hubClock() async throws {
+        let start = Date(timeIntervalSince1970: 1_900_000_000)
+        let clock = ManualClock(date: start)
+        // The push service lives on the same clock: a JWT signed on the system's (years earlier) is refused.
+        let emulator = try await WebPushEmulator.start(now: { clock.date })
+        let vapid = try VAPIDCredentials(key: .generate(), subject: "mailto:ops@contoso.com")
+        let app = CrossDeviceApp(
+            id: "a.example", name: "A", platforms: [.web: ["https://a.example"]],
+            credentials: PushCredentials([WebPushCredentials(vapid: vapid)]))
+        let settings = WebPushConfiguration(
+            endpointPolicy: WebPushEndpointPolicy(allowedHosts: [emulator.host]), trustRootsPEM: [emulator.trustRootPEM]
+        )
+        let context = TransportContext(
+            settings: settings, apps: [app], signals: FeedSignals(clock: clock), logger: .init(label: "t"), clock: clock
+        )
+        let transport = try #require(try WebPushPlugin().makeTransport(context) as? WebPushTransport)
+        try await withShutdown([transport.shutdown, emulator.shutdown]) {
+            let subscription = emulator.makeSubscription(applicationServerKey: vapid.key.publicKey)
+            let endpoint = Endpoint(
+                id: "browser", appId: app.id, userId: "alice", platform: .web, platformAppId: "https://a.example",
+                transport: .webpush, token: subscription.json, registeredAt: start)
+            #expect(await transport.send(.fixture(.shoulderTap, to: endpoint, app: app)) == .accepted)
+            clock.advance(by: .seconds(13 * 3600))
+            let notification = UserNotification.fixture(
+                VisualContent(title: "Lunch?", body: "At noon"), appId: app.id, appNotificationId: "lunch",
+                now: clock.date, lifetime: 3600)
+            #expect(
+                await transport.send(.fixture(.visible, to: endpoint, app: app, notification: notification))
+                    == .accepted)
+            let received = emulator.received(by: subscription)
+            #expect(received.map(\.vapidExpiry) == [start + 12 * 3600, start + 25 * 3600])
+            #expect(received.last?.timeToLive == 3600, "the notification expires an hour after the hub's now")
+        }
     }
 }
