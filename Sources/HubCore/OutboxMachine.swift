@@ -130,9 +130,10 @@ public enum OutboxMachine {
 
     // MARK: Merging taps
 
-    /// A column of the outbox that a merge of two taps decides.
+    /// A column of the outbox that a rule decides or reads (a store maps each to its own name).
     public enum Column: String, Sendable, Hashable, CaseIterable {
         case transport, notificationId, changeVersion, priority, urgency, dueAt, suspendedAt, suspendedReason
+        case id, state, attempts, leaseOwner, leaseUntil, claimedAt, finishedAt
     }
 
     /// How a merge decides one column from the row kept (`current`) and the one merged into it (`incoming`).
