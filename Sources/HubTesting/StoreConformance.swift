@@ -84,6 +84,7 @@ public enum StoreConformance {
         Check(name: "endpointLimit", run: endpointLimit),
         Check(name: "endpointPages", run: endpointPages),
         Check(name: "releaseUncounted", run: releaseUncounted),
+        Check(name: "handOffKeepsCreationOrder", run: handOffKeepsCreationOrder),
     ]
 
     /// The checks of each protocol ``Store`` is composed of, by name: what a store written one
@@ -109,6 +110,7 @@ public enum StoreConformance {
             [
                 "claimLeaseAndTakeover", "claimOrder", "handOff", "retryAfterNewerTap",
                 "endpointGoneDeactivatesUnlessReRegistered", "suspendParksUntilResumed", "releaseUncounted",
+                "handOffKeepsCreationOrder",
             ]
         ),
         ("DeliveryReportStore", ["statistics", "receiptsTrace", "receiptsKeptForLifetime"]),
