@@ -38,7 +38,7 @@ public struct DeliveryTrace: Sendable, Hashable {
     }
 }
 
-/// What a store knows of one notification's deliveries (``OutboxStore/deliveryTrace(_:id:)``).
+/// What a store knows of one notification's deliveries (``DeliveryReportStore/deliveryTrace(_:id:)``).
 public struct NotificationTrace: Sendable, Hashable {
     public var notification: UserNotification
     /// The feed version of its latest publish (or scheduled release): a shoulder tap with this

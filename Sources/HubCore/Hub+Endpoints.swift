@@ -165,7 +165,7 @@ extension Hub {
         try await store.deliveryStatistics()
     }
 
-    /// Pending and suspended deliveries, without the finished counts (see ``OutboxStore/outboxDepth()``).
+    /// Pending and suspended deliveries, without the finished counts (see ``DeliveryReportStore/outboxDepth()``).
     public func outboxDepth() async throws -> DeliveryStatistics {
         try await store.outboxDepth()
     }

@@ -123,26 +123,6 @@ public enum OutboxMachine {
         }
     }
 
-    /// Whether a claim takes `a` before `b`, each with whether its lease ended (a take-over).
-    ///
-    /// A delivery whose lease ended goes first: it was taken from the outbox once already, by an
-    /// instance that died or stalled, and its user has waited at least a lease for it. Without
-    /// that, an instance busy with a backlog of its own would reach a dead instance's deliveries
-    /// only after the whole backlog. Then the more urgent, then the earlier due, then the older
-    /// row. Stores claim in this order: the expired leases through an index of leased rows, then
-    /// the rest through their lane's index.
-    ///
-    /// - Parameters:
-    ///   - a: a due delivery, and whether a claim would take it over from an ended lease.
-    ///   - b: another, likewise.
-    public static func claimOrder(_ a: (Delivery, takenOver: Bool), _ b: (Delivery, takenOver: Bool)) -> Bool {
-        if a.takenOver != b.takenOver { return a.takenOver }
-        let (x, y) = (urgency(a.0.priority), urgency(b.0.priority))
-        if x != y { return x > y }
-        if a.0.dueAt != b.0.dueAt { return a.0.dueAt < b.0.dueAt }
-        return a.0.id < b.0.id
-    }
-
     /// The more urgent of two priorities (`current` on a tie).
     public static func higher(_ current: NotificationPriority, _ other: NotificationPriority) -> NotificationPriority {
         urgency(other) > urgency(current) ? other : current
@@ -150,9 +130,10 @@ public enum OutboxMachine {
 
     // MARK: Merging taps
 
-    /// A column of the outbox that a merge of two taps decides.
+    /// A column of the outbox that a rule decides or reads (a store maps each to its own name).
     public enum Column: String, Sendable, Hashable, CaseIterable {
         case transport, notificationId, changeVersion, priority, urgency, dueAt, suspendedAt, suspendedReason
+        case id, state, attempts, leaseOwner, leaseUntil, claimedAt, finishedAt
     }
 
     /// How a merge decides one column from the row kept (`current`) and the one merged into it (`incoming`).

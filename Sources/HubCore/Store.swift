@@ -25,16 +25,21 @@ public import struct Foundation.Date
 ///   store written before them still compiles; the sweep also purges their expired buckets.
 /// - User tags and broadcasts (``AudienceStore``) have defaults that throw `unsupported` (and
 ///   lease no broadcast chunk).
-/// - A user's export and erasure (``UserDataStore``) have defaults that throw `unsupported`.
-/// - Webhook events (``WebhookStore``) have defaults that throw `unsupported`.
-public protocol Store: FeedStore, EndpointStore, OutboxStore, StatisticsStore, AudienceStore, UserDataStore,
-    WebhookStore
+///
+/// It is a composition of small protocols, each a part a store can be written and checked
+/// against on its own (`HubTesting.StoreConformance.groups` names the checks of each):
+/// ``FeedStore`` (6 requirements), ``FeedReader`` (3), ``EndpointStore`` (7), ``OutboxStore`` (6),
+/// ``DeliveryReportStore`` (3), ``StatisticsStore`` (3), ``AudienceStore`` (8), ``UserDataStore`` (a user's export and
+/// erasure) and ``WebhookStore`` (webhook events), and ``migrate()``. The last two have defaults
+/// that throw `unsupported`.
+public protocol Store: FeedStore, FeedReader, EndpointStore, OutboxStore, DeliveryReportStore, StatisticsStore,
+    AudienceStore, UserDataStore, WebhookStore
 {
     /// Creates or upgrades the schema. Safe to call on every start.
     func migrate() async throws
 }
 
-/// Notifications and their feeds. Every change of a notification enqueues, in its own
+/// Changes of notifications and their feeds. Every change of a notification enqueues, in its own
 /// transaction, the deliveries its request's ``DeliveryPlanner`` plans for the user's endpoints.
 public protocol FeedStore: Sendable {
     /// Upserts the notification `(app, user, appNotificationId)`, gives it a new change version and,
@@ -62,15 +67,6 @@ public protocol FeedStore: Sendable {
     /// Changes read / action state, bumps the change version, and enqueues the planned taps (the
     /// user's other endpoints). Returns `nil` if no such notification.
     func updateState(_ change: StateChange) async throws -> UserNotification?
-
-    /// One notification by the hub's ID or the publisher's `appNotificationId`.
-    func notification(_ key: FeedKey, id: String) async throws -> UserNotification?
-
-    /// Notifications of a user, newest first.
-    func history(_ key: FeedKey, filter: HistoryFilter) async throws -> [UserNotification]
-
-    /// Changes after `version`, oldest first, at most `limit`.
-    func feed(_ key: FeedKey, after version: Int64, limit: Int) async throws -> FeedPage
 
     /// Releases `scheduled` notifications whose `scheduledDateTime` passed (active, a feed change,
     /// with the deliveries planned for a publish in their `deliveryMode`), marks notifications
@@ -119,6 +115,18 @@ extension FeedStore {
     }
 }
 
+/// Reading notifications and feeds (what devices and publishers read; nothing changes).
+public protocol FeedReader: Sendable {
+    /// One notification by the hub's ID or the publisher's `appNotificationId`.
+    func notification(_ key: FeedKey, id: String) async throws -> UserNotification?
+
+    /// Notifications of a user, newest first.
+    func history(_ key: FeedKey, filter: HistoryFilter) async throws -> [UserNotification]
+
+    /// Changes after `version`, oldest first, at most `limit`.
+    func feed(_ key: FeedKey, after version: Int64, limit: Int) async throws -> FeedPage
+}
+
 /// The devices' endpoints.
 public protocol EndpointStore: Sendable {
     /// Registers or refreshes an endpoint. A refresh re-activates an inactive endpoint when its
@@ -153,16 +161,19 @@ public protocol EndpointStore: Sendable {
 }
 
 /// The delivery outbox, worked by the dispatcher: claimed in lanes (one per transport) with
-/// leases that the claimer renews while it sends, and finished in batches.
+/// leases that the claimer renews while it sends, and finished in batches. Every rule of what
+/// these do to a row is ``OutboxMachine``'s (<doc:DeliveryStates>).
 public protocol OutboxStore: Sendable {
     /// Leases up to `limit` due deliveries of `lane` to `owner` until `leaseUntil`, each with its
     /// endpoint and notification (one round trip). Expired leases of other owners are taken over.
-    /// Order: priority (high first), then due time, then ID. Each claimed row's attempts grow by one.
+    /// Which rows and in what order: ``OutboxMachine/claimableSQL(_:now:)``,
+    /// ``OutboxMachine/claimOrder``; each claimed row's attempts grow by one
+    /// (``OutboxMachine/attempts(afterLease:)``).
     func claimDeliveries(
         _ lane: OutboxLane, limit: Int, now: Date, owner: String, leaseUntil: Date
     ) async throws -> [ClaimedDelivery]
     /// Extends `owner`'s leases of the pending deliveries `ids` to `until` (sends still in flight).
-    /// Deliveries no longer leased by `owner` are left alone.
+    /// Deliveries no longer leased by `owner` are left alone (``OutboxMachine/renewableSQL(_:owner:)``).
     func renewLeases(_ ids: [Int64], owner: String, until: Date) async throws
     /// Records the outcomes of claimed deliveries in one transaction. Unknown or already finished
     /// deliveries are left alone. A delivery's own final answer (any finish but `.endpointGone`) is
@@ -196,6 +207,12 @@ public protocol OutboxStore: Sendable {
     func releaseLeases(owner: String) async throws
     /// The earliest due time of a pending delivery, to sleep until.
     func nextDueDate() async throws -> Date?
+}
+
+/// What the outbox holds and did, read without changing it: statistics, the outbox's depth, and
+/// a notification's receipts.
+public protocol DeliveryReportStore: Sendable {
+    /// Pending deliveries, and finished ones by transport, then result.
     func deliveryStatistics() async throws -> DeliveryStatistics
     /// The notification `id` (hub ID, else `appNotificationId`) of `key` with its deliveries, for
     /// its receipts; `nil` when there is no such notification. Finished deliveries are kept while
@@ -224,7 +241,9 @@ extension EndpointStore {
 
 extension OutboxStore {
     public func releaseLeases(owner: String) async throws {}
+}
 
+extension DeliveryReportStore {
     /// A store without receipts says so.
     public func deliveryTrace(_ key: FeedKey, id: String) async throws -> NotificationTrace? {
         throw HubError(.unavailable, "this hub's store keeps no delivery receipts")
@@ -235,7 +254,9 @@ extension OutboxStore {
         statistics.finished = [:]
         return statistics
     }
+}
 
+extension OutboxStore {
     /// Claims from every lane at once.
     public func claimDeliveries(
         limit: Int, now: Date, owner: String, leaseUntil: Date

@@ -62,11 +62,12 @@ extension PostgresStore {
         _ notification: UserNotification, _ change: DeliveryPlanner.Change, endpoints: [Endpoint],
         planner: DeliveryPlanner, now: Date, on db: Session
     ) async throws {
-        let plan = planner.plan(notification, change, endpoints: endpoints, now: now)
+        let plan = OutboxMachine.creationOrder(planner.plan(notification, change, endpoints: endpoints, now: now))
         try await enqueue(plan.map { OutboxRow($0, of: notification) }, now: now, on: db)
     }
 
-    /// Writes `rows` to the outbox in one statement (nothing when empty).
+    /// Writes `rows` to the outbox in one statement (nothing when empty), new rows created in the
+    /// order of `rows` (``HubCore/OutboxMachine/creationOrder(_:)`` of each plan).
     ///
     /// Rows that coalesce merge into their endpoint's pending, unleased tap through the partial
     /// unique index `hub_delivery_pending_tap` (`ON CONFLICT … DO UPDATE`): the tap then announces
@@ -75,7 +76,7 @@ extension PostgresStore {
     /// lane tries it again. Coalescing rows to one endpoint are merged
     /// here first, because one `INSERT … ON CONFLICT DO UPDATE` cannot update a row twice (a sweep
     /// expires several notifications of one feed at once). The other rows (visible, fallback)
-    /// are plain inserts, in the same statement.
+    /// go through the same upsert: they are not taps, so they never conflict.
     /// - Returns: the IDs and due times of the rows written (inserted or merged into).
     @discardableResult
     static func enqueue(_ rows: [OutboxRow], now: Date, on db: Session) async throws -> [(id: Int64, dueAt: Date)] {
@@ -132,29 +133,20 @@ extension PostgresStore {
     static let enqueueSQL = """
         WITH planned AS (
             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                $7::bigint[], $8::text[], $9::smallint[], $10::timestamptz[], $11::boolean[])
+                $7::bigint[], $8::text[], $9::smallint[], $10::timestamptz[], $11::boolean[]) WITH ORDINALITY
                 AS p(app_id, user_id, endpoint_id, transport, kind, notification_id, change_version, priority,
-                    urgency, due_at, coalesces)
-        ), taps AS (
-            INSERT INTO hub_delivery AS d (app_id, user_id, endpoint_id, transport, kind, notification_id,
-                change_version, priority, urgency, state, created_at, due_at)
-            SELECT app_id, user_id, endpoint_id, transport, kind, notification_id, change_version, priority, urgency,
-                'pending', $12, due_at
-            FROM planned WHERE coalesces
-            ON CONFLICT (app_id, user_id, endpoint_id)
-                WHERE state = 'pending' AND kind = 'shoulderTap' AND lease_owner IS NULL
-            DO UPDATE SET
-                \(DeliveryColumns.tapMerge)
-            RETURNING d.id, d.due_at
-        ), others AS (
-            INSERT INTO hub_delivery (app_id, user_id, endpoint_id, transport, kind, notification_id, change_version,
-                priority, urgency, state, created_at, due_at)
-            SELECT app_id, user_id, endpoint_id, transport, kind, notification_id, change_version, priority, urgency,
-                'pending', $12, due_at
-            FROM planned WHERE NOT coalesces
-            RETURNING id, due_at
+                    urgency, due_at, coalesces, position)
         )
-        SELECT id, due_at FROM taps UNION ALL SELECT id, due_at FROM others
+        INSERT INTO hub_delivery AS d (app_id, user_id, endpoint_id, transport, kind, notification_id,
+            change_version, priority, urgency, state, created_at, due_at)
+        SELECT app_id, user_id, endpoint_id, transport, kind, notification_id, change_version, priority, urgency,
+            'pending', $12, due_at
+        FROM planned ORDER BY position
+        ON CONFLICT (app_id, user_id, endpoint_id)
+            WHERE state = 'pending' AND kind = 'shoulderTap' AND lease_owner IS NULL
+        DO UPDATE SET
+            \(DeliveryColumns.tapMerge)
+        RETURNING d.id, d.due_at
         """
 }
 

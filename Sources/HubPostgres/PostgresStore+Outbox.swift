@@ -4,19 +4,20 @@ import Logging
 import PostgresNIO
 
 // The delivery outbox: claiming in lanes with leases across instances, renewing leases,
-// recording outcomes in batches, statistics.
+// recording outcomes in batches (statistics: PostgresStore+OutboxStatistics.swift). The rules are
+// OutboxMachine's; this file renders and applies them.
 extension PostgresStore {
     /// Leases up to `limit` due deliveries of `lane` to `owner` until `leaseUntil`, each with its
     /// endpoint and notification, in one statement (one round trip).
     ///
-    /// Due: pending, not suspended, `due_at <= now`, and not leased or with a lease that ended before `now` (a
-    /// crashed or stuck instance's deliveries are taken over). Lanes: `.transport(id)` takes the
+    /// Which rows, in which order, and what a lease does to them are ``HubCore/OutboxMachine``'s
+    /// (``HubCore/OutboxMachine/claimableSQL(_:now:)``, ``HubCore/OutboxMachine/claimOrder``,
+    /// ``HubCore/OutboxMachine/leaseSQL(target:current:owner:until:now:)``). Lanes: `.transport(id)` takes the
     /// rows of that transport (served by the index `hub_delivery_lane`), `.otherThan(ids)` those
-    /// of every other transport, `.all` everything. Order: priority (high first), then due time,
-    /// then ID. Rows are locked with `FOR UPDATE SKIP LOCKED`: instances claiming at the same
+    /// of every other transport, `.all` everything. Rows are locked with `FOR UPDATE SKIP LOCKED`: instances claiming at the same
     /// moment take disjoint rows without waiting for each other, and a row another instance has
     /// just leased is re-checked and left alone, so while leases hold each delivery is sent by
-    /// one instance. Each claimed row gets `attempts + 1`. A row whose endpoint was removed or is
+    /// one instance. A row whose endpoint was removed or is
     /// inactive is finished as `superseded` and not returned, so fewer than `limit` may come back
     /// even when more are due.
     public func claimDeliveries(
@@ -56,21 +57,22 @@ extension PostgresStore {
     ///
     /// `taken_over` picks and locks the rows whose lease ended (through `hub_delivery_leased`),
     /// `fresh` the unleased ones for what is left of the limit: expired leases go first
-    /// (``OutboxMachine/claimOrder``). `due` looks up their endpoints; `superseded` finishes those
+    /// (``OutboxMachine/isClaimed(_:takenOver:before:takenOver:)``, each part in
+    /// ``OutboxMachine/claimOrder``). `due` looks up their endpoints; `superseded` finishes those
     /// whose endpoint is gone or inactive; `claimed` leases the others; the final `SELECT` joins
     /// their endpoints and notifications (all in one snapshot, so a claimed row's endpoint is there).
     fileprivate static func claimSQL(laneFilter: String) -> String {
         """
         WITH taken_over AS (
             SELECT d.id FROM hub_delivery d
-            WHERE d.state = 'pending' AND d.lease_owner IS NOT NULL AND d.lease_until < $1 AND d.suspended_at IS NULL AND d.due_at <= $1\(laneFilter)
-            ORDER BY d.urgency DESC, d.due_at, d.id
+            WHERE \(OutboxMachine.takenOverSQL(column("d"), now: "$1"))\(laneFilter)
+            ORDER BY \(OutboxMachine.claimOrderSQL(column("d")))
             LIMIT $2
             FOR UPDATE OF d SKIP LOCKED
         ), fresh AS (
             SELECT d.id FROM hub_delivery d
-            WHERE d.state = 'pending' AND d.suspended_at IS NULL AND d.due_at <= $1 AND d.lease_owner IS NULL\(laneFilter)
-            ORDER BY d.urgency DESC, d.due_at, d.id
+            WHERE \(OutboxMachine.waitingSQL(column("d"), now: "$1"))\(laneFilter)
+            ORDER BY \(OutboxMachine.claimOrderSQL(column("d")))
             LIMIT greatest($2 - (SELECT count(*) FROM taken_over), 0)
             FOR UPDATE OF d SKIP LOCKED
         ), due AS (
@@ -84,7 +86,8 @@ extension PostgresStore {
                 lease_until = NULL
             FROM due WHERE d.id = due.id AND NOT due.deliverable
         ), claimed AS (
-            UPDATE hub_delivery d SET lease_owner = $3, lease_until = $4, claimed_at = $1, attempts = d.attempts + 1
+            UPDATE hub_delivery d SET \(OutboxMachine.leaseSQL(
+                target: DeliveryColumns.name, current: column("d"), owner: "$3", until: "$4", now: "$1"))
             FROM due WHERE d.id = due.id AND due.deliverable
             RETURNING due.taken_over, d.urgency, \(qualified(DeliveryColumns.list, "d"))
         )
@@ -92,8 +95,13 @@ extension PostgresStore {
         FROM claimed c
         JOIN hub_endpoint e ON e.app_id = c.app_id AND e.user_id = c.user_id AND e.id = c.endpoint_id
         LEFT JOIN hub_notification n ON n.app_id = c.app_id AND n.user_id = c.user_id AND n.id = c.notification_id
-        ORDER BY c.taken_over DESC, c.urgency DESC, c.due_at, c.id
+        ORDER BY c.taken_over DESC, \(OutboxMachine.claimOrderSQL(column("c")))
         """
+    }
+
+    /// A column of `hub_delivery` qualified by the alias `table`.
+    fileprivate static func column(_ table: String) -> (OutboxMachine.Column) -> String {
+        { "\(table).\(DeliveryColumns.name($0))" }
     }
 
     enum ClaimAll: NamedStatement {
@@ -111,7 +119,8 @@ extension PostgresStore {
         static let sql = claimSQL(laneFilter: "\n        AND d.transport <> ALL($5::text[])")
     }
 
-    /// Extends `owner`'s leases of the pending deliveries `ids` to `until`; others are left alone.
+    /// Extends `owner`'s leases of the deliveries `ids` to `until`, those
+    /// ``HubCore/OutboxMachine/renewableSQL(_:owner:)`` names; others are left alone.
     public func renewLeases(_ ids: [Int64], owner: String, until: Date) async throws {
         guard !ids.isEmpty else { return }
         var binds = PostgresBindings(capacity: 3)
@@ -125,7 +134,7 @@ extension PostgresStore {
         static let name = "hub_renew_leases"
         static let sql = """
             UPDATE hub_delivery SET lease_until = $1
-            WHERE id = ANY($2::bigint[]) AND lease_owner = $3 AND state = 'pending'
+            WHERE id = ANY($2::bigint[]) AND \(OutboxMachine.renewableSQL(DeliveryColumns.name, owner: "$3"))
             """
     }
 
@@ -359,7 +368,7 @@ extension PostgresStore {
             try await db.rows(
                 """
                 UPDATE hub_delivery SET lease_owner = NULL, lease_until = NULL, due_at = \(dueAt),
-                    attempts = GREATEST(0, attempts - 1)
+                    attempts = \(unescaped: Self.releasedAttempts)
                 WHERE id = \(id) AND state = 'pending'
                 """)
             return
@@ -375,6 +384,10 @@ extension PostgresStore {
             """)
     }
 
+    /// ``HubCore/OutboxMachine/attempts(afterRelease:)`` as the value of `attempts`.
+    private static let releasedAttempts = OutboxMachine.releasedAttemptsSQL(
+        current: DeliveryColumns.name, greatest: "GREATEST")
+
     /// Un-parks every suspended delivery, due at once at the latest (see
     /// ``OutboxStore/resumeSuspended(at:)``).
     @discardableResult
@@ -389,60 +402,4 @@ extension PostgresStore {
             """
         ).count
     }
-
-    /// The earliest time a pending delivery becomes claimable: its due time, or for a leased one
-    /// the later of due time and lease end. `nil` when nothing is pending. Suspended deliveries
-    /// never become claimable by time.
-    public func nextDueDate() async throws -> Date? {
-        try await rows(
-            """
-            SELECT min(CASE WHEN lease_owner IS NULL THEN due_at ELSE greatest(due_at, lease_until) END)
-            FROM hub_delivery WHERE state = 'pending' AND suspended_at IS NULL
-            """
-        ).first?.decode(Date?.self)
-    }
-
-    /// Pending deliveries, and finished ones by transport, then result.
-    public func deliveryStatistics() async throws -> DeliveryStatistics {
-        var statistics = try await outboxDepth()
-        for row in try await rows(
-            """
-            SELECT transport, coalesce(result, '') AS result, count(*) AS count
-            FROM hub_delivery WHERE state = 'finished' GROUP BY transport, result
-            """)
-        {
-            let (transport, result, count) = try row.decode((String, String, Int).self)
-            statistics.finished[transport, default: [:]][result, default: 0] += count
-        }
-        return statistics
-    }
-
-    /// Pending and suspended deliveries: reads the pending rows only (the partial indexes
-    /// `hub_delivery_due` and `hub_delivery_suspended`), never the finished history.
-    public func outboxDepth() async throws -> DeliveryStatistics {
-        let pending =
-            try await rows("SELECT count(*) FROM hub_delivery WHERE state = 'pending'").first?.decode(Int.self) ?? 0
-        var statistics = DeliveryStatistics(pending: pending, finished: [:])
-        for row in try await rows(
-            """
-            SELECT DISTINCT ON (app_id, transport) app_id, transport,
-                count(*) OVER (PARTITION BY app_id, transport) AS count, suspended_reason, suspended_at
-            FROM hub_delivery WHERE state = 'pending' AND suspended_at IS NOT NULL
-            ORDER BY app_id, transport, suspended_at DESC, id DESC
-            """)
-        {
-            let (app, transport, count, reason, at) = try row.decode((String, String, Int, String?, Date).self)
-            statistics.suspended.append(
-                SuspendedDeliveries(
-                    appId: app, transport: TransportID(rawValue: transport), count: count, lastReason: reason,
-                    lastSuspendedAt: at))
-        }
-        return statistics
-    }
-}
-
-/// `list` with every column qualified by `table`, for statements that join.
-func qualified(_ list: String, _ table: String) -> String {
-    list.split(separator: ",").map { "\(table).\($0.trimmingCharacters(in: .whitespacesAndNewlines))" }
-        .joined(separator: ", ")
 }

@@ -85,7 +85,8 @@ extension PostgresStore {
             writes.append(
                 PublishWrite(
                     request: request, notification: notification, created: created,
-                    rows: coalesced(plan.map { OutboxRow($0, of: notification) }), read: read))
+                    rows: coalesced(OutboxMachine.creationOrder(plan).map { OutboxRow($0, of: notification) }),
+                    read: read))
         }
         return try await write(writes, db)
     }
@@ -106,13 +107,13 @@ extension PostgresStore {
         var rows: [OutboxRow]
         var read: PublishRead
 
-        /// Whether each of ``rows`` is leased to the hand-off's owner at once: due, and going by a
-        /// transport the hand-off names.
+        /// Whether each of ``rows`` is leased to the hand-off's owner at once
+        /// (``HubCore/OutboxMachine/handsOff(dueAt:transport:to:at:)``).
         var hands: [Bool] {
-            let handOff = request.handOff
-            return rows.map { row in
-                handOff.map { row.dueAt <= request.now && $0.transports.contains(TransportID(rawValue: row.transport)) }
-                    ?? false
+            rows.map { row in
+                OutboxMachine.handsOff(
+                    dueAt: row.dueAt, transport: TransportID(rawValue: row.transport), to: request.handOff,
+                    at: request.now)
             }
         }
     }

@@ -40,10 +40,11 @@ extension PostgresStore {
 
     /// Upserts the notifications (`$1` … `$25`, one element per publish, with its `now`, urgency
     /// and hand-off) with the next change versions and writes their deliveries (`$26` … `$32`,
-    /// one element per row, `$26` the publish's position): rows that may merge (`merges`) through
-    /// `ON CONFLICT`, the others as plain inserts, leased when `hand` (merged taps to the batch's
-    /// hand-off owner, `$33` … `$35`), and moves the badge counters (`$39` … `$42`, one element per
-    /// counter: `BadgeCount`'s changes of the batch, merged per counter). Returns a row per delivery
+    /// one element per row, `$26` the publish's position) through one upsert in the order bound
+    /// (rows that may merge, `merges`, through `ON CONFLICT`; the others never conflict), leased
+    /// when `hand` (merged taps to the batch's hand-off owner, `$33` … `$35`, in a second
+    /// upsert), and moves the badge counters (`$39` … `$42`, one element per counter: `BadgeCount`'s
+    /// changes of the batch, merged per counter). Returns a row per delivery
     /// written (with `handed` and `due`), each with its publish's position as `job` and the stored
     /// notification as `n_…` columns; one row with NULL delivery columns for a publish without.
     enum WriteForPublish: NamedStatement {
@@ -74,21 +75,18 @@ extension PostgresStore {
             ), planned AS (
                 SELECT p.endpoint_id, p.transport, p.kind, p.due_at, p.merges, p.hand, i.app_id, i.user_id,
                     s.id AS notification_id, s.change_version, i.priority, i.urgency, i.now,
-                    NULLIF(i.lease_owner, '') AS lease_owner, i.lease_until
+                    NULLIF(i.lease_owner, '') AS lease_owner, i.lease_until, p.ord
                 FROM unnest($26::bigint[], $27::text[], $28::text[], $29::text[], $30::timestamptz[],
-                    $31::boolean[], $32::boolean[]) AS p(position, endpoint_id, transport, kind, due_at, merges, hand)
+                    $31::boolean[], $32::boolean[]) WITH ORDINALITY
+                    AS p(position, endpoint_id, transport, kind, due_at, merges, hand, ord)
                 JOIN input i ON i.position = p.position
                 JOIN saved s ON s.app_id = i.app_id AND s.user_id = i.user_id AND s.id = i.id
             ), merged AS (
                 \(merge(hand: false))
             ), merged_and_handed AS (
                 \(merge(hand: true))
-            ), inserted AS (
-                INSERT INTO hub_delivery (\(insertedColumns))
-                SELECT \(insertedValues) FROM planned WHERE NOT merges
-                RETURNING \(DeliveryColumns.list), lease_owner IS NOT NULL AS handed
             ), written AS (
-                SELECT * FROM merged UNION ALL SELECT * FROM merged_and_handed UNION ALL SELECT * FROM inserted
+                SELECT * FROM merged UNION ALL SELECT * FROM merged_and_handed
             ), badges AS (
                 INSERT INTO hub_badge_counter (app_id, user_id, scope, unread)
                 SELECT * FROM unnest($39::text[], $40::text[], $41::text[], $42::bigint[])
@@ -100,27 +98,30 @@ extension PostgresStore {
             LEFT JOIN written w ON w.app_id = n.app_id AND w.user_id = n.user_id AND w.notification_id = n.id
             """
 
-        /// Taps that may merge into their endpoint's waiting one. The row inserted has no lease
-        /// (a leased row is outside the index the conflict is found by); when `hand`, the merged
-        /// tap is leased to the batch's hand-off owner `$33` until `$34`, claimed at `$35`.
+        /// Without `hand`, every row but the handed-off taps that merge, in the order the rows
+        /// were bound (``HubCore/OutboxMachine/creationOrder(_:)``, so new rows are numbered in
+        /// it): taps that may merge into their endpoint's waiting one, inserted unleased (a
+        /// leased row is outside the index the conflict is found by), and the rest inserted,
+        /// leased when handed off (they never conflict). With `hand`, the handed-off taps that
+        /// merge: the merged tap is leased to the batch's hand-off owner `$33` until `$34`,
+        /// claimed at `$35` (they merge into rows that exist, so they number nothing).
         private static func merge(hand: Bool) -> String {
             """
             INSERT INTO hub_delivery AS d (\(insertedColumns))
-            SELECT \(unleasedValues) FROM planned WHERE merges AND \(hand ? "" : "NOT ")hand
+            SELECT \(hand ? unleasedValues : insertedValues) FROM planned
+            WHERE \(hand ? "merges AND hand" : "NOT (merges AND hand)") ORDER BY ord
             ON CONFLICT (app_id, user_id, endpoint_id)
                 WHERE state = 'pending' AND kind = 'shoulderTap' AND lease_owner IS NULL
-            DO UPDATE SET \(DeliveryColumns.tapMerge)\(hand ? leaseMerged : "")
+            DO UPDATE SET \(DeliveryColumns.tapMerge)\(hand ? ",\n    " + leaseMerged : "")
             RETURNING \(qualified(DeliveryColumns.list, "d")), d.lease_owner IS NOT NULL AS handed
             """
         }
-        private static let leaseMerged = """
-            ,
-                lease_owner = $33::text, lease_until = $34::timestamptz, claimed_at = $35::timestamptz,
-                attempts = d.attempts + 1
-            """
+        private static let leaseMerged = OutboxMachine.leaseSQL(
+            target: DeliveryColumns.name, current: { "d.\(DeliveryColumns.name($0))" }, owner: "$33::text",
+            until: "$34::timestamptz", now: "$35::timestamptz")
 
         /// The columns a planned row is inserted with, and their values from `planned`: a row
-        /// handed off is leased (one attempt, claimed now).
+        /// handed off is leased (``HubCore/OutboxMachine/attempts(afterLease:)``, claimed now).
         private static let insertedColumns = """
             app_id, user_id, endpoint_id, transport, kind, notification_id, change_version, priority, urgency, state,
             created_at, due_at, lease_owner, lease_until, claimed_at, attempts
@@ -132,7 +133,7 @@ extension PostgresStore {
         private static let insertedValues = """
             app_id, user_id, endpoint_id, transport, kind, notification_id, change_version, priority, urgency,
             'pending', now, due_at, CASE WHEN hand THEN lease_owner END, CASE WHEN hand THEN lease_until END,
-            CASE WHEN hand THEN now END, CASE WHEN hand THEN 1 ELSE 0 END
+            CASE WHEN hand THEN now END, CASE WHEN hand THEN \(OutboxMachine.attempts(afterLease: 0)) ELSE 0 END
             """
 
         /// The statement's values for `writes`.
@@ -180,7 +181,10 @@ extension PostgresStore {
                 for (row, hand) in zip(write.rows, handed) {
                     positions.append(Int64(index + 1))
                     rows.append(row)
-                    merges.append(row.coalesces && (write.read.waitingTaps.contains(row.endpointId) || !hand))
+                    merges.append(
+                        OutboxMachine.mergesOnWrite(
+                            coalesces: row.coalesces, handedOff: hand,
+                            tapWaits: write.read.waitingTaps.contains(row.endpointId)))
                     hands.append(hand)
                 }
             }

@@ -44,28 +44,39 @@ extension PostgresStore {
             SELECT count(*) FROM purged
             """) == Self.purgeBatch
         {}
-        while try await purge(
-            """
-            WITH purged AS (
-                DELETE FROM hub_delivery WHERE id IN (
-                    SELECT d.id FROM hub_delivery d
-                    WHERE d.state = 'finished' AND d.finished_at < \(purgeBefore)
-                        AND NOT EXISTS (
-                            SELECT 1 FROM hub_notification n
-                            WHERE n.app_id = d.app_id AND n.user_id = d.user_id AND n.id = d.notification_id
-                                AND n.expiration_date_time >= \(purgeBefore))
-                    LIMIT \(Self.purgeBatch))
-                RETURNING 1
-            )
-            SELECT count(*) FROM purged
-            """) == Self.purgeBatch
-        {}
+        var cut = PostgresBindings(capacity: 1)
+        cut.append(purgeBefore)
+        while try await purge(PostgresQuery(unsafeSQL: Self.purgeDeliveriesSQL, binds: cut)) == Self.purgeBatch {}
         try await purgeStatistics(now: now)
         return changed
     }
 
     /// Rows one purge statement deletes at most.
     static let purgeBatch = 5_000
+
+    /// Deletes at most ``purgeBatch`` of the finished deliveries the sweep purges
+    /// (``HubCore/OutboxMachine/purgeableSQL(_:before:notificationExpiringFrom:)``), the
+    /// retention's cut bound as `$1`, and counts them.
+    static let purgeDeliveriesSQL = """
+        WITH purged AS (
+            DELETE FROM hub_delivery WHERE id IN (
+                SELECT d.id FROM hub_delivery d
+                WHERE \(OutboxMachine.purgeableSQL(
+                    { "d.\(DeliveryColumns.name($0))" }, before: "$1", notificationExpiringFrom: notificationRow))
+                LIMIT \(purgeBatch))
+            RETURNING 1
+        )
+        SELECT count(*) FROM purged
+        """
+
+    /// The notification of the delivery `d` if it expires at or after `cut`.
+    private static func notificationRow(expiringFrom cut: String) -> String {
+        """
+        SELECT 1 FROM hub_notification n
+        WHERE n.app_id = d.app_id AND n.user_id = d.user_id AND n.id = d.notification_id
+            AND n.expiration_date_time >= \(cut)
+        """
+    }
 
     /// Runs one purge statement.
     /// - Returns: how many rows it deleted.
@@ -174,8 +185,9 @@ extension PostgresStore {
         var rows: [OutboxRow] = []
         for notification in expired {
             let key = FeedKey(appId: notification.appId, userId: notification.userId)
-            rows += planner.plan(
-                notification, change.planned(for: notification), endpoints: endpoints[key] ?? [], now: now
+            rows += OutboxMachine.creationOrder(
+                planner.plan(
+                    notification, change.planned(for: notification), endpoints: endpoints[key] ?? [], now: now)
             )
             .map { OutboxRow($0, of: notification) }
         }

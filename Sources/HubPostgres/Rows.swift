@@ -255,6 +255,13 @@ enum DeliveryColumns {
         case .dueAt: "due_at"
         case .suspendedAt: "suspended_at"
         case .suspendedReason: "suspended_reason"
+        case .id: "id"
+        case .state: "state"
+        case .attempts: "attempts"
+        case .leaseOwner: "lease_owner"
+        case .leaseUntil: "lease_until"
+        case .claimedAt: "claimed_at"
+        case .finishedAt: "finished_at"
         }
     }
 

@@ -26,13 +26,14 @@ extension SQLiteStore {
     }
 
     /// Plans `change` of `notification` for the user's active endpoints with `planner` and
-    /// persists the plan in one statement per due time: taps merge into their endpoint's pending,
-    /// unleased tap (newest version and notification, the higher priority, the earlier due time;
-    /// a parked tap is un-parked, so the lane tries it again);
-    /// visible and fallback deliveries are new rows. With a `handOff`, the rows due at once whose
-    /// transport it names are leased to its owner, as a claim would: a new row is inserted leased
-    /// (one more statement per due time, and the ``Delivery`` values are made here, not read back);
-    /// a tap that merged into a waiting one is leased after the merge (one more statement).
+    /// persists the plan in one statement per due time, its rows in
+    /// ``OutboxMachine/creationOrder(_:)``: taps merge into their endpoint's pending, unleased tap
+    /// (``OutboxMachine/tapMerge``); visible and fallback deliveries are new rows. With a
+    /// `handOff`, the rows due at once that ``OutboxMachine/handsOff(dueAt:transport:to:at:)``
+    /// picks are leased to its owner, as a claim would lease them: a new row is inserted leased
+    /// in the same statement (the ``Delivery`` values are made here, not read back); a tap that
+    /// merged into a waiting one (``OutboxMachine/mergesOnWrite(coalesces:handedOff:tapWaits:)``)
+    /// is leased after the merge (one more statement).
     @discardableResult
     static func enqueue(
         _ planner: DeliveryPlanner, _ notification: UserNotification, _ change: DeliveryPlanner.Change, now: Date,
@@ -40,51 +41,54 @@ extension SQLiteStore {
     ) throws -> Enqueued {
         let key = FeedKey(appId: notification.appId, userId: notification.userId)
         let endpoints = try activeEndpoints(db, key)
-        let plan = planner.plan(notification, change, endpoints: endpoints, now: now)
-        let hands: (PlannedDelivery) -> Bool = { planned in
-            guard let handOff, planned.dueAt <= now else { return false }
-            return handOff.transports.contains(planned.transport)
+        let plan = OutboxMachine.creationOrder(planner.plan(notification, change, endpoints: endpoints, now: now))
+        let hands: (PlannedDelivery) -> Bool = {
+            OutboxMachine.handsOff(dueAt: $0.dueAt, transport: $0.transport, to: handOff, at: now)
         }
-        // A tap merges through the upsert when its endpoint has a waiting tap, or when it is not
-        // handed off (it may then merge into one later). A handed-off tap to an endpoint without a
-        // waiting tap is inserted leased (a leased tap is outside the index that finds waiting
-        // ones), as are the other kinds. Only this transaction writes, so the read holds.
+        // Only this transaction writes, so the read holds. A leased tap is outside the index that
+        // finds waiting ones: inserted leased, it merges with nothing.
         let waiting = plan.contains { $0.coalesces && hands($0) } ? try waitingTaps(db, key) : []
-        let leasable: (PlannedDelivery) -> Bool = { hands($0) && !($0.coalesces && waiting.contains($0.endpointId)) }
+        let insertsLeased: (PlannedDelivery) -> Bool = {
+            hands($0)
+                && !OutboxMachine.mergesOnWrite(
+                    coalesces: $0.coalesces, handedOff: true, tapWaits: waiting.contains($0.endpointId))
+        }
         var mergedDueNow: [Int64] = []
         var leftForClaim = 0
         var leased: [Delivery] = []
-        // One statement per due time and way (a plan has one or two due times: now, and its
-        // fallbacks' time), the earliest first: rows are numbered in the same order on every run
-        // (the ID breaks ties in claim order).
-        for (dueAt, planned) in Dictionary(grouping: plan, by: \.dueAt).sorted(by: { $0.key < $1.key }) {
-            var direct: [PlannedDelivery] = []
-            var merging: [PlannedDelivery] = []
-            for row in planned {
-                if leasable(row) { direct.append(row) } else { merging.append(row) }
-            }
-            if Set(direct.map { DirectKey(endpointId: $0.endpointId, kind: $0.kind) }).count != direct.count {
-                // Not in a plan today; the upsert would merge such taps, so it takes them all.
-                merging += direct
-                direct = []
-            }
-            if !direct.isEmpty, let handOff {
-                leased += try insertLeased(direct, of: notification, dueAt: dueAt, now: now, handOff, db)
-            }
-            guard !merging.isEmpty else { continue }
-            let ids = try upsert(merging, of: notification, dueAt: dueAt, now: now, db)
-            guard dueAt <= now else { continue }
-            if handOff != nil && merging.contains(where: hands) {
-                mergedDueNow += ids
+        // One statement per due time (a plan has one or two: now, and its fallbacks' time).
+        var groups: [(dueAt: Date, rows: [PlannedDelivery])] = []
+        for row in plan {
+            if groups.last?.dueAt == row.dueAt {
+                groups[groups.count - 1].rows.append(row)
             } else {
-                leftForClaim += ids.count
+                groups.append((row.dueAt, [row]))
+            }
+        }
+        for (dueAt, planned) in groups {
+            var leasing = planned.map(insertsLeased)
+            let direct = zip(planned, leasing).filter(\.1).map {
+                DirectKey(endpointId: $0.0.endpointId, kind: $0.0.kind)
+            }
+            if Set(direct).count != direct.count {
+                // Not in a plan today: their IDs could not be matched back; a claim takes them.
+                leasing = planned.map { _ in false }
+            }
+            let written = try upsert(
+                planned, leasing: leasing, of: notification, dueAt: dueAt, now: now, handOff: handOff, db)
+            leased += written.leased
+            guard dueAt <= now else { continue }
+            if handOff != nil && zip(planned, leasing).contains(where: { hands($0.0) && !$0.1 }) {
+                mergedDueNow += written.waiting
+            } else {
+                leftForClaim += written.waiting.count
             }
         }
         if let handOff, !mergedDueNow.isEmpty {
             let merged = try DeliveryRecord.fetchAll(
                 db.cachedStatement(
                     sql: """
-                        UPDATE delivery SET leaseOwner = ?, leaseUntil = ?, claimedAt = ?, attempts = attempts + 1
+                        UPDATE delivery SET \(leaseSQL)
                         WHERE id IN (SELECT value FROM json_each(?)) AND +state = 'pending' AND leaseOwner IS NULL
                             AND transport IN (SELECT value FROM json_each(?))
                         RETURNING *
@@ -102,6 +106,11 @@ extension SQLiteStore {
             ? [] : HandOff.claimed(leased, endpoints: endpoints, notification: Self.canonical(notification))
         return Enqueued(handedOff: handedOff, leftForClaim: leftForClaim)
     }
+
+    /// ``OutboxMachine/leaseSQL(target:current:owner:until:now:)`` with the owner, the lease's
+    /// end and the claim's time bound in that order.
+    static let leaseSQL = OutboxMachine.leaseSQL(
+        target: \.rawValue, current: \.rawValue, owner: "?", until: "?", now: "?")
 
     /// The `SET` list of the tap upsert: ``OutboxMachine/tapMerge`` with `excluded` the planned tap.
     static let tapMergeSQL = mergeSQL(OutboxMachine.tapMerge) { "excluded.\($0.rawValue)" }
@@ -130,62 +139,59 @@ extension SQLiteStore {
                 arguments: [key.appId, key.userId]))
     }
 
-    /// Inserts `planned` (due at `dueAt`), each tap merging into its endpoint's waiting tap.
-    /// - Returns: the IDs of the rows written, new or merged into.
+    /// Writes `planned` (due at `dueAt`) in their order: those `leasing` marks are inserted
+    /// leased to `handOff`'s owner as a claim at `now` would lease them; the others are inserted
+    /// waiting, each tap merging into its endpoint's waiting tap (a leased row is outside the
+    /// index the conflict is found by, so it never merges).
+    /// - Returns: the rows leased (their ``Delivery`` values made from what was inserted, matched
+    ///   to the returned IDs by endpoint and kind, unique among them), and the IDs of the others,
+    ///   new or merged into.
     private static func upsert(
-        _ planned: [PlannedDelivery], of n: UserNotification, dueAt: Date, now: Date, _ db: Database
-    ) throws -> [Int64] {
-        try Int64.fetchAll(
-            db.cachedStatement(
-                sql: """
-                    INSERT INTO delivery (appId, userId, endpointId, transport, kind, notificationId, changeVersion,
-                        priority, urgency, state, attempts, createdAt, dueAt)
-                    SELECT ?, ?, json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
-                        ?, ?, ?, ?, 'pending', 0, ?, ?
-                    FROM json_each(?) WHERE true
-                    ON CONFLICT (appId, userId, endpointId)
-                        WHERE state = 'pending' AND kind = 'shoulderTap' AND leaseOwner IS NULL
-                    DO UPDATE SET \(tapMergeSQL)
-                    RETURNING id
-                    """),
-            arguments: [
-                n.appId, n.userId, n.id, n.changeVersion, n.priority.rawValue, n.priority.urgency,
-                now.canonical.storedSeconds, dueAt.canonical.storedSeconds, rows(planned),
-            ])
-    }
-
-    /// Inserts `planned` (due now) leased to `handOff`'s owner, as a claim at `now` would lease
-    /// them (one attempt). The ``Delivery`` values are made from what was inserted, matched to
-    /// the returned IDs by endpoint and kind (unique in a plan).
-    private static func insertLeased(
-        _ planned: [PlannedDelivery], of n: UserNotification, dueAt: Date, now: Date, _ handOff: HandOff,
-        _ db: Database
-    ) throws -> [Delivery] {
-        let rows = try Row.fetchAll(
+        _ planned: [PlannedDelivery], leasing: [Bool], of n: UserNotification, dueAt: Date, now: Date,
+        handOff: HandOff?, _ db: Database
+    ) throws -> (leased: [Delivery], waiting: [Int64]) {
+        let leasedAttempts = OutboxMachine.attempts(afterLease: 0)
+        let written = try Row.fetchAll(
             db.cachedStatement(
                 sql: """
                     INSERT INTO delivery (appId, userId, endpointId, transport, kind, notificationId, changeVersion,
                         priority, urgency, state, attempts, createdAt, dueAt, leaseOwner, leaseUntil, claimedAt)
-                    SELECT ?, ?, json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
-                        ?, ?, ?, ?, 'pending', 1, ?, ?, ?, ?, ?
-                    FROM json_each(?)
-                    RETURNING id, endpointId, kind
+                    SELECT ?1, ?2, json_extract(value, '$[0]'), json_extract(value, '$[1]'),
+                        json_extract(value, '$[2]'), ?3, ?4, ?5, ?6, 'pending',
+                        CASE WHEN json_extract(value, '$[3]') THEN ?7 ELSE 0 END, ?8, ?9,
+                        CASE WHEN json_extract(value, '$[3]') THEN ?10 END,
+                        CASE WHEN json_extract(value, '$[3]') THEN ?11 END,
+                        CASE WHEN json_extract(value, '$[3]') THEN ?8 END
+                    FROM json_each(?12) WHERE true
+                    ON CONFLICT (appId, userId, endpointId)
+                        WHERE state = 'pending' AND kind = 'shoulderTap' AND leaseOwner IS NULL
+                    DO UPDATE SET \(tapMergeSQL)
+                    RETURNING id, endpointId, kind, leaseOwner IS NOT NULL
                     """),
             arguments: [
-                n.appId, n.userId, n.id, n.changeVersion, n.priority.rawValue, n.priority.urgency,
-                now.canonical.storedSeconds, dueAt.canonical.storedSeconds, handOff.owner,
-                handOff.leaseUntil.canonical.storedSeconds, now.canonical.storedSeconds, rows(planned),
+                n.appId, n.userId, n.id, n.changeVersion, n.priority.rawValue, n.priority.urgency, leasedAttempts,
+                now.canonical.storedSeconds, dueAt.canonical.storedSeconds, handOff?.owner,
+                handOff?.leaseUntil.canonical.storedSeconds, rows(planned, leasing: leasing),
             ])
         var ids: [DirectKey: Int64] = [:]
-        for row in rows { ids[DirectKey(endpointId: row[1], kind: DeliveryKind(rawValue: row[2]))] = row[0] }
-        return planned.compactMap { planned in
-            ids[DirectKey(endpointId: planned.endpointId, kind: planned.kind)].map { id in
-                Delivery(
-                    id: id, appId: n.appId, userId: n.userId, endpointId: planned.endpointId, kind: planned.kind,
-                    notificationId: n.id, changeVersion: n.changeVersion, priority: n.priority, attempts: 1,
-                    createdAt: now.canonical, dueAt: dueAt.canonical)
+        var waiting: [Int64] = []
+        for row in written {
+            if row[3] {
+                ids[DirectKey(endpointId: row[1], kind: DeliveryKind(rawValue: row[2]))] = row[0]
+            } else {
+                waiting.append(row[0])
             }
         }
+        let leased = zip(planned, leasing).compactMap { planned, leasing -> Delivery? in
+            guard leasing, let id = ids[DirectKey(endpointId: planned.endpointId, kind: planned.kind)] else {
+                return nil
+            }
+            return Delivery(
+                id: id, appId: n.appId, userId: n.userId, endpointId: planned.endpointId, kind: planned.kind,
+                notificationId: n.id, changeVersion: n.changeVersion, priority: n.priority,
+                attempts: leasedAttempts, createdAt: now.canonical, dueAt: dueAt.canonical)
+        }
+        return (leased, waiting)
     }
 
     /// A row inserted leased, as its ID is matched back.
@@ -194,13 +200,14 @@ extension SQLiteStore {
         var kind: DeliveryKind
     }
 
-    /// `planned` as the JSON array the inserts read with `json_each`: `[endpoint, transport, kind]`.
-    private static func rows(_ planned: [PlannedDelivery]) -> String {
+    /// `planned` as the JSON array the upsert reads with `json_each`:
+    /// `[endpoint, transport, kind, leased]`.
+    private static func rows(_ planned: [PlannedDelivery], leasing: [Bool]) -> String {
         JSONText.array(
-            planned.map {
+            zip(planned, leasing).map { planned, leasing in
                 JSONText.array([
-                    JSONText.string($0.endpointId), JSONText.string($0.transport.rawValue),
-                    JSONText.string($0.kind.rawValue),
+                    JSONText.string(planned.endpointId), JSONText.string(planned.transport.rawValue),
+                    JSONText.string(planned.kind.rawValue), leasing ? "1" : "0",
                 ])
             })
     }

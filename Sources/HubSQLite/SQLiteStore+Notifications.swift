@@ -225,16 +225,8 @@ extension SQLiteStore {
                     """
             ).execute(arguments: [purgeBefore.storedSeconds])
             // Receipts outlive their notification by the retention.
-            try db.cachedStatement(
-                sql: """
-                    DELETE FROM delivery
-                    WHERE state = 'finished' AND finishedAt < ?1
-                        AND NOT EXISTS (
-                            SELECT 1 FROM notification n
-                            WHERE n.appId = delivery.appId AND n.userId = delivery.userId
-                                AND n.id = delivery.notificationId AND n.expirationDateTime >= ?1)
-                    """
-            ).execute(arguments: [purgeBefore.storedSeconds])
+            try db.cachedStatement(sql: "DELETE FROM delivery WHERE \(Self.purgeableSQL)")
+                .execute(arguments: [purgeBefore.storedSeconds])
             try Self.purgeStatistics(now: now, db)
             return changed
         }
@@ -244,6 +236,20 @@ extension SQLiteStore {
 // MARK: - Helpers
 
 extension SQLiteStore {
+    /// The finished deliveries the sweep purges (``OutboxMachine/purgeableSQL(_:before:notificationExpiringFrom:)``),
+    /// the retention's cut bound as `?1`.
+    static let purgeableSQL = OutboxMachine.purgeableSQL(
+        \.rawValue, before: "?1", notificationExpiringFrom: notificationRow)
+
+    /// The notification of the row of `delivery` if it expires at or after `cut`.
+    private static func notificationRow(expiringFrom cut: String) -> String {
+        """
+        SELECT 1 FROM notification n
+        WHERE n.appId = delivery.appId AND n.userId = delivery.userId AND n.id = delivery.notificationId
+            AND n.expirationDateTime >= \(cut)
+        """
+    }
+
     /// Gives each notification `query` selects (with `now` as its argument) the status `status`, a
     /// new version and the deliveries `change` plans for it.
     /// - Returns: the feeds changed.

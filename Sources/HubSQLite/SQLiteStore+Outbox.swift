@@ -3,17 +3,18 @@ import GRDB
 public import HubCore
 
 // The delivery outbox: claiming with leases (enqueueing is in SQLiteStore+Enqueue.swift),
-// finishing, retrying, and statistics.
+// finishing, retrying (statistics: SQLiteStore+OutboxStatistics.swift). The rules are
+// OutboxMachine's; this file renders and applies them.
 extension SQLiteStore {
     /// Leases up to `limit` due deliveries of `lane` to `owner` until `leaseUntil`, with their
     /// endpoints and notifications: one `UPDATE … RETURNING` takes the leases, one join reads
     /// what the sends need.
     ///
-    /// Due: pending, not suspended, `dueAt <= now`, and not leased or with a lease that ended before `now` (a
-    /// crashed or slow owner's deliveries are taken over). Order: priority (high first), then
-    /// `dueAt`, then ID. Each claimed row gets `attempts + 1`. A row whose endpoint was removed or
-    /// is inactive is finished as `superseded` and not returned, so fewer than `limit` may come back
-    /// even when more are due.
+    /// Which rows, in which order, and what a lease does to them are ``OutboxMachine``'s
+    /// (``OutboxMachine/claimableSQL(_:now:)``, ``OutboxMachine/claimOrder``,
+    /// ``OutboxMachine/leaseSQL(target:current:owner:until:now:)``). A row whose endpoint was
+    /// removed or is inactive is finished as `superseded` and not returned, so fewer than `limit`
+    /// may come back even when more are due.
     public func claimDeliveries(
         _ lane: OutboxLane, limit: Int, now: Date, owner: String, leaseUntil: Date
     ) async throws -> [ClaimedDelivery] {
@@ -31,21 +32,22 @@ extension SQLiteStore {
         let fresh = Self.claimable(lane, at: now.canonical, leased: false)
         return try await write(.relaxed) { db in
             let now = now.canonical
-            // Expired leases first (``OutboxMachine/claimOrder``), then the rest in priority order.
+            // Expired leases first (``OutboxMachine/isClaimed(_:takenOver:before:takenOver:)``),
+            // then the waiting rows, each in ``OutboxMachine/claimOrder``.
             let expired = try Int64.fetchAll(
-                db.cachedStatement(sql: "SELECT id \(takenOver.rows) ORDER BY urgency DESC, dueAt, id LIMIT ?"),
+                db.cachedStatement(sql: "SELECT id \(takenOver.rows) ORDER BY \(Self.claimOrderSQL) LIMIT ?"),
                 arguments: takenOver.arguments + [limit])
             var picked = expired
             if expired.count < limit {
                 picked += try Int64.fetchAll(
-                    db.cachedStatement(sql: "SELECT id \(fresh.rows) ORDER BY urgency DESC, dueAt, id LIMIT ?"),
+                    db.cachedStatement(sql: "SELECT id \(fresh.rows) ORDER BY \(Self.claimOrderSQL) LIMIT ?"),
                     arguments: fresh.arguments + [limit - expired.count])
             }
             guard !picked.isEmpty else { return [] }
             let ids = try Int64.fetchAll(
                 db.cachedStatement(
                     sql: """
-                        UPDATE delivery SET leaseOwner = ?, leaseUntil = ?, claimedAt = ?, attempts = attempts + 1
+                        UPDATE delivery SET \(Self.leaseSQL)
                         WHERE id IN (SELECT value FROM json_each(?))
                         RETURNING id
                         """),
@@ -82,15 +84,15 @@ extension SQLiteStore {
                     }, at: now)
             }
             return claimed.sorted {
-                OutboxMachine.claimOrder(
-                    ($0.delivery, wasTakenOver.contains($0.delivery.id)),
-                    ($1.delivery, wasTakenOver.contains($1.delivery.id)))
+                OutboxMachine.isClaimed(
+                    $0.delivery, takenOver: wasTakenOver.contains($0.delivery.id), before: $1.delivery,
+                    takenOver: wasTakenOver.contains($1.delivery.id))
             }
         }
     }
 
-    /// `FROM … WHERE …` of `lane`'s rows claimable at `now` (pending, not suspended, due, not
-    /// leased or with a lease that ended), and its arguments. Every lane walks `delivery_lane`, a
+    /// `FROM … WHERE …` of `lane`'s rows claimable at `now` (``OutboxMachine/claimableSQL(_:now:)``),
+    /// and its arguments. Every lane walks `delivery_lane`, a
     /// transport's lane in claim order (without statistics the planner would pick another index and
     /// sort every due row of every transport).
     ///
@@ -112,30 +114,32 @@ extension SQLiteStore {
         switch leased {
         case true?:
             return (
-                """
-                FROM delivery INDEXED BY delivery_leased
-                WHERE state = 'pending' AND leaseOwner IS NOT NULL AND leaseUntil < ? AND suspendedAt IS NULL \(filter) AND dueAt <= ?
-                """,
-                [now.storedSeconds] + arguments + [now.storedSeconds]
+                "FROM delivery INDEXED BY delivery_leased WHERE \(takenOverSQL) \(filter)",
+                [now.storedSeconds, now.storedSeconds] + arguments
             )
         case false?:
             return (
-                """
-                FROM delivery INDEXED BY delivery_lane
-                WHERE state = 'pending' AND suspendedAt IS NULL \(filter) AND dueAt <= ? AND leaseOwner IS NULL
-                """,
-                arguments + [now.storedSeconds]
+                "FROM delivery INDEXED BY delivery_lane WHERE \(waitingSQL) \(filter)", [now.storedSeconds] + arguments
             )
         case nil:
             return (
-                """
-                FROM delivery INDEXED BY delivery_lane
-                WHERE state = 'pending' AND suspendedAt IS NULL \(filter) AND dueAt <= ? AND (leaseOwner IS NULL OR leaseUntil < ?)
-                """,
-                arguments + [now.storedSeconds, now.storedSeconds]
+                "FROM delivery INDEXED BY delivery_lane WHERE \(claimableSQL) \(filter)",
+                [now.storedSeconds, now.storedSeconds] + arguments
             )
         }
     }
+
+    /// ``OutboxMachine/claimableSQL(_:now:)``, the claim's time bound twice.
+    static let claimableSQL = OutboxMachine.claimableSQL(\.rawValue, now: "?")
+
+    /// ``OutboxMachine/takenOverSQL(_:now:)``, the claim's time bound twice.
+    static let takenOverSQL = OutboxMachine.takenOverSQL(\.rawValue, now: "?")
+
+    /// ``OutboxMachine/waitingSQL(_:now:)``, the claim's time bound once.
+    static let waitingSQL = OutboxMachine.waitingSQL(\.rawValue, now: "?")
+
+    /// ``OutboxMachine/claimOrder`` as the `ORDER BY` list of `delivery_lane`'s columns.
+    static let claimOrderSQL = OutboxMachine.claimOrderSQL(\.rawValue)
 
     /// The claimed rows with their endpoints and notifications, by a JSON array of delivery IDs.
     static let claimedSQL = """
@@ -154,7 +158,8 @@ extension SQLiteStore {
         "notification": SuffixRowAdapter(fromIndex: 39),
     ])
 
-    /// Extends `owner`'s leases of the pending deliveries `ids` to `until`.
+    /// Extends `owner`'s leases of the deliveries `ids` to `until`, those
+    /// ``OutboxMachine/renewableSQL(_:owner:)`` names (`+state`: looked up by ID, not by state).
     public func renewLeases(_ ids: [Int64], owner: String, until: Date) async throws {
         guard !ids.isEmpty else { return }
         let idList = JSONText.array(ids.map(JSONText.number))
@@ -162,7 +167,8 @@ extension SQLiteStore {
             try db.cachedStatement(
                 sql: """
                     UPDATE delivery SET leaseUntil = ?
-                    WHERE id IN (SELECT value FROM json_each(?)) AND +state = 'pending' AND leaseOwner = ?
+                    WHERE id IN (SELECT value FROM json_each(?))
+                        AND \(OutboxMachine.renewableSQL({ $0 == .state ? "+state" : $0.rawValue }, owner: "?"))
                     """
             ).execute(arguments: [until.canonical.storedSeconds, idList, owner])
         }
@@ -328,7 +334,7 @@ extension SQLiteStore {
             record.leaseUntil = nil
             if let dueAt { record.dueAt = dueAt.canonical }
             record.lastError = error
-            if releasing { record.attempts = max(0, record.attempts - 1) }
+            if releasing { record.attempts = OutboxMachine.attempts(afterRelease: record.attempts) }
             if suspending {
                 record.suspendedAt = now
                 record.suspendedReason = error
@@ -383,79 +389,6 @@ extension SQLiteStore {
             for var record in leased {
                 try Self.putBack(db, &record, dueAt: nil, error: record.lastError, suspending: false, at: now)
             }
-        }
-    }
-
-    /// The earliest time a pending delivery becomes claimable: its `dueAt`, or for a leased one
-    /// the later of `dueAt` and `leaseUntil`. `nil` when nothing is pending. Suspended deliveries
-    /// never become claimable by time.
-    public func nextDueDate() async throws -> Date? {
-        try await read { db in
-            try Double.fetchOne(db.cachedStatement(sql: Self.nextDueSQL)).map(Date.init(storedSeconds:))
-        }
-    }
-
-    /// ``nextDueDate()``'s statement.
-    static let nextDueSQL = """
-        SELECT MIN(CASE WHEN leaseOwner IS NULL THEN dueAt ELSE MAX(dueAt, IFNULL(leaseUntil, dueAt)) END)
-        FROM delivery INDEXED BY delivery_lane WHERE state = 'pending' AND suspendedAt IS NULL
-        """
-
-    /// Pending deliveries, and finished ones by transport, then result.
-    public func deliveryStatistics() async throws -> DeliveryStatistics {
-        try await read { db in try Self.statistics(db, countingFinished: true) }
-    }
-
-    /// Pending and suspended deliveries: reads the pending rows only (`delivery_lane`, `delivery_suspended`).
-    public func outboxDepth() async throws -> DeliveryStatistics {
-        try await read { db in try Self.statistics(db, countingFinished: false) }
-    }
-
-    /// The pending rows: those of the lanes' index plus the suspended ones.
-    static let pendingCountSQL = """
-        SELECT (SELECT COUNT(*) FROM delivery INDEXED BY delivery_lane WHERE state = 'pending' AND suspendedAt IS NULL)
-            + (SELECT COUNT(*) FROM delivery INDEXED BY delivery_suspended
-                WHERE state = 'pending' AND suspendedAt IS NOT NULL)
-        """
-
-    private static func statistics(_ db: Database, countingFinished: Bool) throws -> DeliveryStatistics {
-        let pending = try Int.fetchOne(db.cachedStatement(sql: Self.pendingCountSQL)) ?? 0
-        var finished: [String: [String: Int]] = [:]
-        if countingFinished {
-            let rows = try Row.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT transport, IFNULL(result, '') AS result, COUNT(*) AS count
-                        FROM delivery WHERE state = 'finished' GROUP BY transport, result
-                        """))
-            for row in rows {
-                finished[row["transport"], default: [:]][row["result"]] = row["count"]
-            }
-        }
-        // SQLite takes the bare column `suspendedReason` from the row of MAX(suspendedAt).
-        let suspended = try Row.fetchAll(
-            db.cachedStatement(
-                sql: """
-                    SELECT appId, transport, COUNT(*) AS count, MAX(suspendedAt) AS lastAt, suspendedReason
-                    FROM delivery INDEXED BY delivery_suspended
-                    WHERE state = 'pending' AND suspendedAt IS NOT NULL
-                    GROUP BY appId, transport ORDER BY appId, transport
-                    """)
-        ).map { row in
-            SuspendedDeliveries(
-                appId: row["appId"], transport: TransportID(rawValue: row["transport"]), count: row["count"],
-                lastReason: row["suspendedReason"], lastSuspendedAt: row.optionalDate("lastAt"))
-        }
-        return DeliveryStatistics(pending: pending, finished: finished, suspended: suspended)
-    }
-}
-
-extension SQLiteStore {
-    /// Every row of the outbox, pending and finished, by ID: what the differential test compares
-    /// with the other store and the reference model.
-    func outboxRecords() async throws -> [DeliveryRecord] {
-        try await read { db in
-            try DeliveryRecord.fetchAll(db.cachedStatement(sql: "SELECT * FROM delivery ORDER BY id"))
         }
     }
 }

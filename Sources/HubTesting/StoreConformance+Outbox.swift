@@ -225,3 +225,25 @@ extension StoreConformance {
             try await Fixture.claim(store, at: Fixture.at(16), owner: "worker-b"), [], "nothing claimable while leased")
     }
 }
+
+extension StoreConformance {
+    /// A plan's new rows are numbered in ``OutboxMachine/creationOrder(_:)`` whether a hand-off
+    /// leases some of them or not, so that rows of equal priority and due time are claimed in plan
+    /// order once a released lease puts them back among the others (the differential test found
+    /// SQLite numbering leased rows first, PostgreSQL unleased taps first).
+    public static func handOffKeepsCreationOrder(_ store: any Store) async throws {
+        let expect = Expect()
+        try await store.migrate()
+        _ = try await store.upsertEndpoint(Fixture.endpoint("a1"))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("f1", platform: .android, transport: .fcm))
+        let handOff = HandOff(owner: "worker-a", leaseUntil: Fixture.at(10), transports: [.fcm])
+        let published = try await Fixture.publishHandingOff(store, Fixture.draft("order"), handOff: handOff)
+        try expect.equal(published.handedOff.map(\.delivery.endpointId), ["f1"], "the FCM tap is handed off")
+        try await store.releaseLeases(owner: "worker-a")
+        let claimed = try await store.claimDeliveries(
+            limit: 10, now: Fixture.at(1), owner: "worker-b", leaseUntil: Fixture.at(31))
+        try expect.equal(
+            claimed.map(\.delivery.endpointId), ["a1", "f1"],
+            "equal priority and due time: claimed in plan order (endpoints by ID), the released one too")
+    }
+}

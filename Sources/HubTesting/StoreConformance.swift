@@ -88,7 +88,55 @@ public enum StoreConformance {
             Check(name: "releaseUncounted", run: releaseUncounted),
             Check(name: "userDataExportedAndErased", run: userDataExportedAndErased),
             Check(name: "badgeCounts", run: badgeCounts),
+            Check(name: "handOffKeepsCreationOrder", run: handOffKeepsCreationOrder),
         ] + webhookChecks
+
+    /// The checks of each protocol ``Store`` is composed of, by name: what a store written one
+    /// protocol at a time can pass so far (most checks also publish through `FeedStore`). Every
+    /// check of ``all`` is in exactly one group, that of the protocol whose rules it checks.
+    public static let groups: [(protocol: String, checks: [String])] = [
+        (
+            "FeedStore",
+            [
+                "publishCreatesAndUpdates", "visualContentRoundTrip", "fallbackDetailsKept", "scheduledRelease",
+                "scheduledCancel", "coalescing", "targetPolicyFilters", "stateChangeTapsOthers", "deleteTombstone",
+                "sweepExpiresAndPurges", "fallbackScheduled", "visibleNotCoalesced",
+                "refusedIdentifiersNeverReachTheStore", "batchMixedAndDuplicates", "batchRetried", "batchHandOff",
+                "badgeCounts",
+            ]
+        ),
+        ("FeedReader", ["historyFilters", "historyByPlatformAndTime", "feedPaging"]),
+        (
+            "EndpointStore",
+            ["endpointLifecycle", "endpointReactivation", "tokenMovesBetweenUsers", "endpointLimit", "endpointPages"]
+        ),
+        (
+            "OutboxStore",
+            [
+                "claimLeaseAndTakeover", "claimOrder", "handOff", "retryAfterNewerTap",
+                "endpointGoneDeactivatesUnlessReRegistered", "suspendParksUntilResumed", "releaseUncounted",
+                "handOffKeepsCreationOrder", "claimTakesOverFirst",
+            ]
+        ),
+        ("DeliveryReportStore", ["statistics", "receiptsTrace", "receiptsKeptForLifetime"]),
+        ("StatisticsStore", ["statisticsAddUp", "statisticsPurge", "endpointCountsPerTransport"]),
+        (
+            "AudienceStore",
+            [
+                "tagsReplaced", "broadcastAllUsersInChunks", "broadcastChunkTakenOver", "broadcastTagAudience",
+                "broadcastListAndCancel",
+            ]
+        ),
+        ("UserDataStore", ["userDataExportedAndErased"]),
+        ("WebhookStore", ["webhookEventsInOrderPerUser", "webhookEventsWithOutcomes"]),
+    ]
+
+    /// The checks of one protocol's group (see ``groups``), in the order of ``all``.
+    /// - Parameter name: the protocol's name, as ``groups`` spells it.
+    public static func checks(of name: String) -> [Check] {
+        let names = Set(groups.first { $0.protocol == name }?.checks ?? [])
+        return all.filter { names.contains($0.name) }
+    }
 
     /// Runs every check, each on a store from `makeStore`, and throws one ``ConformanceFailure``
     /// listing all checks that failed.

@@ -11,24 +11,22 @@ import Testing
 /// failure is shrunk to a short sequence and recorded with its seed (`HUB_OUTBOX_SEED` replays
 /// it; `HUB_OUTBOX_RUNS`, `HUB_OUTBOX_STEPS` run more).
 ///
-/// Known limit: rows one publish creates with equal priority and due time are claimed in ID order,
-/// and the stores number the rows of a publish split by a hand-off differently (SQLite: leased
-/// rows first; PostgreSQL: merged taps first); the model numbers them in plan order. Runs longer
-/// than CI's can meet that (`HUB_OUTBOX_SEED=169 HUB_OUTBOX_STEPS=100`): an order among equals,
-/// not a rule.
+/// Sequences are long enough to reach the states that take many steps to build (a publish split
+/// by a hand-off, then released and claimed with rows of equal priority and due time: seed 169
+/// needed 100 steps to show that the stores numbered such rows differently).
 @Suite("Outbox differential")
 struct OutboxDifferentialTests {
-    @Test("SQLite's outbox follows the reference model (3,000 random steps)")
+    @Test("SQLite's outbox follows the reference model (12,000 random steps)")
     func sqlite() async throws {
-        try await OutboxDifferential.check(runs: 50, steps: 60) { [try DifferentialSide.sqlite()] }
+        try await OutboxDifferential.check(runs: 100, steps: 120) { [try DifferentialSide.sqlite()] }
     }
 
     @Test(
-        "PostgreSQL's and SQLite's outboxes follow the reference model (3,000 random steps)",
+        "PostgreSQL's and SQLite's outboxes follow the reference model (6,000 random steps)",
         .enabled(if: PostgresTestDatabase.isEnabled, PostgresTestDatabase.skipReason))
     func postgres() async throws {
         try await PostgresTestDatabase.withStore { store in
-            try await OutboxDifferential.check(runs: 50, steps: 60, firstSeed: 1_001) {
+            try await OutboxDifferential.check(runs: 50, steps: 120, firstSeed: 1_001) {
                 [try DifferentialSide.sqlite(), try await DifferentialSide.postgres(store)]
             }
         }

@@ -295,7 +295,7 @@ struct OutboxReference {
         }
         .sorted { a, b in
             let (x, y) = (rows[a], rows[b])
-            // A lease that ended goes first (OutboxMachine.claimOrder).
+            // A lease that ended goes first (OutboxMachine.isClaimed(_:takenOver:before:takenOver:)).
             if (x.leaseOwner != nil) != (y.leaseOwner != nil) { return x.leaseOwner != nil }
             if Self.urgency(x.priority) != Self.urgency(y.priority) {
                 return Self.urgency(x.priority) > Self.urgency(y.priority)
