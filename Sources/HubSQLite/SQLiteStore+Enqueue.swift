@@ -33,13 +33,17 @@ extension SQLiteStore {
     /// transport it names are leased to its owner, as a claim would: a new row is inserted leased
     /// (one more statement per due time, and the ``Delivery`` values are made here, not read back);
     /// a tap that merged into a waiting one is leased after the merge (one more statement).
+    /// A batch passes what it read for the user (`prefetched`: the active endpoints and the
+    /// endpoints with a waiting tap) and takes the new leased rows into its own insert
+    /// (`deferring`); their ``Delivery`` values are then the batch's to hand off.
     @discardableResult
     static func enqueue(
         _ planner: DeliveryPlanner, _ notification: UserNotification, _ change: DeliveryPlanner.Change, now: Date,
-        _ db: Database, handOff: HandOff? = nil
+        _ db: Database, handOff: HandOff? = nil, prefetched: (endpoints: [Endpoint], waiting: Set<String>)? = nil,
+        deferring batch: LeasedInsertBatch? = nil
     ) throws -> Enqueued {
         let key = FeedKey(appId: notification.appId, userId: notification.userId)
-        let endpoints = try activeEndpoints(db, key)
+        let endpoints = try prefetched?.endpoints ?? activeEndpoints(db, key)
         let plan = planner.plan(notification, change, endpoints: endpoints, now: now)
         let hands: (PlannedDelivery) -> Bool = { planned in
             guard let handOff, planned.dueAt <= now else { return false }
@@ -49,7 +53,8 @@ extension SQLiteStore {
         // handed off (it may then merge into one later). A handed-off tap to an endpoint without a
         // waiting tap is inserted leased (a leased tap is outside the index that finds waiting
         // ones), as are the other kinds. Only this transaction writes, so the read holds.
-        let waiting = plan.contains { $0.coalesces && hands($0) } ? try waitingTaps(db, key) : []
+        let waiting =
+            plan.contains { $0.coalesces && hands($0) } ? try prefetched?.waiting ?? waitingTaps(db, key) : []
         let leasable: (PlannedDelivery) -> Bool = { hands($0) && !($0.coalesces && waiting.contains($0.endpointId)) }
         var mergedDueNow: [Int64] = []
         var leftForClaim = 0
@@ -68,7 +73,9 @@ extension SQLiteStore {
                 merging += direct
                 direct = []
             }
-            if !direct.isEmpty, let handOff {
+            if !direct.isEmpty, let handOff,
+                !(batch?.add(direct, of: notification, dueAt: dueAt, now: now, handOff) ?? false)
+            {
                 leased += try insertLeased(direct, of: notification, dueAt: dueAt, now: now, handOff, db)
             }
             guard !merging.isEmpty else { continue }
@@ -180,12 +187,19 @@ extension SQLiteStore {
         for row in rows { ids[DirectKey(endpointId: row[1], kind: DeliveryKind(rawValue: row[2]))] = row[0] }
         return planned.compactMap { planned in
             ids[DirectKey(endpointId: planned.endpointId, kind: planned.kind)].map { id in
-                Delivery(
-                    id: id, appId: n.appId, userId: n.userId, endpointId: planned.endpointId, kind: planned.kind,
-                    notificationId: n.id, changeVersion: n.changeVersion, priority: n.priority, attempts: 1,
-                    createdAt: now.canonical, dueAt: dueAt.canonical)
+                leasedDelivery(id: id, planned, of: n, dueAt: dueAt, now: now)
             }
         }
+    }
+
+    /// The ``Delivery`` of row `id`, inserted for `planned` of `n` leased at `now` (one attempt).
+    static func leasedDelivery(
+        id: Int64, _ planned: PlannedDelivery, of n: UserNotification, dueAt: Date, now: Date
+    ) -> Delivery {
+        Delivery(
+            id: id, appId: n.appId, userId: n.userId, endpointId: planned.endpointId, kind: planned.kind,
+            notificationId: n.id, changeVersion: n.changeVersion, priority: n.priority, attempts: 1,
+            createdAt: now.canonical, dueAt: dueAt.canonical)
     }
 
     /// A row inserted leased, as its ID is matched back.

@@ -19,17 +19,17 @@ extension SQLiteStore {
 
     /// Publishes `requests` in one transaction (one commit, one fsync, however many), each as
     /// ``publish(_:)`` would, in order: a later request for the same notification finds what an
-    /// earlier one stored and updates it. The change versions are taken in one statement.
+    /// earlier one stored and updates it. The change versions are taken in one statement, and a
+    /// batch of distinct users reads and hands off in set-based statements
+    /// (``publish(batch:contents:firstVersion:_:)``).
     public func publish(batch requests: [PublishRequest]) async throws -> [PublishResult] {
         guard !requests.isEmpty else { return [] }
         for request in requests { try Identifier.checkBeforeStoring(request) }
         let contents = try requests.map(Self.content(of:))
         return try await write { db in
             let last = try Self.nextChangeVersions(db, count: requests.count)
-            let first = last - Int64(requests.count) + 1
-            return try zip(requests, contents).enumerated().map { offset, item in
-                try Self.publish(item.0, content: item.1, version: first + Int64(offset), db)
-            }
+            return try Self.publish(
+                batch: requests, contents: contents, firstVersion: last - Int64(requests.count) + 1, db)
         }
     }
 
@@ -40,14 +40,22 @@ extension SQLiteStore {
             fallbackPolicy: request.draft.fallbackPolicy)
     }
 
-    /// One publish inside a write transaction, with change version `version`.
-    private static func publish(
-        _ request: PublishRequest, content: NotificationRecord.EncodedContent, version: Int64, _ db: Database
+    /// One publish inside a write transaction, with change version `version`; with `prefetch`,
+    /// what a batch read for the user instead of this publish's own reads, and the deliveries it
+    /// hands off inserted with the batch's (`deferring`).
+    static func publish(
+        _ request: PublishRequest, content: NotificationRecord.EncodedContent, version: Int64, _ db: Database,
+        prefetch: UserPrefetch? = nil, deferring batch: LeasedInsertBatch? = nil
     ) throws -> PublishResult {
         let draft = request.draft
         let key = request.key
         let now = request.now.canonical
-        let existing = try fetchNotification(db, key, appNotificationId: draft.appNotificationId)
+        let existing: UserNotification?
+        if let prefetch {
+            existing = prefetch.existing
+        } else {
+            existing = try fetchNotification(db, key, appNotificationId: draft.appNotificationId)
+        }
 
         var request = request
         request.now = now
@@ -61,7 +69,8 @@ extension SQLiteStore {
 
         let enqueued = try enqueue(
             request.planner, notification, .published(mode: request.deliveryMode), now: now, db,
-            handOff: request.handOff)
+            handOff: request.handOff, prefetched: prefetch.map { (endpoints: $0.endpoints, waiting: $0.waiting) },
+            deferring: batch)
         return PublishResult(
             notification: canonical(notification), created: created, handedOff: enqueued.handedOff,
             leftForClaim: enqueued.leftForClaim)

@@ -76,6 +76,7 @@ public enum StoreConformance {
         Check(name: "batchMixedAndDuplicates", run: batchMixedAndDuplicates),
         Check(name: "batchRetried", run: batchRetried),
         Check(name: "batchHandOff", run: batchHandOff),
+        Check(name: "batchHandOffMerges", run: batchHandOffMerges),
         Check(name: "tagsReplaced", run: tagsReplaced),
         Check(name: "broadcastAllUsersInChunks", run: broadcastAllUsersInChunks),
         Check(name: "broadcastChunkTakenOver", run: broadcastChunkTakenOver),
