@@ -54,7 +54,9 @@ struct BroadcastInstancesTests {
         }
     }
 
-    @Test("an instance dead after publishing a chunk: the other takes the chunk over; once in every feed, one chunk sent twice")
+    @Test(
+        "an instance dead after publishing a chunk: the other takes the chunk over; once in every feed, one chunk sent twice"
+    )
     func deadInstanceChunkTakenOver() async throws {
         let schema = PostgresTestDatabase.freshSchema()
         let dispatcher = HubInstance.dispatcher(idle: .milliseconds(100))
@@ -136,10 +138,12 @@ final class HeldChunkFinish: StoreInterceptor {
     }
 
     func intercept<T: Sendable>(_ name: String, _ call: @escaping @Sendable () async throws -> T) async throws -> T {
-        let hold = name == "finishBroadcastChunk" && state.withLock { state in
-            defer { state.held = true }
-            return !state.held
-        }
+        let hold =
+            name == "finishBroadcastChunk"
+            && state.withLock { state in
+                defer { state.held = true }
+                return !state.held
+            }
         guard hold else { return try await call() }
         await withCheckedContinuation { continuation in
             let go = state.withLock { state in
