@@ -5,8 +5,8 @@ import HubCore
 // A batch publish in one write transaction, with set-based reads and one insert of its handed-off
 // deliveries: a broadcast chunk or a batch of 500 users took five statements an item (the
 // notification, the endpoints, the waiting taps, the notification's row, the leased deliveries);
-// it now takes two an item (the notification's row; an upsert only for taps that merge) and four
-// for the batch.
+// it now takes one an item (the notification's row; an upsert more for a tap that merges into a
+// waiting one) and four for the batch.
 
 extension SQLiteStore {
     /// What a batch read for one user before the user's item is published: the notification with
@@ -112,8 +112,8 @@ extension SQLiteStore {
 
 /// The deliveries a batch's items hand off that a publish alone would insert leased at once
 /// (``SQLiteStore/enqueue(_:_:_:now:_:handOff:prefetched:deferring:)``), gathered and inserted
-/// after the items in one statement per due time, in item order (so rows are numbered as the
-/// item-by-item inserts number them).
+/// after the items in one statement per due time, in item order (numbered in that order among
+/// themselves; rows an item's upsert adds for a merging tap are numbered before them).
 final class LeasedInsertBatch {
     /// What the rows of one statement share.
     private struct Group: Hashable {
