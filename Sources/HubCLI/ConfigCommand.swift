@@ -82,6 +82,7 @@ enum ConfigSummary {
         case .sqlite(let path): lines.append("  store: sqlite \(path)")
         case .postgres(let url, let pool): lines.append("  store: \(postgres(url, pool: pool).summary)")
         }
+        lines.append("  broadcasts: \(describe(file.broadcasts))")
         for app in file.apps {
             lines.append("  app \(app.id) (\(app.name)), delivery \(app.delivery.mode)")
             for platform in app.supportedPlatforms {
@@ -120,5 +121,13 @@ enum ConfigSummary {
             )
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// The `broadcasts:` section as the expander runs it.
+    static func describe(_ broadcasts: BroadcastSettings) -> String {
+        guard broadcasts.enabled else { return "not expanded by this instance (enabled: false)" }
+        let pace = broadcasts.maxUsersPerSecond.map { "at most \($0) users/s" } ?? "at the pace of delivery"
+        return "chunks of \(broadcasts.chunkSize) users, \(broadcasts.concurrentChunks) at a time, "
+            + "lease \(Int(broadcasts.lease.seconds))s, \(pace)"
     }
 }

@@ -82,6 +82,7 @@ public struct ConfigLoader: Sendable {
         if let node = top["logging"] { file.logging = reader.readLogging(node) }
         if let node = top["limits"] { file.limits = reader.readLimits(node) }
         if let node = top["dispatcher"] { file.dispatcher = reader.readDispatcher(node) }
+        if let node = top["broadcasts"] { file.broadcasts = reader.readBroadcasts(node) }
         file.transports = reader.readTransports(top["transports"])
         if let node = top["apps"] { file.apps = reader.readApps(node) }
         if let node = top["rateLimits"] { file.rateLimits = reader.readRateLimits(node, at: "rateLimits") }

@@ -20,12 +20,14 @@ import Yams
 ///   those the plugins declare (``TransportPlugin/settingKeys``, ``TransportPlugin/credentialKeys``).
 ///
 /// Only variables whose first part names a section (`HUB_SERVER…`, `HUB_STORE…`, `HUB_LOGGING…`,
-/// `HUB_LIMITS…`, `HUB_DISPATCHER…`, `HUB_RATE_LIMITS…`, `HUB_TRANSPORTS…`, `HUB_APPS…`) are overrides. A variable of a
+/// `HUB_LIMITS…`, `HUB_DISPATCHER…`, `HUB_BROADCASTS…`, `HUB_RATE_LIMITS…`, `HUB_TRANSPORTS…`, `HUB_APPS…`) are overrides. A variable of a
 /// section that names no key is an error, with a suggestion. The variables of earlier versions that
 /// named a transport's setting without the section (`HUB_APNS_SERVER`, `HUB_FCM_SEND_URL`, …: `HUB_` +
 /// the plugin ID + the key) still apply, with a warning that names their new name.
 struct EnvironmentOverrides {
-    static let sections = ["server", "store", "logging", "limits", "dispatcher", "rateLimits", "transports", "apps"]
+    static let sections = [
+        "server", "store", "logging", "limits", "dispatcher", "broadcasts", "rateLimits", "transports", "apps",
+    ]
 
     /// The keys of each mapping, by path (`*` for an app); lists other than `apps` are set whole.
     static let baseSchema: [String: [String]] = [
@@ -39,6 +41,7 @@ struct EnvironmentOverrides {
         "logging": ["format", "level"],
         "limits": ["defaultLifetime", "maxLifetime", "maxPayloadBytes", "retention", "maxEndpointsPerUser"],
         "dispatcher": ConfigReader.dispatcherKeys,
+        "broadcasts": ConfigReader.broadcastKeys,
         "apps.*": ConfigReader.appKeys,
         "apps.*.platforms": Platform.known.map(\.rawValue),
         "apps.*.platforms.*": ["appIds"],

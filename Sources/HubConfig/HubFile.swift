@@ -1,6 +1,6 @@
 public import HubCore
 
-/// hub.yaml as loaded: server, store, limits, logging, dispatcher and the cross-device apps.
+/// hub.yaml as loaded: server, store, limits, logging, dispatcher, broadcasts and the cross-device apps.
 public struct HubFile: Sendable {
     /// The path it was loaded from.
     public var path: String
@@ -18,6 +18,8 @@ public struct HubFile: Sendable {
     public var appRateLimits: [String: RateLimitSettings] = [:]
     /// `dispatcher`: how this instance works the outbox.
     public var dispatcher = DispatcherSettings()
+    /// `broadcasts`: how this instance expands broadcasts.
+    public var broadcasts = BroadcastSettings()
 
     /// The values `Hub` runs on.
     public func hubConfiguration() -> HubConfiguration {
@@ -26,6 +28,7 @@ public struct HubFile: Sendable {
             maxPayloadBytes: limits.maxPayloadBytes, retention: limits.retention,
             dispatcher: dispatcher.applied(to: DispatcherConfiguration()))
         configuration.maxEndpointsPerUser = limits.maxEndpointsPerUser
+        configuration.broadcasts = broadcasts.applied(to: configuration.broadcasts)
         return configuration
     }
 }

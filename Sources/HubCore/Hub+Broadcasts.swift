@@ -1,6 +1,7 @@
 public import Foundation
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// How this instance expands broadcasts (``Hub/expandBroadcastChunk()``).
 public struct BroadcastConfiguration: Sendable {
@@ -14,6 +15,14 @@ public struct BroadcastConfiguration: Sendable {
     /// How often an idle expander looks for broadcasts created on other instances (a broadcast
     /// created on this one wakes it at once).
     public var pollInterval: Duration = .seconds(1)
+    /// Chunks this instance publishes at once, each by an expander of its own. The first leases
+    /// its chunks under ``HubConfiguration/instanceID``, the others under that ID followed by
+    /// `/2`, `/3`, …: an instance restarted with the same ID and count takes each one's unfinished
+    /// chunk back at once.
+    public var concurrentChunks: Int = 1
+    /// The most users a second this instance's expanders publish, together (a chunk, then a pause
+    /// of its share of the second); `nil`: as fast as the lanes take the deliveries.
+    public var maxUsersPerSecond: Int? = nil
 
     public init() {}
 }
@@ -186,13 +195,19 @@ extension Hub {
     /// - Throws: the store's error; the chunk's lease then ends and it is published again.
     @discardableResult
     public func expandBroadcastChunk() async throws -> Bool {
+        try await expandBroadcastChunk(as: configuration.instanceID) != nil
+    }
+
+    /// ``expandBroadcastChunk()`` leasing as `owner`.
+    /// - Returns: the chunk's users, or nil when there was no chunk.
+    func expandBroadcastChunk(as owner: String) async throws -> Int? {
         let settings = configuration.broadcasts
         let leasedAt = now()
         guard
             let chunk = try await store.leaseBroadcastChunk(
-                size: max(1, settings.chunkSize), owner: configuration.instanceID, now: leasedAt,
+                size: max(1, settings.chunkSize), owner: owner, now: leasedAt,
                 leaseUntil: leasedAt.addingTimeInterval(settings.lease.seconds))
-        else { return false }
+        else { return nil }
         let broadcast = chunk.broadcast
         var published = 0
         var failed = 0
@@ -213,23 +228,37 @@ extension Hub {
                 "app": "\(broadcast.appId)", "broadcast": "\(broadcast.id)", "published": "\(published)",
                 "failed": "\(failed)",
             ])
-        return true
+        return chunk.users.count
     }
 
-    /// Expands broadcasts chunk after chunk until graceful shutdown: between chunks it yields,
-    /// and waits while this instance's lanes still hold more handed-off deliveries than they
-    /// send at once (a broadcast goes at the pace of delivery, and single publishes queue behind
-    /// one chunk at most). Idle, it looks again every ``BroadcastConfiguration/pollInterval`` or
-    /// when a broadcast is created here. Store failures are logged once per episode and retried.
-    func runBroadcastExpander() async {
+    /// Runs ``BroadcastConfiguration/concurrentChunks`` expanders until graceful shutdown, paced
+    /// together by ``BroadcastConfiguration/maxUsersPerSecond``.
+    func runBroadcastExpanders() async {
+        let settings = configuration.broadcasts
+        let pacer = settings.maxUsersPerSecond.map { BroadcastPacer(usersPerSecond: $0, start: clock.now) }
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<max(1, settings.concurrentChunks) {
+                let owner = index == 0 ? configuration.instanceID : "\(configuration.instanceID)/\(index + 1)"
+                group.addTask { await self.runBroadcastExpander(as: owner, pacer: pacer) }
+            }
+        }
+    }
+
+    /// Expands broadcasts chunk after chunk as `owner` until graceful shutdown: between chunks it
+    /// yields, waits its turn of `pacer`, and waits while this instance's lanes still hold more
+    /// handed-off deliveries than they send at once (a broadcast goes at the pace of delivery, and
+    /// single publishes queue behind one chunk per expander at most). Idle, it looks again every
+    /// ``BroadcastConfiguration/pollInterval`` or when a broadcast is created here. Store failures
+    /// are logged once per episode and retried.
+    func runBroadcastExpander(as owner: String, pacer: BroadcastPacer?) async {
         let settings = configuration.broadcasts
         var failures = 0
         await withGracefulShutdownHandler {
             while !Task.isShuttingDownGracefully && !Task.isCancelled {
                 let ticket = broadcastBell.ticket()
-                var worked = false
+                var users: Int?
                 do {
-                    worked = try await expandBroadcastChunk()
+                    users = try await expandBroadcastChunk(as: owner)
                     if failures > 0 { logger.notice("expanding broadcasts works again") }
                     failures = 0
                 } catch {
@@ -238,7 +267,8 @@ extension Hub {
                     }
                     failures += 1
                 }
-                if worked {
+                if let users {
+                    if let turn = pacer?.next(after: users, now: clock.now) { await pause(until: turn) }
                     await dispatcher.waitForHandOffRoom()
                     await Task.yield()
                     continue
@@ -248,11 +278,44 @@ extension Hub {
             }
         } onGracefulShutdown: {
             self.broadcastBell.wake(Self.broadcastKey)
+            self.broadcastBell.wake(Self.pacingKey)
+        }
+    }
+
+    /// Waits on the hub's clock until `deadline`; graceful shutdown ends the wait.
+    private func pause(until deadline: ContinuousClock.Instant) async {
+        while clock.now < deadline && !Task.isShuttingDownGracefully && !Task.isCancelled {
+            let ticket = broadcastBell.ticket()
+            _ = await broadcastBell.wait(Self.pacingKey, endpoint: nil, after: ticket, timeout: deadline - clock.now)
         }
     }
 
     /// What wakes the expander.
     static let broadcastKey = FeedKey(appId: "broadcasts", userId: "")
+    /// What the pacer's pauses wait on: only graceful shutdown rings it.
+    static let pacingKey = FeedKey(appId: "broadcasts", userId: "pacing")
+}
+
+/// Paces the expanders of one instance to a number of users a second, together: after a chunk,
+/// the next may start once the chunk's share of a second has passed since the later of the
+/// previous turn and the chunk's end (never faster than the rate, also after an idle time).
+final class BroadcastPacer: Sendable {
+    private let usersPerSecond: Int
+    /// When the next chunk may start.
+    private let turn: Mutex<ContinuousClock.Instant>
+
+    init(usersPerSecond: Int, start: ContinuousClock.Instant) {
+        self.usersPerSecond = max(1, usersPerSecond)
+        self.turn = Mutex(start)
+    }
+
+    /// Counts a chunk of `users` published; returns when the next chunk may start.
+    func next(after users: Int, now: ContinuousClock.Instant) -> ContinuousClock.Instant {
+        turn.withLock { turn in
+            turn = max(turn, now) + .seconds(Double(users) / Double(usersPerSecond))
+            return turn
+        }
+    }
 }
 
 extension Dispatcher.Lane {

@@ -31,7 +31,7 @@ extension Hub {
             }
             group.addTask { await self.runSweeper() }
             if self.configuration.broadcasts.enabled {
-                group.addTask { await self.runBroadcastExpander() }
+                group.addTask { await self.runBroadcastExpanders() }
             }
             group.addTask { await self.runStatisticsFlusher() }
             await group.waitForAll()

@@ -22,57 +22,70 @@ extension SQLiteStore {
     ///   as many as it allows.
     public func upsertEndpoint(_ endpoint: Endpoint, limit: EndpointLimit) async throws -> Endpoint {
         try Identifier.checkBeforeStoring(endpoint)
-        return try await write { db in
-            let key = FeedKey(appId: endpoint.appId, userId: endpoint.userId)
-            var stored = Self.canonical(endpoint)
-            if let existing = try Self.fetchEndpoint(db, key, id: endpoint.id) {
-                if existing.state == .inactive {
-                    let revived =
-                        existing.token != endpoint.token
-                        || existing.inactiveSince.map { endpoint.registeredAt > $0 } ?? true
-                    if revived {
-                        stored.state = .active
-                        stored.inactiveReason = nil
-                        stored.inactiveSince = nil
-                    } else {
-                        stored.state = existing.state
-                        stored.inactiveReason = existing.inactiveReason
-                        stored.inactiveSince = existing.inactiveSince
-                    }
-                }
-                stored.lastSyncAt = stored.lastSyncAt ?? existing.lastSyncAt
-                try EndpointRecord(stored).update(db)
-            } else {
-                if limit.maxPerUser != nil {
-                    let existing =
-                        try Int.fetchOne(
-                            db.cachedStatement(
-                                sql: """
-                                    SELECT COUNT(*) FROM endpoint WHERE appId = ? AND userId = ?
-                                        AND NOT (? IS NOT NULL AND transport = ? AND token = ?)
-                                    """),
-                            arguments: [
-                                key.appId, key.userId, endpoint.token, endpoint.transport.rawValue, endpoint.token,
-                            ]) ?? 0
-                    try limit.check(adding: endpoint.id, existing: existing)
-                }
-                try EndpointRecord(stored).insert(db)
-            }
+        return try await write { db in try Self.upsertEndpoint(endpoint, limit: limit, db) }
+    }
 
-            if let token = endpoint.token {
-                let holders = try EndpointRecord.fetchAll(
-                    db.cachedStatement(
-                        sql: """
-                            SELECT * FROM endpoint WHERE appId = ? AND transport = ? AND token = ?
-                                AND NOT (userId = ? AND id = ?)
-                            """),
-                    arguments: [endpoint.appId, endpoint.transport.rawValue, token, endpoint.userId, endpoint.id])
-                for holder in holders.map(\.endpoint) {
-                    try Self.removeEndpoint(db, FeedKey(appId: holder.appId, userId: holder.userId), id: holder.id)
+    /// Registers or refreshes every endpoint of `endpoints`, each as
+    /// ``upsertEndpoint(_:limit:)`` would, in order, in one transaction (one commit, however many):
+    /// for loading many endpoints at once (a migration, a benchmark's million users). A failing
+    /// endpoint fails the whole call and nothing of it is stored.
+    /// - Returns: the endpoints as stored, in order.
+    public func upsertEndpoints(_ endpoints: [Endpoint], limit: EndpointLimit) async throws -> [Endpoint] {
+        for endpoint in endpoints { try Identifier.checkBeforeStoring(endpoint) }
+        return try await write { db in try endpoints.map { try Self.upsertEndpoint($0, limit: limit, db) } }
+    }
+
+    /// ``upsertEndpoint(_:limit:)`` inside a write transaction.
+    private static func upsertEndpoint(_ endpoint: Endpoint, limit: EndpointLimit, _ db: Database) throws -> Endpoint {
+        let key = FeedKey(appId: endpoint.appId, userId: endpoint.userId)
+        var stored = Self.canonical(endpoint)
+        if let existing = try Self.fetchEndpoint(db, key, id: endpoint.id) {
+            if existing.state == .inactive {
+                let revived =
+                    existing.token != endpoint.token
+                    || existing.inactiveSince.map { endpoint.registeredAt > $0 } ?? true
+                if revived {
+                    stored.state = .active
+                    stored.inactiveReason = nil
+                    stored.inactiveSince = nil
+                } else {
+                    stored.state = existing.state
+                    stored.inactiveReason = existing.inactiveReason
+                    stored.inactiveSince = existing.inactiveSince
                 }
             }
-            return stored
+            stored.lastSyncAt = stored.lastSyncAt ?? existing.lastSyncAt
+            try EndpointRecord(stored).update(db)
+        } else {
+            if limit.maxPerUser != nil {
+                let existing =
+                    try Int.fetchOne(
+                        db.cachedStatement(
+                            sql: """
+                                SELECT COUNT(*) FROM endpoint WHERE appId = ? AND userId = ?
+                                    AND NOT (? IS NOT NULL AND transport = ? AND token = ?)
+                                """),
+                        arguments: [
+                            key.appId, key.userId, endpoint.token, endpoint.transport.rawValue, endpoint.token,
+                        ]) ?? 0
+                try limit.check(adding: endpoint.id, existing: existing)
+            }
+            try EndpointRecord(stored).insert(db)
         }
+
+        if let token = endpoint.token {
+            let holders = try EndpointRecord.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT * FROM endpoint WHERE appId = ? AND transport = ? AND token = ?
+                            AND NOT (userId = ? AND id = ?)
+                        """),
+                arguments: [endpoint.appId, endpoint.transport.rawValue, token, endpoint.userId, endpoint.id])
+            for holder in holders.map(\.endpoint) {
+                try Self.removeEndpoint(db, FeedKey(appId: holder.appId, userId: holder.userId), id: holder.id)
+            }
+        }
+        return stored
     }
 
     /// One endpoint of the user.

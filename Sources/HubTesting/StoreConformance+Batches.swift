@@ -108,6 +108,50 @@ extension StoreConformance {
         let claimed = try await Fixture.claim(store, at: Fixture.at(1), owner: "worker-b")
         try expect.equal(Fixture.summary(claimed), ["f1:shoulderTap:h-a"], "a claim takes only what was not handed off")
     }
+
+    /// A batch with a hand-off for users in three states, as single publishes would leave them:
+    /// alice has a tap waiting (merged into and leased: still one row for her endpoint), bob has
+    /// the notification already (updated, keeping its ID; his earlier tap was sent, so a new one is
+    /// leased), carol has nothing (created, tap leased). Nothing is left for a claim, and once the
+    /// leases end a claim finds exactly one tap per endpoint.
+    public static func batchHandOffMerges(_ store: any Store) async throws {
+        let expect = Expect()
+        try await store.migrate()
+        let carol = FeedKey(appId: Fixture.app, userId: "carol")
+        _ = try await store.upsertEndpoint(Fixture.endpoint("a1"))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("b1", of: Fixture.bob))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("c1", of: carol))
+        _ = try await store.publish(Fixture.request(Fixture.draft("m-1"), for: Fixture.bob, newId: "m-b"))
+        try await Fixture.drain(store, at: Fixture.t0)
+        _ = try await store.publish(Fixture.request(Fixture.draft("m-0"), for: Fixture.alice, newId: "m-a0"))
+        let handOff = HandOff(owner: "worker-a", leaseUntil: Fixture.at(10), transports: [.apns])
+        let results = try await store.publish(
+            batch: [
+                Fixture.request(Fixture.draft("m-1"), for: Fixture.alice, newId: "m-a", handOff: handOff),
+                Fixture.request(Fixture.draft("m-1"), for: Fixture.bob, newId: "m-b2", handOff: handOff),
+                Fixture.request(Fixture.draft("m-1"), for: carol, newId: "m-c", handOff: handOff),
+            ])
+        try expect.equal(results.map(\.created), [true, false, true], "bob's notification is updated")
+        try expect.equal(results.map(\.notification.id), ["m-a", "m-b", "m-c"], "bob's keeps its first ID")
+        try expect.equal(
+            results.map { $0.handedOff.map(\.endpoint.id) }, [["a1"], ["b1"], ["c1"]], "each item's tap is handed off")
+        for result in results {
+            let tap = try expect.unwrap(result.handedOff.first, "a handed-off tap")
+            try expect.equal(tap.notification, result.notification, "the hand-off carries its item's notification")
+            try expect.equal(tap.delivery.notificationId, result.notification.id, "the tap announces its item")
+            try expect.equal(
+                tap.delivery.changeVersion, result.notification.changeVersion, "the tap announces the new version")
+            try expect.equal(tap.delivery.attempts, 1, "a hand-off counts an attempt")
+        }
+        try expect.equal(results.map(\.leftForClaim), [0, 0, 0], "nothing is left for a claim")
+        try expect.equal(
+            Fixture.summary(try await Fixture.claim(store, at: Fixture.at(1), owner: "worker-b")), [],
+            "every tap is leased")
+        try expect.equal(
+            Fixture.summary(try await Fixture.claim(store, at: Fixture.at(11), owner: "worker-b")),
+            ["a1:shoulderTap:m-a", "b1:shoulderTap:m-b", "c1:shoulderTap:m-c"],
+            "after the leases, one tap per endpoint: alice's waiting tap took the new one")
+    }
 }
 
 extension Fixture {

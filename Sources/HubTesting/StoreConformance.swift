@@ -78,6 +78,7 @@ public enum StoreConformance {
             Check(name: "batchMixedAndDuplicates", run: batchMixedAndDuplicates),
             Check(name: "batchRetried", run: batchRetried),
             Check(name: "batchHandOff", run: batchHandOff),
+            Check(name: "batchHandOffMerges", run: batchHandOffMerges),
             Check(name: "tagsReplaced", run: tagsReplaced),
             Check(name: "broadcastAllUsersInChunks", run: broadcastAllUsersInChunks),
             Check(name: "broadcastChunkTakenOver", run: broadcastChunkTakenOver),
@@ -102,7 +103,7 @@ public enum StoreConformance {
                 "scheduledCancel", "coalescing", "targetPolicyFilters", "stateChangeTapsOthers", "deleteTombstone",
                 "sweepExpiresAndPurges", "fallbackScheduled", "visibleNotCoalesced",
                 "refusedIdentifiersNeverReachTheStore", "batchMixedAndDuplicates", "batchRetried", "batchHandOff",
-                "badgeCounts",
+                "batchHandOffMerges", "badgeCounts",
             ]
         ),
         ("FeedReader", ["historyFilters", "historyByPlatformAndTime", "feedPaging"]),

@@ -34,16 +34,19 @@ struct PipelineWorkspace {
     var configPath: String { directory.appendingPathComponent("hub.yaml").path }
 
     /// Writes hub.yaml; `postgresPoolSize` nil means SQLite, else PostgreSQL at
-    /// `env:HUB_BENCH_DATABASE_URL` (never written to the file: it holds the password).
-    func writeConfig(postgresPoolSize: Int?) throws {
+    /// `env:HUB_BENCH_DATABASE_URL` (never written to the file: it holds the password). `extra`:
+    /// more top-level lines; `instanceID`: `server.instanceId` (a restarted hub takes its leases back).
+    func writeConfig(postgresPoolSize: Int?, extra: String = "", instanceID: String? = nil) throws {
         let store =
             postgresPoolSize.map { "{ postgres: { url: env:HUB_BENCH_DATABASE_URL, poolSize: \($0) } }" }
             ?? "{ sqlite: { path: \(sqlitePath) } }"
+        let instance = instanceID.map { ", instanceId: \($0)" } ?? ""
         try write(
             """
-            server: { listen: "127.0.0.1:0", adminToken: file:admin.token }
+            server: { listen: "127.0.0.1:0", adminToken: file:admin.token\(instance) }
             store: \(store)
             logging: { format: text, level: notice }
+            \(extra)
             # The bench measures the pipeline, not the limiter: the default 20,000/s a publisher key
             # refuses a 500-item batch whole once 40 are in flight.
             rateLimits: { publisherKey: off, userPublishes: off }

@@ -161,11 +161,13 @@ struct HubInstance: Sendable {
     /// - Parameters:
     ///   - dispatcher: how this instance works the outbox (lease, idle interval, …).
     ///   - apns: what sending to an APNs endpoint does on this instance.
+    ///   - plug: what every store call of this instance's hub goes through (a ``StorePlug``, or a
+    ///     test's own interceptor).
     ///   - clock: the clock of the hub, its signals and its store.
     init(
         _ name: String, schema: String, dispatcher: DispatcherConfiguration, server: TestServer = .shared,
         apns: @escaping @Sendable (OutboundDelivery) async -> DeliveryOutcome = { _ in .accepted },
-        broadcasts: BroadcastConfiguration = BroadcastConfiguration(), plug: StorePlug? = nil,
+        broadcasts: BroadcastConfiguration = BroadcastConfiguration(), plug: (any StoreInterceptor)? = nil,
         clock: any HubClock = SystemClock()
     ) throws {
         self.name = name
@@ -182,9 +184,16 @@ struct HubInstance: Sendable {
         var logger = Logger(label: "hub.\(name)")
         logger.logLevel = .warning
         hub = try Hub(
-            configuration: configuration, store: plug.map { InterceptedStore(store, $0) } ?? store,
+            configuration: configuration, store: plug.map { Self.intercepted(store, $0) } ?? store,
             transports: [self.apns, PollingTransport(signals: signals)], signals: signals, logger: logger,
             clock: clock)
+    }
+
+    /// `store` with its calls going through `interceptor` (the existential opened).
+    private static func intercepted<Interceptor: StoreInterceptor>(
+        _ store: any Store, _ interceptor: Interceptor
+    ) -> any Store {
+        InterceptedStore(store, interceptor)
     }
 
     /// Registers an APNs endpoint (`ios`) or a polling one (`web`) through this instance.

@@ -1,0 +1,74 @@
+public import HubCore
+import Yams
+
+/// The `broadcasts:` section: how this instance expands broadcasts (HubCore's
+/// ``BroadcastConfiguration`` has the same defaults and says what each one does).
+public struct BroadcastSettings: Sendable, Equatable {
+    /// `enabled`: whether this instance leases and publishes broadcast chunks.
+    public var enabled: Bool = BroadcastConfiguration().enabled
+    /// `chunkSize`: users per chunk (what a killed instance publishes twice at most).
+    public var chunkSize: Int = BroadcastConfiguration().chunkSize
+    /// `lease`: how long a chunk stays leased to its instance before another takes it over.
+    public var lease: Duration = BroadcastConfiguration().lease
+    /// `pollInterval`: how often an idle expander looks for broadcasts created elsewhere.
+    public var pollInterval: Duration = BroadcastConfiguration().pollInterval
+    /// `concurrentChunks`: chunks this instance publishes at once.
+    public var concurrentChunks: Int = BroadcastConfiguration().concurrentChunks
+    /// `maxUsersPerSecond`: the most users a second this instance publishes; `nil`: the pace of
+    /// delivery.
+    public var maxUsersPerSecond: Int? = BroadcastConfiguration().maxUsersPerSecond
+    public init() {}
+
+    /// `configuration` with these settings.
+    public func applied(to configuration: BroadcastConfiguration) -> BroadcastConfiguration {
+        var configuration = configuration
+        configuration.enabled = enabled
+        configuration.chunkSize = chunkSize
+        configuration.lease = lease
+        configuration.pollInterval = pollInterval
+        configuration.concurrentChunks = concurrentChunks
+        configuration.maxUsersPerSecond = maxUsersPerSecond
+        return configuration
+    }
+}
+
+extension ConfigReader {
+    static let broadcastKeys = [
+        "enabled", "chunkSize", "lease", "pollInterval", "concurrentChunks", "maxUsersPerSecond",
+    ]
+    /// The largest chunk: a chunk is published as one batch, whose limit is 1,000 items.
+    static let maxBroadcastChunk = 1_000
+
+    mutating func readBroadcasts(_ node: Node) -> BroadcastSettings {
+        var settings = BroadcastSettings()
+        let path = "broadcasts"
+        guard let entries = mapping(node, at: path, allowed: Self.broadcastKeys) else { return settings }
+        if let value = choice(entries["enabled"], at: "\(path).enabled", ["true", "false"]) {
+            settings.enabled = value == "true"
+        }
+        if let value = integer(entries["chunkSize"], at: "\(path).chunkSize", in: 1...Self.maxBroadcastChunk) {
+            settings.chunkSize = value
+        }
+        if let node = entries["lease"], let value = duration(node, at: "\(path).lease") {
+            if value < .seconds(5) || value > .seconds(3600) {
+                error(node, "'\(path).lease' must be from 5s to 1h (longer than publishing one chunk takes)")
+            } else {
+                settings.lease = value
+            }
+        }
+        if let node = entries["pollInterval"], let value = duration(node, at: "\(path).pollInterval") {
+            if value < .seconds(1) || value > .seconds(60) {
+                error(node, "'\(path).pollInterval' must be from 1s to 1m")
+            } else {
+                settings.pollInterval = value
+            }
+        }
+        if let value = integer(entries["concurrentChunks"], at: "\(path).concurrentChunks", in: 1...16) {
+            settings.concurrentChunks = value
+        }
+        if let value = integer(entries["maxUsersPerSecond"], at: "\(path).maxUsersPerSecond", in: 1...10_000_000) {
+            settings.maxUsersPerSecond = value
+        }
+        return settings
+    }
+}
