@@ -11,177 +11,9 @@ import Testing
 /// count, silently; a burst of 50 reads sends a few badge updates per device, not 50.
 @Suite("hub serve: badges from the hub's read state, over HTTP and the emulators", .serialized)
 struct BadgeServeTests {
-    static let sid = "ms-app://s-1-15-2-1234567890-1234567890-1234567890-1234567890-1234567890-1234567890-123456789"
-
-    /// The four emulators and the hub that sends to them.
-    struct Devices {
-        let apns: APNSEmulator
-        let fcm: FCMEmulator
-        let wns: WNSEmulator
-        let push: WebPushEmulator
-        let hub: RunningHub
-        let http: HubHTTP
-        let channel: String
-        let subscription: WebPushEmulator.Subscription
-
-        /// The badge the iPhone shows: `aps.badge` of the newest APNs push, with whether that push
-        /// showed nothing else (no alert, no sound).
-        var iphone: (badge: Int?, silent: Bool) {
-            guard let request = apns.requests.last,
-                let root = try? JSONSerialization.jsonObject(with: Data(request.payload)) as? [String: Any],
-                let aps = root["aps"] as? [String: Any]
-            else { return (nil, false) }
-            return ((aps["badge"] as? NSNumber)?.intValue, aps["alert"] == nil && aps["sound"] == nil)
-        }
-
-        /// The badge the Android app applies: the `badge` data field of the newest FCM message,
-        /// with whether it was a data message (nothing shown).
-        var pixel: (badge: Int?, silent: Bool) {
-            guard let message = fcm.messages.last else { return (nil, false) }
-            return (message.data["badge"].flatMap(Int.init), message.notificationTitle == nil)
-        }
-
-        /// The newest `wns/badge` value on the Windows channel, and whether a toast came after the
-        /// first badge update.
-        var surface: String? {
-            wns.received(on: channel).last { $0.type == "wns/badge" }.flatMap { notification in
-                notification.text.split(separator: "\"").dropFirst().first.map(String.init)
-            }
-        }
-
-        /// The badge the browser's service worker sets: the newest push's `badge` field, with
-        /// whether it was a tap (the worker shows nothing for it).
-        var browser: (badge: Int?, silent: Bool) {
-            guard let message = push.received(by: subscription).last,
-                let fields = try? JSONSerialization.jsonObject(with: Data(message.plaintext)) as? [String: String]
-            else { return (nil, false) }
-            return (fields["badge"].flatMap(Int.init), fields["hub"] == "tap")
-        }
-
-        /// How many pushes each device got so far: APNs requests, FCM messages, WNS badges, Web Push messages.
-        var counts: [Int] {
-            [
-                apns.requests.count, fcm.messages.count,
-                wns.received(on: channel).filter { $0.type == "wns/badge" }.count,
-                push.received(by: subscription).count,
-            ]
-        }
-
-        func shutdown() async {
-            hub.signal(SIGTERM)
-            _ = await hub.waitForExit()
-            await apns.shutdown()
-            try? await fcm.shutdown()
-            try? await wns.shutdown()
-            try? await push.shutdown()
-        }
-
-        /// Marks `id` read from the device `endpoint`.
-        /// - Returns: the badge the hub answered for that device (`X-Hub-Badge`).
-        @discardableResult
-        func read(_ id: String, from endpoint: String) async throws -> Int? {
-            var request = HTTPClientRequest(url: http.base + "/v1/apps/notes.contoso.com/me/notifications/\(id)")
-            request.method = .PATCH
-            request.headers.add(name: "Authorization", value: "Bearer \(try await http.userToken("alice"))")
-            request.headers.add(name: "X-Hub-Endpoint", value: endpoint)
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(string: #"{"readState":"read"}"#))
-            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
-            let body = try await response.body.collect(upTo: 1 << 20)
-            #expect(response.status.code == 200, "\(String(buffer: body))")
-            return response.headers.first(name: "X-Hub-Badge").flatMap { Int($0) }
-        }
-
-        /// Waits until every delivery is finished.
-        func settled() async throws -> Bool {
-            try await eventually { try await http.statistics().pending == 0 }
-        }
-    }
-
-    /// Starts the emulators and `hub serve` with one app that shows the hub's badge, and registers
-    /// alice's four devices.
-    static func start() async throws -> Devices {
-        let apns = try await APNSEmulator.start()
-        let fcm = try await FCMEmulator.start()
-        let wns = try await WNSEmulator.start(authority: fcm.authority)
-        let push = try await WebPushEmulator.start()
-        let key = APNSTestKey()
-        apns.register(key, bundleIDs: ["com.contoso.notes"])
-        try await fcm.register(.primary)
-        wns.registerPackage(sid: Self.sid, secret: "package-secret")
-        let vapid = WebPushEmulator.makeVAPIDKey()
-
-        let workspace = try makeWorkspace()
-        func write(_ text: String, _ name: String) throws {
-            try text.write(to: workspace.appendingPathComponent(name), atomically: true, encoding: .utf8)
-        }
-        try write(key.privateKeyPEM, "AuthKey.p8")
-        try write(apns.trustRootPEM, "apns-ca.pem")
-        try write(fcm.trustRootPEM, "google-ca.pem")
-        try write(push.trustRootPEM, "webpush-ca.pem")
-        try write(FCMTestServiceAccount.primary.serviceAccountJSON(tokenURI: fcm.tokenURI), "account.json")
-        try write("package-secret", "wns.secret")
-        try write(vapid.privateKeyPEM, "vapid.pem")
-        try writeServeFiles(
-            in: workspace,
-            yaml: """
-                server: { listen: "127.0.0.1:0", adminToken: file:admin.token, instanceId: test-hub }
-                store: { sqlite: { path: data/hub.sqlite } }
-                transports:
-                  webpush: { allowedHosts: ["\(push.host)"], trustRoots: file:webpush-ca.pem, timeout: 10s }
-                apps:
-                  - id: notes.contoso.com
-                    platforms:
-                      ios: { appIds: [com.contoso.notes] }
-                      android: { appIds: [com.contoso.notes] }
-                      windows: { appIds: [Contoso.Notes_8wekyb3d8bbwe] }
-                      web: { appIds: ["https://notes.contoso.com"] }
-                    identity:
-                      - { issuer: "https://login.contoso.com", audiences: [contoso-notes], secret: file:user.secret }
-                    publishers: [ { name: backend, key: file:publisher.key } ]
-                    delivery: { badge: unread }
-                    credentials:
-                      apns: { teamId: \(key.teamID), keyId: \(key.keyID), privateKey: file:AuthKey.p8, environment: production }
-                      fcm: { serviceAccount: file:account.json }
-                      wns: { packageSid: "\(Self.sid)", clientSecret: file:wns.secret }
-                      webpush: { vapidPrivateKey: file:vapid.pem, subject: "mailto:ops@contoso.com" }
-                """)
-        let ca = { (name: String) in workspace.appendingPathComponent(name).path }
-        let hub = try await RunningHub(
-            directory: workspace,
-            environment: [
-                "HUB_TRANSPORTS_APNS_SERVER": "127.0.0.1:\(apns.port)",
-                "HUB_TRANSPORTS_APNS_TRUST_ROOTS": ca("apns-ca.pem"),
-                "HUB_TRANSPORTS_FCM_SEND_URL": fcm.baseURL, "HUB_TRANSPORTS_FCM_TRUST_ROOTS": ca("google-ca.pem"),
-                "HUB_TRANSPORTS_WNS_TOKEN_URL": wns.classicTokenURL, "HUB_TRANSPORTS_WNS_ALLOWED_HOSTS": wns.host,
-                "HUB_TRANSPORTS_WNS_TRUST_ROOTS": ca("google-ca.pem"),
-            ])
-        let http = HubHTTP(base: hub.baseURL)
-        let token = try await http.userToken("alice")
-        let subscription = push.makeSubscription(applicationServerKey: vapid.publicKey)
-        let channel = wns.makeChannel(forApp: Self.sid)
-        for (id, body) in [
-            (
-                "iphone",
-                #"{"platform":"ios","appId":"com.contoso.notes","transport":"apns","token":"a1b2c3d4","environment":"production"}"#
-            ),
-            (
-                "pixel",
-                #"{"platform":"android","appId":"com.contoso.notes","transport":"fcm","token":"fcm-token-pixel"}"#
-            ),
-            (
-                "surface",
-                #"{"platform":"windows","appId":"Contoso.Notes_8wekyb3d8bbwe","transport":"wns","token":"\#(channel)"}"#
-            ),
-            ("browser", ServeWebPushTests.registration(token: subscription.json)),
-        ] {
-            let registered = try await http.request(
-                .PUT, "/v1/apps/notes.contoso.com/me/endpoints/\(id)", bearer: token, json: body)
-            #expect(registered.status == 201, "\(id): \(registered.body)")
-        }
-        return Devices(
-            apns: apns, fcm: fcm, wns: wns, push: push, hub: hub, http: http, channel: channel,
-            subscription: subscription)
+    /// The hub with one app that shows the hub's badge.
+    static func start() async throws -> FourPlatformHub {
+        try await FourPlatformHub.start(appSettings: "delivery: { badge: unread }")
     }
 
     @Test("a read on one device drops the other three badges within a second, silently; its own is not pushed")
@@ -259,5 +91,71 @@ struct BadgeServeTests {
         }
         print("badge updates for a burst of 50 reads (iphone, pixel, surface, browser): \(updates)")
         await devices.shutdown()
+    }
+}
+
+extension FourPlatformHub {
+    /// The badge the iPhone shows: `aps.badge` of the newest APNs push, with whether that push
+    /// showed nothing else (no alert, no sound).
+    var iphone: (badge: Int?, silent: Bool) {
+        guard let request = apns.requests.last,
+            let root = try? JSONSerialization.jsonObject(with: Data(request.payload)) as? [String: Any],
+            let aps = root["aps"] as? [String: Any]
+        else { return (nil, false) }
+        return ((aps["badge"] as? NSNumber)?.intValue, aps["alert"] == nil && aps["sound"] == nil)
+    }
+
+    /// The badge the Android app applies: the `badge` data field of the newest FCM message,
+    /// with whether it was a data message (nothing shown).
+    var pixel: (badge: Int?, silent: Bool) {
+        guard let message = fcm.messages.last else { return (nil, false) }
+        return (message.data["badge"].flatMap(Int.init), message.notificationTitle == nil)
+    }
+
+    /// The newest `wns/badge` value on the Windows channel, and whether a toast came after the
+    /// first badge update.
+    var surface: String? {
+        wns.received(on: channel).last { $0.type == "wns/badge" }.flatMap { notification in
+            notification.text.split(separator: "\"").dropFirst().first.map(String.init)
+        }
+    }
+
+    /// The badge the browser's service worker sets: the newest push's `badge` field, with
+    /// whether it was a tap (the worker shows nothing for it).
+    var browser: (badge: Int?, silent: Bool) {
+        guard let message = push.received(by: subscription).last,
+            let fields = try? JSONSerialization.jsonObject(with: Data(message.plaintext)) as? [String: String]
+        else { return (nil, false) }
+        return (fields["badge"].flatMap(Int.init), fields["hub"] == "tap")
+    }
+
+    /// How many pushes each device got so far: APNs requests, FCM messages, WNS badges, Web Push messages.
+    var counts: [Int] {
+        [
+            apns.requests.count, fcm.messages.count,
+            wns.received(on: channel).filter { $0.type == "wns/badge" }.count,
+            push.received(by: subscription).count,
+        ]
+    }
+
+    /// Marks `id` read from the device `endpoint`.
+    /// - Returns: the badge the hub answered for that device (`X-Hub-Badge`).
+    @discardableResult
+    func read(_ id: String, from endpoint: String) async throws -> Int? {
+        var request = HTTPClientRequest(url: http.base + "/v1/apps/notes.contoso.com/me/notifications/\(id)")
+        request.method = .PATCH
+        request.headers.add(name: "Authorization", value: "Bearer \(try await http.userToken("alice"))")
+        request.headers.add(name: "X-Hub-Endpoint", value: endpoint)
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(string: #"{"readState":"read"}"#))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        #expect(response.status.code == 200, "\(String(buffer: body))")
+        return response.headers.first(name: "X-Hub-Badge").flatMap { Int($0) }
+    }
+
+    /// Waits until every delivery is finished.
+    func settled() async throws -> Bool {
+        try await eventually { try await http.statistics().pending == 0 }
     }
 }

@@ -149,6 +149,11 @@ struct MultiInstanceTests {
         // own publishes outrun it, so its hand-off queue stays full and a backlog grows.
         var dispatcherB = HubInstance.dispatcher(lease: .seconds(10), idle: .seconds(1))
         dispatcherB.concurrency = 2
+        // Every send goes to one host and many to one user: with the default shares the lane would
+        // defer and release rows all the time, and a released take-over waits as a fresh row. The
+        // test is about the claim order alone.
+        dispatcherB.maxUserShare = 1
+        dispatcherB.maxHostShare = 1
         let b = try HubInstance("b", schema: schema, dispatcher: dispatcherB) { delivery in
             sentAt.withLock { $0[delivery.delivery.id] = $0[delivery.delivery.id] ?? Date() }
             try? await Task.sleep(for: .milliseconds(100))  // a provider's round trip, not a wait for a condition
