@@ -42,9 +42,9 @@ enum TransportReport {
                     ? "no app maps \(platforms)"
                     : plugin.credentialKeys.isEmpty
                         ? "hub.yaml has no transports.\(plugin.id) (an empty one, {}, turns it on)"
-                    : configured.isEmpty
-                        ? "no app has credentials.\(plugin.id); \(platforms.isEmpty ? "" : platforms + " ")devices register with another transport"
-                        : "the plugin made no transport"
+                        : configured.isEmpty
+                            ? "no app has credentials.\(plugin.id); \(platforms.isEmpty ? "" : platforms + " ")devices register with another transport"
+                            : "the plugin made no transport"
             logger.info("\(plugin.id) transport off: \(reason)")
         }
     }

@@ -54,11 +54,15 @@ struct SQLiteStoreTests {
         let key = FeedKey(appId: "notes.contoso.com", userId: "alice")
         let published = try await store.publish(request(key, "m-1"))
         #expect(
-            try await store.appliedMigrations() == ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12"])
+            try await store.appliedMigrations() == [
+                "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12",
+            ])
         try await store.migrate()
         try await store.migrate()
         #expect(
-            try await store.appliedMigrations() == ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12"])
+            try await store.appliedMigrations() == [
+                "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12",
+            ])
         #expect(try await store.notification(key, id: "m-1") == published.notification)
         try store.close()
 
