@@ -22,7 +22,7 @@ import HubCore
 ///
 /// The transport checks at registration and again before every send. Host names are not resolved:
 /// a public name that resolves to a private address is stopped only by the allow-list. The address
-/// checks are ``HostAllowList``'s, shared with webhooks.
+/// checks are HubCore's `HostAllowList`, shared with webhooks.
 public struct WebPushEndpointPolicy: Sendable, Hashable {
     /// The push services of the major browsers: Chrome and the Chromium family (FCM), Firefox
     /// (autopush), Edge (WNS) and Safari (Apple). The default allow-list.
