@@ -82,10 +82,13 @@ final class Dispatcher: Sendable {
     /// Tells the dispatcher that new deliveries may be due. The lane of transports this hub does
     /// not run is not poked: it looks for strays on its own, every `10 × idleInterval`.
     func poke() {
-        for lane in lanes where !lane.isStrayLane {
-            lane.pokes.add(1, ordering: .releasing)
-            bells.wake(lane.pokeKey)
-        }
+        for lane in lanes where !lane.isStrayLane { poke(lane) }
+    }
+
+    /// Counts a poke of `lane` (rows may wait for its claim) and wakes it.
+    private func poke(_ lane: Lane) {
+        lane.pokes.add(1, ordering: .releasing)
+        bells.wake(lane.pokeKey)
     }
 
     /// Pokes the lanes `delay` from now: for deliveries planned to come due then (a badge app's
@@ -111,10 +114,7 @@ final class Dispatcher: Sendable {
 
     /// Tells the webhook lane that events may be due (they were enqueued).
     func pokeWebhooks() {
-        for lane in lanes where lane.selection == .transport(.webhooks) {
-            lane.pokes.add(1, ordering: .releasing)
-            bells.wake(lane.pokeKey)
-        }
+        for lane in lanes where lane.selection == .transport(.webhooks) { poke(lane) }
     }
 
     func run() async {
