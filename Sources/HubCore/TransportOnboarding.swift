@@ -1,3 +1,5 @@
+import Foundation
+
 /// How `hub map-app` onboards an app onto a transport: the credentials it asks for (as flags and as
 /// the wizard's questions), how the answers become the app's `credentials.<id>` in hub.yaml, and
 /// the transport's emulator for `hub emulate`.
@@ -103,10 +105,20 @@ public struct CredentialField: Sendable {
         self.check = check
     }
 
-    /// The rule of secret values: a reference, not the secret. - Returns: what to fix, or `nil`.
-    public func referenceProblem(_ value: String) -> String? {
-        guard secret, input == .value, !(value.hasPrefix("env:") || value.hasPrefix("file:")) else { return nil }
-        return "is a secret: give a reference, env:NAME or file:path, not the value"
+    /// What is wrong with a value as given, one phrase saying what to fix; `nil` when it is fine.
+    /// A secret ``Input/value`` must be a reference (`env:NAME`, `file:path`); a ``Input/file`` path
+    /// must exist (a reference is taken as is); then ``check`` has its say.
+    /// - Parameter value: the flag's value or the wizard's answer.
+    public func problem(_ value: String) -> String? {
+        let isReference = value.hasPrefix("env:") || value.hasPrefix("file:")
+        switch input {
+        case .value:
+            if secret && !isReference { return "is a secret: give a reference, env:NAME or file:path, not the value" }
+        case .file:
+            if isReference { return nil }
+            if !FileManager.default.fileExists(atPath: value) { return "\(value) does not exist" }
+        }
+        return check(value)
     }
 }
 
@@ -145,6 +157,22 @@ public struct CredentialAnswers: Sendable {
 
     /// The flag of a field as the operator types it: `--apns-key-id` for `key-id`.
     public func flag(_ name: String) -> String { "--\(transport.rawValue)-\(name)" }
+
+    /// A path as a hub.yaml `file:` reference: relative to hub.yaml's folder when it is inside it.
+    /// - Parameter path: absolute, or relative to the working directory.
+    public func fileReference(_ path: String) -> String { Self.fileReference(path, directory: directory) }
+
+    /// A path as a hub.yaml `file:` reference: relative to `directory` when it is inside it.
+    /// - Parameters:
+    ///   - path: absolute, or relative to the working directory.
+    ///   - directory: the folder of hub.yaml.
+    public static func fileReference(_ path: String, directory: String) -> String {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        let standardized = URL(fileURLWithPath: absolute).standardizedFileURL.path
+        let base = URL(fileURLWithPath: directory).standardizedFileURL.path
+        if standardized.hasPrefix(base + "/") { return "file:" + standardized.dropFirst(base.count + 1) }
+        return "file:" + standardized
+    }
 
     /// Throws one problem per field of `names` that was not given, saying which flags it goes with.
     public func require(_ names: String...) throws {
