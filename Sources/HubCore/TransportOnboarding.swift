@@ -191,6 +191,7 @@ public struct CredentialProblems: Error, Sendable, CustomStringConvertible {
     /// - Parameter problems: one sentence each, naming the flag to fix.
     public init(_ problems: [String]) { self.problems = problems }
 
+    /// The problems, one per line.
     public var description: String { problems.joined(separator: "\n") }
 }
 

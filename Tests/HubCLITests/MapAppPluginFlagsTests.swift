@@ -166,4 +166,23 @@ struct MapAppPluginFlagsTests {
         #expect(typo.errors.contains("no emulator named 'pagr'; did you mean 'pager'?"), "\(typo.errors)")
         #expect(typo.errors.contains("apns"), "the first-party emulators are listed: \(typo.errors)")
     }
+
+    @Test("the wizard asks a plugin's fields (WNS for Windows) and checks each answer by the flags' rules")
+    func wizard() async throws {
+        let workspace = try makeWorkspace()
+        let answers = [
+            "chat.contoso.com", "", "windows", "Contoso.Chat_8wekyb3d8bbwe", "", "", "s-1-15-2-1",
+            "ms-app://s-1-15-2-12-34", "plain-secret", "env:WNS_SECRET", "", "y",
+        ]
+        let output = try await HubProcess.run(
+            ["map-app", "--interactive"], in: workspace, input: answers.joined(separator: "\n") + "\n",
+            environment: ["WNS_SECRET": "v"])
+        #expect(output.status == 0, "\(output.stderr)\n\(output.stdout)")
+        #expect(output.stdout.contains("✗ 's-1-15-2-1' is not a package SID"), "\(output.stdout)")
+        #expect(output.stdout.contains("✗ is a secret: give a reference, env:NAME or file:path"), "\(output.stdout)")
+        let yaml = try read(workspace.appendingPathComponent("hub.yaml"))
+        #expect(yaml.contains("packageSid: ms-app://s-1-15-2-12-34"), "\(yaml)")
+        #expect(yaml.contains("clientSecret: env:WNS_SECRET"), "\(yaml)")
+        #expect(!yaml.contains("plain-secret"))
+    }
 }
