@@ -51,6 +51,18 @@ private struct PagerPlugin: TransportPlugin {
         return Credentials(url: url, token: token)
     }
 
+    /// A pager at `refuse.example` refuses the token, as a provider would.
+    func checkCredentials(
+        _ credentials: any TransportCredentials, settings: any Sendable, online: Bool
+    ) async
+        -> [String]
+    {
+        guard let credentials = credentials as? Credentials, credentials.url.contains("refuse.example") else {
+            return []
+        }
+        return ["the pager at \(credentials.url) refused the token; ask its owner for a new one"]
+    }
+
     func makeTransport(_ context: TransportContext) throws -> (any Transport)? { nil }
 }
 
@@ -184,5 +196,34 @@ struct MapAppPluginFlagsTests {
         #expect(yaml.contains("packageSid: ms-app://s-1-15-2-12-34"), "\(yaml)")
         #expect(yaml.contains("clientSecret: env:WNS_SECRET"), "\(yaml)")
         #expect(!yaml.contains("plain-secret"))
+    }
+
+    @Test("map-app and config check run the plugin's checkCredentials: a refused token is named, nothing written")
+    func checkCredentials() async throws {
+        let workspace = try makeWorkspace()
+        let config = workspace.appendingPathComponent("hub.yaml").path
+        let refused = await hub([
+            "map-app", "--config", config, "--app", "notes.contoso.com", "--ios", "com.contoso.notes",
+            "--pager-url", "https://refuse.example/notes", "--pager-token", "env:HOME",
+        ])
+        #expect(refused.status == 1)
+        #expect(
+            refused.errors.contains("credentials.pager: the pager at https://refuse.example/notes refused the token"),
+            "\(refused.errors)")
+        #expect(!FileManager.default.fileExists(atPath: config))
+
+        // Written by hand, past map-app: config check runs the same check.
+        try """
+        apps:
+          - id: notes.contoso.com
+            platforms: { ios: { appIds: [com.contoso.notes] } }
+            credentials:
+              pager: { url: "https://refuse.example/notes", token: env:HOME }
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let check = await hub(["config", "check", "--config", config])
+        #expect(check.status == 1)
+        #expect(
+            check.errors.contains("app notes.contoso.com: credentials.pager: the pager at https://refuse.example"),
+            "\(check.errors)")
     }
 }

@@ -86,7 +86,8 @@ private struct UntilTerminated: Service {
 /// (``TransportOnboarding/emulator``), given the arguments after its name.
 struct EmulatePlugin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "plugin", abstract: "Run a transport plugin's emulator: hub emulate <name> [arguments].")
+        commandName: "plugin", abstract: "Run a transport plugin's emulator: hub emulate <name> [arguments].",
+        shouldDisplay: false)
 
     @Argument(help: "The emulator's name.") var name: String?
     @Argument(parsing: .captureForPassthrough, help: "Its arguments.") var arguments: [String] = []
