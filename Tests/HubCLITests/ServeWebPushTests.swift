@@ -23,6 +23,14 @@ struct ServeWebPushTests {
         let http = HubHTTP(base: hub.baseURL)
         let token = try await http.userToken("alice")
 
+        // The page asks the hub for the key it subscribes with: the public half only.
+        let served = try await http.request(.GET, "/v1/apps/notes.contoso.com/webpush", bearer: token)
+        #expect(served.status == 200, "\(served.body)")
+        let servedKey = try JSONSerialization.jsonObject(with: Data(served.body.utf8)) as? [String: String]
+        #expect(servedKey == ["applicationServerKey": WebPushEmulator.base64URLString(key.publicKey)])
+        let anonymous = try await http.request(.GET, "/v1/apps/notes.contoso.com/webpush", bearer: "not-a-token")
+        #expect(anonymous.status == 401)
+
         // What registerWebPush (clients/js) sends: the PushSubscription's JSON as the token.
         let subscription = push.makeSubscription(applicationServerKey: key.publicKey)
         let registered = try await http.request(
