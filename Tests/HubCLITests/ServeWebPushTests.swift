@@ -12,12 +12,7 @@ struct ServeWebPushTests {
     func endToEnd() async throws {
         let push = try await WebPushEmulator.start()
         defer { Task { try? await push.shutdown() } }
-        let workspace = try makeWorkspace()
-        let key = WebPushEmulator.makeVAPIDKey()
-        try key.privateKeyPEM.write(
-            to: workspace.appendingPathComponent("vapid.pem"), atomically: true, encoding: .utf8)
-        try push.trustRootPEM.write(
-            to: workspace.appendingPathComponent("webpush-ca.pem"), atomically: true, encoding: .utf8)
+        let (workspace, key) = try makeWebPushWorkspace(trusting: push)
         try writeWebConfig(in: workspace, allowedHost: push.host)
         let hub = try await RunningHub(directory: workspace)
         let http = HubHTTP(base: hub.baseURL)
