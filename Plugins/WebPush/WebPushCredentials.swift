@@ -9,11 +9,14 @@ extension PushCredentials {
 }
 
 /// One app's Web Push credentials: its VAPID key pair and contact.
-public struct WebPushCredentials: TransportCredentials {
+public struct WebPushCredentials: ApplicationServerKeyCredentials {
     public static let transport = TransportID.webpush
     public var vapid: VAPIDCredentials
 
     public init(vapid: VAPIDCredentials) { self.vapid = vapid }
+
+    /// The VAPID public key pages subscribe with (served by `GET /v1/apps/{app}/webpush`).
+    public var applicationServerKey: String { vapid.key.publicKeyBase64URL }
 
     /// The public key (what pages subscribe with) and the subject; never the private key.
     public var summary: String { "VAPID key \(vapid.key.publicKeyBase64URL) (\(vapid.subject))" }

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// What went wrong with a Web Push send or a subscription, as a growable set of codes.
 public struct WebPushErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {

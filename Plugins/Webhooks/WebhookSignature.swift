@@ -1,4 +1,4 @@
-public import Crypto
+import Crypto
 public import Foundation
 
 /// Webhook signatures in the style of the Standard Webhooks specification, written once for the

@@ -49,19 +49,17 @@ extension ConfigReader {
         if let value = integer(entries["chunkSize"], at: "\(path).chunkSize", in: 1...Self.maxBroadcastChunk) {
             settings.chunkSize = value
         }
-        if let node = entries["lease"], let value = duration(node, at: "\(path).lease") {
-            if value < .seconds(5) || value > .seconds(3600) {
-                error(node, "'\(path).lease' must be from 5s to 1h (longer than publishing one chunk takes)")
-            } else {
-                settings.lease = value
-            }
+        if let value = duration(
+            entries["lease"], at: "\(path).lease", in: .seconds(5) ... .seconds(3600),
+            mustBe: "from 5s to 1h (longer than publishing one chunk takes)")
+        {
+            settings.lease = value
         }
-        if let node = entries["pollInterval"], let value = duration(node, at: "\(path).pollInterval") {
-            if value < .seconds(1) || value > .seconds(60) {
-                error(node, "'\(path).pollInterval' must be from 1s to 1m")
-            } else {
-                settings.pollInterval = value
-            }
+        if let value = duration(
+            entries["pollInterval"], at: "\(path).pollInterval", in: .seconds(1) ... .seconds(60),
+            mustBe: "from 1s to 1m")
+        {
+            settings.pollInterval = value
         }
         if let value = integer(entries["concurrentChunks"], at: "\(path).concurrentChunks", in: 1...16) {
             settings.concurrentChunks = value

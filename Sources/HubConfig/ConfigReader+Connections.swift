@@ -32,10 +32,9 @@ extension ConfigReader {
             ("headerTimeout", \.headerTimeout), ("bodyTimeout", \.bodyTimeout), ("idleTimeout", \.idleTimeout),
         ]
         for (key, field) in timeouts {
-            guard let value = duration(entries[key], at: "\(path).\(key)") else { continue }
-            if value < .seconds(1) || value > .seconds(3600) {
-                error(entries[key], "'\(path).\(key)' must be from 1s to 1h")
-            } else {
+            if let value = duration(
+                entries[key], at: "\(path).\(key)", in: .seconds(1) ... .seconds(3600), mustBe: "from 1s to 1h")
+            {
                 settings[keyPath: field] = value
             }
         }

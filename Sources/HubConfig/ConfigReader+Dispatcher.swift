@@ -62,22 +62,20 @@ extension ConfigReader {
                 }
             }
         }
-        if let node = entries["lease"], let value = duration(node, at: "\(path).lease") {
-            if value < .seconds(2) || value > .seconds(300) {
-                error(node, "'\(path).lease' must be from 2s to 5m (a lease is renewed every third of it)")
-            } else {
-                settings.lease = value
-            }
+        if let value = duration(
+            entries["lease"], at: "\(path).lease", in: .seconds(2) ... .seconds(300),
+            mustBe: "from 2s to 5m (a lease is renewed every third of it)")
+        {
+            settings.lease = value
         }
         if let value = integer(entries["maxAttempts"], at: "\(path).maxAttempts", in: 1...100) {
             settings.maxAttempts = value
         }
-        if let node = entries["maxAge"], let value = duration(node, at: "\(path).maxAge") {
-            if value < .seconds(60) || value > .seconds(30 * 86_400) {
-                error(node, "'\(path).maxAge' must be from 1m to 30d")
-            } else {
-                settings.maxAge = value
-            }
+        if let value = duration(
+            entries["maxAge"], at: "\(path).maxAge", in: .seconds(60) ... .seconds(30 * 86_400),
+            mustBe: "from 1m to 30d")
+        {
+            settings.maxAge = value
         }
         for (key, keyPath) in [("userShare", \DispatcherSettings.userShare), ("hostShare", \.hostShare)] {
             guard let node = entries[key], let text = string(node, at: "\(path).\(key)") else { continue }
@@ -87,12 +85,11 @@ extension ConfigReader {
                 error(node, "'\(path).\(key)' must be a fraction of the lane above 0 and at most 1, such as 0.25")
             }
         }
-        if let node = entries["drainTimeout"], let value = duration(node, at: "\(path).drainTimeout") {
-            if value < .seconds(1) || value > .seconds(300) {
-                error(node, "'\(path).drainTimeout' must be from 1s to 5m")
-            } else {
-                settings.drainTimeout = value
-            }
+        if let value = duration(
+            entries["drainTimeout"], at: "\(path).drainTimeout", in: .seconds(1) ... .seconds(300),
+            mustBe: "from 1s to 5m")
+        {
+            settings.drainTimeout = value
         }
         return settings
     }

@@ -125,6 +125,18 @@ struct ConfigReader {
         return nil
     }
 
+    /// A duration within `range`; one outside it is an error that says `'<path>' must be <bounds>`.
+    mutating func duration(
+        _ node: Node?, at path: String, in range: ClosedRange<Duration>, mustBe bounds: String
+    ) -> Duration? {
+        guard let value = duration(node, at: path) else { return nil }
+        guard range.contains(value) else {
+            error(node, "'\(path)' must be \(bounds)")
+            return nil
+        }
+        return value
+    }
+
     /// Items of a sequence; reports a type error otherwise.
     mutating func sequence(_ node: Node?, at path: String) -> [Node]? {
         guard let node else { return nil }

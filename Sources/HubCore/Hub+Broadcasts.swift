@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Logging
 import ServiceLifecycle
 import Synchronization

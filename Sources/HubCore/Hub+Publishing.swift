@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Publishing: one notification for one user, or a batch (the path broadcast chunks take too).
 extension Hub {

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 extension Hub {
     /// How each of the app's webhooks fared over `period` (its latest `failures` failed attempts

@@ -24,14 +24,8 @@ extension Console {
                 query.fail("to", "must be after from")
                 (from, to) = (now.addingTimeInterval(-range.seconds), now)
             }
-            let tabs = StatisticsRange.allCases.html { option in
-                ConsoleLayout.link(
-                    option.title, to: ConsolePaths.app(app.id, "/failures?range=\(option.rawValue)"),
-                    current: !custom && option == range)
-            }
-            let form = Self.rangeForm(
-                action: ConsolePaths.app(app.id, "/failures"), query: query, from: from, to: to, label: "failures")
-            let header: HTML = "<nav class=\"tabs\" aria-label=\"Range\"><ul>\(tabs)</ul></nav>\n\(form)"
+            let header = Self.rangePicker(
+                app: app.id, page: "failures", range: range, custom: custom, query: query, from: from, to: to)
             guard query.errors.isEmpty else {
                 return ConsoleView(
                     title: "Recent failures", section: "failures", app: app, status: .badRequest,
@@ -94,8 +88,17 @@ extension Console {
         }
     }
 
-    /// A form for a custom range (`from`, `to`, UTC) of a page at `action`.
-    static func rangeForm(action: String, query: ConsoleQuery, from: Date, to: Date, label: String) -> HTML {
+    /// The range picker of an app's page over time (`failures`, `statistics`): a tab for each
+    /// ``StatisticsRange`` (`range` marked current unless the range is `custom`), then a form for a
+    /// custom range (`from`, `to`, UTC).
+    static func rangePicker(
+        app: String, page: String, range: StatisticsRange, custom: Bool, query: ConsoleQuery, from: Date, to: Date
+    ) -> HTML {
+        let tabs = StatisticsRange.allCases.html { option in
+            ConsoleLayout.link(
+                option.title, to: ConsolePaths.app(app, "/\(page)?range=\(option.rawValue)"),
+                current: !custom && option == range)
+        }
         func field(_ name: String, _ title: String, _ value: Date) -> HTML {
             """
             <p><label for="\(name)">\(title)</label> <input id="\(name)" name="\(name)" type="datetime-local" \
@@ -103,10 +106,12 @@ extension Console {
             \(query.fieldError(name))</p>
             """
         }
-        return """
-            <form method="get" action="\(action)" class="inline-form" aria-label="Range of \(label)">\
+        let action = ConsolePaths.app(app, "/\(page)")
+        let form: HTML = """
+            <form method="get" action="\(action)" class="inline-form" aria-label="Range of \(page)">\
             \(field("from", "From (UTC)", from))\(field("to", "To (UTC)", to))\
             <p><button type="submit">Show range</button></p></form>
             """
+        return "<nav class=\"tabs\" aria-label=\"Range\"><ul>\(tabs)</ul></nav>\n\(form)"
     }
 }

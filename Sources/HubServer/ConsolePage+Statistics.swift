@@ -57,14 +57,8 @@ extension Console {
             let minutes =
                 to.timeIntervalSince(from) <= StatisticsRange.day.seconds
                 && from >= now.addingTimeInterval(-StatisticsResolution.minute.retention.seconds)
-            let tabs = StatisticsRange.allCases.html { option in
-                ConsoleLayout.link(
-                    option.title, to: ConsolePaths.app(app.id, "/statistics?range=\(option.rawValue)"),
-                    current: !custom && option == range)
-            }
-            let form = Self.rangeForm(
-                action: ConsolePaths.app(app.id, "/statistics"), query: query, from: from, to: to, label: "statistics")
-            let header: HTML = "<nav class=\"tabs\" aria-label=\"Range\"><ul>\(tabs)</ul></nav>\n\(form)"
+            let header = Self.rangePicker(
+                app: app.id, page: "statistics", range: range, custom: custom, query: query, from: from, to: to)
             guard query.errors.isEmpty else {
                 return ConsoleView(
                     title: "Statistics", section: "statistics", app: app, status: .badRequest,

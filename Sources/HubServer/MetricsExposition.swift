@@ -64,9 +64,11 @@ public enum MetricsExposition {
             for transport in hub.router.transportIDs { counts[[app.id, transport.rawValue]] = 0 }
         }
         for entry in suspended { counts[[entry.appId, entry.transport.rawValue], default: 0] += entry.count }
+        // No unit suffix and no help text: the name and exposition (no `# HELP` line) as before.
+        let name = MetricNameDescriptor(metricName: "hub_deliveries_suspended", unitName: "", helpText: "")
         for (labels, count) in counts {
             registry.makeGauge(
-                name: "hub_deliveries_suspended", labels: [("app", labels[0]), ("transport", labels[1])]
+                descriptor: name, labels: [("app", labels[0]), ("transport", labels[1])]
             ).set(to: Double(count))
         }
     }

@@ -319,13 +319,14 @@ final class RequestDispatcher: ChannelDuplexHandler, RemovableChannelHandler, NI
         releaseHeldRead(context: context)
     }
 
-    /// The route reading body `number` wants more of it.
-    fileprivate func resumeBody(number: UInt64) {
+    /// The route reading body `number` wants more of it (told by its ``RequestBodyDelegate``).
+    func resumeBody(number: UInt64) {
         if number == bodyNumber { resumeBody() }
     }
 
-    /// The route let go of body `number` before its end: the rest is dropped.
-    fileprivate func bodyAbandoned(number: UInt64) {
+    /// The route let go of body `number` before its end: the rest is dropped (told by its
+    /// ``RequestBodyDelegate``).
+    func bodyAbandoned(number: UInt64) {
         guard number == bodyNumber else { return }
         if case .streaming = reading { reading = .discarding }
         resumeBody()
@@ -359,46 +360,5 @@ extension EventLoop {
     /// Runs `body` now when called on this loop, otherwise on it soon.
     fileprivate func runOnLoop(_ body: @escaping @Sendable () -> Void) {
         if inEventLoop { body() } else { execute(body) }
-    }
-}
-
-/// The producer of a streamed request body.
-typealias RequestBodySource = NIOThrowingAsyncSequenceProducer<
-    ByteBuffer, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, RequestBodyDelegate
->.Source
-
-/// Tells a connection's ``RequestDispatcher`` when its route wants more of a streamed body.
-struct RequestBodyDelegate: NIOAsyncSequenceProducerDelegate {
-    fileprivate let handler: NIOLoopBound<RequestDispatcher>
-    fileprivate let number: UInt64
-
-    func produceMore() {
-        let handler = self.handler
-        let number = self.number
-        handler.eventLoop.execute { handler.value.resumeBody(number: number) }
-    }
-
-    func didTerminate() {
-        let handler = self.handler
-        let number = self.number
-        handler.eventLoop.execute { handler.value.bodyAbandoned(number: number) }
-    }
-}
-
-extension RequestBodySource {
-    /// A body stream for the request of `handler`: its producer and the sequence the route reads.
-    fileprivate static func make(
-        handler: NIOLoopBound<RequestDispatcher>, number: UInt64
-    ) -> (
-        producer: RequestBodySource,
-        sequence: NIOThrowingAsyncSequenceProducer<
-            ByteBuffer, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, RequestBodyDelegate
-        >
-    ) {
-        let made = NIOThrowingAsyncSequenceProducer.makeSequence(
-            elementType: ByteBuffer.self, failureType: (any Error).self,
-            backPressureStrategy: .init(lowWatermark: 2, highWatermark: 8), finishOnDeinit: false,
-            delegate: RequestBodyDelegate(handler: handler, number: number))
-        return (made.source, made.sequence)
     }
 }

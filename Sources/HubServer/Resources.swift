@@ -73,6 +73,11 @@ struct SubscriptionResource: Encodable, Sendable {
     var expirationDateTime: Date
 }
 
+/// The app's VAPID public key, for `pushManager.subscribe({applicationServerKey})`.
+struct WebPushKeyResource: Encodable, Sendable {
+    var applicationServerKey: String
+}
+
 /// What an admin sees of a configured app: IDs, names and kinds, never a secret.
 struct AppResource: Encodable, Sendable {
     struct PlatformIDs: Encodable, Sendable {

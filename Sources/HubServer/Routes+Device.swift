@@ -21,6 +21,8 @@ extension HubAPI {
     ///   app shows the hub's count) and taps the user's other endpoints (`X-Hub-Endpoint`
     ///   names the caller's).
     /// - `POST /v1/apps/{app}/me/subscription`: the Graph `X-UNS-ID` of this user.
+    /// - `GET /v1/apps/{app}/webpush`: the app's VAPID public key (`applicationServerKey`) a page
+    ///   subscribes with; 404 `not-configured` when the app has no Web Push credentials.
     ///
     /// A feed, history or notification read that names the caller's endpoint (`X-Hub-Endpoint`)
     /// shows only the notifications whose `targetPolicy` includes that endpoint's platform; every
@@ -107,6 +109,23 @@ extension HubAPI {
                 SubscriptionResource(
                     id: tokens.subscriptionID(subscription), expirationDateTime: subscription.expiration))
         }
+        router.get(RouterPath("/v1/apps/:app/webpush")) { request, context in
+            let (app, _) = try await authenticateDevice(request, context: context)
+            return try JSON.response(WebPushKeyResource(applicationServerKey: try applicationServerKey(of: app)))
+        }
+    }
+
+    /// The public key of the app's Web Push credentials (never the private key).
+    private func applicationServerKey(of app: CrossDeviceApp) throws -> String {
+        guard
+            let credentials = app.credentials[transport: TransportID("webpush")] as? any ApplicationServerKeyCredentials
+        else {
+            throw Problem(
+                .notConfigured,
+                "The app \(app.id) has no Web Push credentials: give it credentials.webpush (vapidPrivateKey and "
+                    + "subject) in hub.yaml; `hub map-app --webpush-subject` makes the key.")
+        }
+        return credentials.applicationServerKey
     }
 
     private func existingEndpoint(app: CrossDeviceApp, user: String, id: String) async throws -> Endpoint? {

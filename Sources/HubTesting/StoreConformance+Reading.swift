@@ -41,7 +41,7 @@ extension StoreConformance {
     public static func fallbackDetailsKept(_ store: any Store) async throws {
         let expect = Expect()
         try await store.migrate()
-        try await store.upsertEndpoint(Fixture.endpoint("phone"))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("phone"))
         var draft = Fixture.draft("raw-only", priority: .high, title: nil, platforms: [.ios])
         let policy = FallbackPolicy(
             timeoutSeconds: 90, platformTypes: [.ios], visualContent: VisualContent(title: "Open the app", body: "é 🎉"))

@@ -112,16 +112,16 @@ extension StoreConformance {
         try await Fixture.publish(store, Fixture.draft("long"), mode: .visible, expiresIn: 1_000)
         try await Fixture.drain(store, at: Fixture.at(1))
         // 200 s after the finish, with a 100 s retention: the notification still lives.
-        try await store.sweep(now: Fixture.at(201), purgeBefore: Fixture.at(101))
+        _ = try await store.sweep(now: Fixture.at(201), purgeBefore: Fixture.at(101))
         try expect.equal(
             try await visibleDeliveries(store, of: "long"), 1, "kept while the notification lives")
         try expect.equal(
             try await store.deliveryStatistics().finished, ["apns": ["delivered": 1]], "still counted")
         // Expired at 1,000 s; the retention ends at 1,100 s.
-        try await store.sweep(now: Fixture.at(1_050), purgeBefore: Fixture.at(950))
+        _ = try await store.sweep(now: Fixture.at(1_050), purgeBefore: Fixture.at(950))
         try expect.equal(
             try await visibleDeliveries(store, of: "long"), 1, "kept for the retention after the expiry")
-        try await store.sweep(now: Fixture.at(1_101), purgeBefore: Fixture.at(1_001))
+        _ = try await store.sweep(now: Fixture.at(1_101), purgeBefore: Fixture.at(1_001))
         try expect.equal(try await visibleDeliveries(store, of: "long"), 0, "purged after the retention")
         try expect.equal(try await store.deliveryStatistics().finished, [:], "nothing finished is left")
     }

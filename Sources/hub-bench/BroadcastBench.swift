@@ -52,15 +52,7 @@ struct BroadcastBench: AsyncParsableCommand {
         // The probe user is the last of the tracker's users; its ID sorts after every "u…" user, so
         // the broadcast reaches it last.
         let tracker = ArrivalTracker(users: users + 1, endpointsPerUser: 1)
-        var settings = APNSEmulator.Configuration()
-        settings.recordsRequests = false
-        settings.onRequest = { tracker.record($0) }
-        let emulatorLoops = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
-        settings.eventLoopGroup = emulatorLoops
-        let emulator = try await APNSEmulator.start(settings)
-        emulator.register(workspace.key, bundleIDs: [APNSBench.bundleID])
-        let caPath = workspace.directory.appendingPathComponent("ca.pem").path
-        try emulator.certificateAuthority.writeCertificatePEM(to: caPath)
+        let apns = try await BenchAPNSEmulator.start(workspace: workspace, tracker: tracker)
         var hub: ServeProcess?
         let outcome: Result<Void, any Error>
         do {
@@ -79,7 +71,7 @@ struct BroadcastBench: AsyncParsableCommand {
                 extra: "broadcasts: { chunkSize: \(chunk) }\n", instanceID: "bench-broadcast")
 
             let transport = await TransportAlone.measure(
-                emulator: emulator, key: workspace.key, seconds: transportSeconds,
+                emulator: apns.emulator, key: workspace.key, seconds: transportSeconds,
                 concurrency: transportConcurrency)
             emit(
                 String(
@@ -88,7 +80,7 @@ struct BroadcastBench: AsyncParsableCommand {
             tracker.reset()
 
             let environment = [
-                "HUB_TRANSPORTS_APNS_SERVER": "127.0.0.1:\(emulator.port)", "HUB_TRANSPORTS_APNS_TRUST_ROOTS": caPath,
+                "HUB_TRANSPORTS_APNS_SERVER": "127.0.0.1:\(apns.port)", "HUB_TRANSPORTS_APNS_TRUST_ROOTS": apns.caPath,
             ]
             func serve() async throws -> ServeProcess {
                 try await ServeProcess(
@@ -195,8 +187,7 @@ struct BroadcastBench: AsyncParsableCommand {
             outcome = .failure(error)
         }
         if let hub, !(await hub.stop()) { emit("hub serve did not exit cleanly on SIGTERM; its log:\n\(hub.log)") }
-        await emulator.shutdown()
-        try? await emulatorLoops.shutdownGracefully()
+        await apns.shutdown()
         if case .failure = outcome, let hub { emit("the hub's log:\n\(hub.log)") }
         try outcome.get()
     }

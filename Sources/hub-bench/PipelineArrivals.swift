@@ -3,6 +3,8 @@ import HubAPNS
 import HubCore
 import HubEmulators
 import Logging
+import NIOCore
+import NIOPosix
 import Synchronization
 
 /// The device tokens of `hub-bench pipeline`'s endpoints: 32 bytes of hex whose middle names the
@@ -46,6 +48,35 @@ enum Monotonic {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
         return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+}
+
+/// The APNs emulator of a bench run, on event loops of its own as Apple's servers are (see
+/// `hub-bench apns`): every request goes to `tracker` (none is recorded), the workspace's key is
+/// registered, and the emulator's CA is in the workspace at ``caPath`` for the hub's `trustRoots`.
+struct BenchAPNSEmulator {
+    let emulator: APNSEmulator
+    let caPath: String
+    private let loops: MultiThreadedEventLoopGroup
+
+    static func start(workspace: PipelineWorkspace, tracker: ArrivalTracker) async throws -> BenchAPNSEmulator {
+        var settings = APNSEmulator.Configuration()
+        settings.recordsRequests = false
+        settings.onRequest = { tracker.record($0) }
+        let loops = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+        settings.eventLoopGroup = loops
+        let emulator = try await APNSEmulator.start(settings)
+        emulator.register(workspace.key, bundleIDs: [APNSBench.bundleID])
+        let caPath = workspace.directory.appendingPathComponent("ca.pem").path
+        try emulator.certificateAuthority.writeCertificatePEM(to: caPath)
+        return BenchAPNSEmulator(emulator: emulator, caPath: caPath, loops: loops)
+    }
+
+    var port: Int { emulator.port }
+
+    func shutdown() async {
+        await emulator.shutdown()
+        try? await loops.shutdownGracefully()
     }
 }
 

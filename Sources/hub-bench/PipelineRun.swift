@@ -17,16 +17,7 @@ struct PipelineRun {
         let workspace = try PipelineWorkspace.make()
         defer { workspace.remove() }
         let tracker = ArrivalTracker(users: setup.users, endpointsPerUser: setup.endpointsPerUser)
-        var settings = APNSEmulator.Configuration()
-        settings.recordsRequests = false
-        settings.onRequest = { tracker.record($0) }
-        // Loops of its own, as Apple's servers are (see `hub-bench apns`).
-        let emulatorLoops = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
-        settings.eventLoopGroup = emulatorLoops
-        let emulator = try await APNSEmulator.start(settings)
-        emulator.register(workspace.key, bundleIDs: [APNSBench.bundleID])
-        let caPath = workspace.directory.appendingPathComponent("ca.pem").path
-        try emulator.certificateAuthority.writeCertificatePEM(to: caPath)
+        let apns = try await BenchAPNSEmulator.start(workspace: workspace, tracker: tracker)
         var database: ThrowawayDatabase?
         var hubs: [ServeProcess] = []
         let outcome: Result<Void, any Error>
@@ -55,7 +46,7 @@ struct PipelineRun {
                     database.map { " (database \($0.name), dropped afterwards)" } ?? ""))
 
             let transport = await TransportAlone.measure(
-                emulator: emulator, key: workspace.key, seconds: options.transportSeconds,
+                emulator: apns.emulator, key: workspace.key, seconds: options.transportSeconds,
                 concurrency: options.transportConcurrency)
             figures.transportRate = transport.rate
             emit(
@@ -68,7 +59,7 @@ struct PipelineRun {
             tracker.reset()
 
             var environment = [
-                "HUB_TRANSPORTS_APNS_SERVER": "127.0.0.1:\(emulator.port)", "HUB_TRANSPORTS_APNS_TRUST_ROOTS": caPath,
+                "HUB_TRANSPORTS_APNS_SERVER": "127.0.0.1:\(apns.port)", "HUB_TRANSPORTS_APNS_TRUST_ROOTS": apns.caPath,
             ]
             if let database { environment["HUB_BENCH_DATABASE_URL"] = database.url.reveal() }
             for _ in 0..<setup.instances {
@@ -81,7 +72,7 @@ struct PipelineRun {
                     + hubs.enumerated().map {
                         "instance \(PipelineSetup.instanceName($0.offset)) pid \($0.element.pid) on 127.0.0.1:\($0.element.port)"
                     }.joined(separator: ", ")
-                    + "; APNs at the emulator on 127.0.0.1:\(emulator.port)")
+                    + "; APNs at the emulator on 127.0.0.1:\(apns.port)")
             let admin = AdminClient(port: hubs[0].port, app: PipelineWorkspace.app, token: workspace.adminToken)
             let phases = PipelinePhases(
                 setup: setup, options: options, hubs: hubs, tracker: tracker, admin: admin,
@@ -107,8 +98,7 @@ struct PipelineRun {
                         + "its log:\n\(hub.log)")
             }
         }
-        await emulator.shutdown()
-        try? await emulatorLoops.shutdownGracefully()
+        await apns.shutdown()
         await database?.drop()
         if case .failure = outcome, !hubs.isEmpty {
             emit("the hub's log (instance A):\n\(hubs[0].log)")

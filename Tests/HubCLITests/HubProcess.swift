@@ -1,4 +1,5 @@
 import Foundation
+import HubEmulators
 import HubTesting
 import Testing
 
@@ -31,6 +32,18 @@ func makeWorkspace() throws -> URL {
             at: fixtures.appendingPathComponent(name), to: directory.appendingPathComponent(name))
     }
     return directory
+}
+
+/// A ``makeWorkspace()`` for a hub whose app pushes to `push` (Web Push or UnifiedPush): a new
+/// VAPID key in `vapid.pem` and the push service's trust root in `trustRoot`.
+func makeWebPushWorkspace(
+    trusting push: WebPushEmulator, trustRoot: String = "webpush-ca.pem"
+) throws -> (workspace: URL, key: (privateKeyPEM: String, publicKey: [UInt8])) {
+    let workspace = try makeWorkspace()
+    let key = WebPushEmulator.makeVAPIDKey()
+    try key.privateKeyPEM.write(to: workspace.appendingPathComponent("vapid.pem"), atomically: true, encoding: .utf8)
+    try push.trustRootPEM.write(to: workspace.appendingPathComponent(trustRoot), atomically: true, encoding: .utf8)
+    return (workspace, key)
 }
 
 func read(_ url: URL) throws -> String { try String(contentsOf: url, encoding: .utf8) }

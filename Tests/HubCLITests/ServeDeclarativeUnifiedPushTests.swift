@@ -18,12 +18,7 @@ struct ServeDeclarativeUnifiedPushTests {
         defer { Task { try? await apple.shutdown() } }
         let other = try await WebPushEmulator.start(authority: apple.authority)
         defer { Task { try? await other.shutdown() } }
-        let workspace = try makeWorkspace()
-        let key = WebPushEmulator.makeVAPIDKey()
-        try key.privateKeyPEM.write(
-            to: workspace.appendingPathComponent("vapid.pem"), atomically: true, encoding: .utf8)
-        try apple.trustRootPEM.write(
-            to: workspace.appendingPathComponent("webpush-ca.pem"), atomically: true, encoding: .utf8)
+        let (workspace, key) = try makeWebPushWorkspace(trusting: apple)
         try writeConfig(
             in: workspace,
             transports: """
@@ -97,12 +92,7 @@ struct ServeDeclarativeUnifiedPushTests {
     func unifiedPush() async throws {
         let distributor = try await WebPushEmulator.start(distributor: true)
         defer { Task { try? await distributor.shutdown() } }
-        let workspace = try makeWorkspace()
-        let key = WebPushEmulator.makeVAPIDKey()
-        try key.privateKeyPEM.write(
-            to: workspace.appendingPathComponent("vapid.pem"), atomically: true, encoding: .utf8)
-        try distributor.trustRootPEM.write(
-            to: workspace.appendingPathComponent("up-ca.pem"), atomically: true, encoding: .utf8)
+        let (workspace, key) = try makeWebPushWorkspace(trusting: distributor, trustRoot: "up-ca.pem")
         try writeConfig(
             in: workspace,
             transports: """

@@ -12,16 +12,19 @@ struct ServeWebPushTests {
     func endToEnd() async throws {
         let push = try await WebPushEmulator.start()
         defer { Task { try? await push.shutdown() } }
-        let workspace = try makeWorkspace()
-        let key = WebPushEmulator.makeVAPIDKey()
-        try key.privateKeyPEM.write(
-            to: workspace.appendingPathComponent("vapid.pem"), atomically: true, encoding: .utf8)
-        try push.trustRootPEM.write(
-            to: workspace.appendingPathComponent("webpush-ca.pem"), atomically: true, encoding: .utf8)
+        let (workspace, key) = try makeWebPushWorkspace(trusting: push)
         try writeWebConfig(in: workspace, allowedHost: push.host)
         let hub = try await RunningHub(directory: workspace)
         let http = HubHTTP(base: hub.baseURL)
         let token = try await http.userToken("alice")
+
+        // The page asks the hub for the key it subscribes with: the public half only.
+        let served = try await http.request(.GET, "/v1/apps/notes.contoso.com/webpush", bearer: token)
+        #expect(served.status == 200, "\(served.body)")
+        let servedKey = try JSONSerialization.jsonObject(with: Data(served.body.utf8)) as? [String: String]
+        #expect(servedKey == ["applicationServerKey": WebPushEmulator.base64URLString(key.publicKey)])
+        let anonymous = try await http.request(.GET, "/v1/apps/notes.contoso.com/webpush", bearer: "not-a-token")
+        #expect(anonymous.status == 401)
 
         // What registerWebPush (clients/js) sends: the PushSubscription's JSON as the token.
         let subscription = push.makeSubscription(applicationServerKey: key.publicKey)

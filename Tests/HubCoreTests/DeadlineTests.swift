@@ -50,7 +50,7 @@ struct DeadlineTests {
             await withTaskGroup(of: Void.self) { group in
                 for milliseconds in [1500, 100, 700] {
                     group.addTask {
-                        let result = try? await withDeadline(
+                        let result: Void? = try? await withDeadline(
                             .milliseconds(milliseconds), "hung \(milliseconds)", watchdog: watchdog
                         ) {
                             try await Task.sleep(for: .seconds(30))  // a call that hangs, for the deadline to cut

@@ -27,7 +27,7 @@ struct FailoverTests {
                 + "?sslmode=disable&target_session_attrs=read-write"
             try await failoverUnderLoad(url: url, pair: pair)
         }
-        try? await pair.run("stop")
+        _ = try? await pair.run("stop")
         try outcome.get()
     }
 
@@ -72,6 +72,7 @@ struct FailoverTests {
                 }
             }
         }
+        // Real time on purpose: 2 s of load on the primary before it is killed.
         try await Task.sleep(for: .seconds(2))
         #expect(log.count > 0, "deliveries flow before the failover")
         let acknowledgedBefore = load.acknowledged.count
@@ -91,6 +92,7 @@ struct FailoverTests {
         let refusal = refused.map { "\($0)" } ?? ""
         let password = a.store.configuration.password?.reveal() ?? "-"
         #expect(refusal.contains("standby") && !refusal.contains(password), "\(refusal)")
+        // Real time on purpose: the database is down for 2 s for real, under load.
         try await Task.sleep(until: killedAt + .seconds(2))
 
         try await pair.run("promote")
@@ -100,6 +102,7 @@ struct FailoverTests {
                 await eventually(timeout: .seconds(10)) { (try? await instance.hub.checkReadiness()) != nil },
                 "\(instance.name) ready within 10 s of the promotion")
         }
+        // Real time on purpose: 6 s of load against the promoted primary, then stop.
         try await Task.sleep(for: .seconds(6))
         load.stop()
         _ = try await withDeadline(.seconds(30), "publishers") { await publishers.value }

@@ -225,7 +225,7 @@ struct MultiInstanceTests {
     func noDoubleSends() async throws {
         let schema = PostgresTestDatabase.freshSchema()
         let jitter: @Sendable (OutboundDelivery) async -> DeliveryOutcome = { _ in
-            try? await Task.sleep(for: .microseconds(Int.random(in: 0...2000)))
+            try? await Task.sleep(for: .microseconds(Int.random(in: 0...2000)))  // a provider's round trip, not a wait
             return .accepted
         }
         let dispatcher = HubInstance.dispatcher(idle: .milliseconds(10))

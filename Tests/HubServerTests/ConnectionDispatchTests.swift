@@ -121,6 +121,8 @@ struct RawConnection: Sendable {
         let fd = try RawHTTP.connectedSocket(port: port, timeout: timeout)
         defer { close(fd) }
         for (index, bytes) in writes.enumerated() {
+            // Real time on purpose: a pause makes the writes separate reads at the server (a body
+            // after its head); it paces the client, it does not wait for a condition.
             if index > 0 { usleep(200_000) }
             var offset = 0
             while offset < bytes.count {

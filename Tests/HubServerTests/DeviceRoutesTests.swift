@@ -45,6 +45,20 @@ struct DeviceRoutesTests {
         }
     }
 
+    @Test("an app without Web Push credentials answers 404 not-configured for its VAPID key; no token is a 401")
+    func webPushKeyNotConfigured() async throws {
+        let harness = try await Harness()
+        let alice = try await harness.token(user: "alice")
+        try await harness.run(.live) { client in
+            let uri = "/v1/apps/\(Harness.notes)/webpush"
+            let missing = try await client.send(.get, uri, bearer: alice)
+            #expect(missing.status == .notFound)
+            #expect(missing.problemType == "not-configured")
+            #expect(missing.object.string("detail")?.contains("credentials.webpush") == true, "\(missing.text)")
+            #expect(try await client.send(.get, uri).status == .unauthorized)
+        }
+    }
+
     @Test("registration errors name their fields")
     func registrationValidation() async throws {
         let harness = try await Harness()

@@ -366,6 +366,17 @@ export class HubClient {
     return this.call('GET', ['me', 'endpoints', this.endpointId]);
   }
 
+  /**
+   * The app's VAPID public key (`GET …/webpush`), URL-safe base64: what `pushManager.subscribe`
+   * takes as `applicationServerKey`. An app without Web Push credentials: a `notFound` HubError
+   * (404, problem type `…/not-configured`).
+   * @returns {Promise<string>}
+   */
+  async webPushKey() {
+    const answer = await this.call('GET', ['webpush']);
+    return answer.applicationServerKey;
+  }
+
   // MARK: The position
 
   /** Where the feed was read up to (loaded from the store once). @returns {Promise<FeedPosition>} */

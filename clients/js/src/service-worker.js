@@ -47,7 +47,8 @@ import { applicationServerKey, webPushRegistration } from './web-push.js';
  * @property {() => HubClient | undefined | Promise<HubClient | undefined>} client the signed-in user's client
  *   (give it a `storeKey` of its own: the page's position is the page's), `undefined` when signed out
  * @property {string} [vapidPublicKey] the app's VAPID public key, to subscribe again on
- *   `pushsubscriptionchange` when the browser gives no new subscription
+ *   `pushsubscriptionchange` when the browser gives no new subscription (and the old one has no
+ *   key); without it the key is asked of the hub (`client.webPushKey()`)
  * @property {string} [appId] the web app ID the hub maps (the worker's origin by default)
  * @property {string} [appDisplayName] a name for this browser in the user's device list
  * @property {(notification: { id: string, appNotificationId?: string }) => string} [appURL] where a click
@@ -236,12 +237,14 @@ export function serviceWorkerHandlers(worker, options) {
     async subscriptionChange(oldSubscription, newSubscription) {
       const client = await options.client();
       if (!client) return undefined;
-      const key =
-        oldSubscription?.options?.applicationServerKey ??
-        (options.vapidPublicKey ? applicationServerKey(options.vapidPublicKey) : undefined);
       const subscription =
         newSubscription ??
-        (await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key }));
+        (await registration.pushManager.subscribe({
+          userVisibleOnly: true,
+          applicationServerKey:
+            oldSubscription?.options?.applicationServerKey ??
+            applicationServerKey(options.vapidPublicKey ?? (await client.webPushKey())),
+        }));
       return client.register(webPushRegistration(subscription, options));
     },
   };

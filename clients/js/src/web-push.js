@@ -47,14 +47,15 @@ export function webPushRegistration(subscription, options = {}) {
  * (see `service-worker.js`), and renews the registration on `pushsubscriptionchange`.
  * @param {ServiceWorkerRegistration} registration the service worker's registration
  * @param {HubClient} client the user's client
- * @param {object} options
- * @param {string} options.vapidPublicKey the app's VAPID public key, URL-safe base64 (`hub map-app` prints it)
+ * @param {object} [options]
+ * @param {string} [options.vapidPublicKey] the app's VAPID public key, URL-safe base64 (`hub map-app`
+ *   prints it); without it the key is asked of the hub (`client.webPushKey()`)
  * @param {string} [options.appId] the web app ID the hub maps (the page's origin by default)
  * @param {string} [options.appDisplayName] a name for this browser in the user's device list
  * @returns {Promise<any>} the endpoint the hub registered
  */
-export async function registerWebPush(registration, client, options) {
-  const key = applicationServerKey(options.vapidPublicKey);
+export async function registerWebPush(registration, client, options = {}) {
+  const key = applicationServerKey(options.vapidPublicKey ?? (await client.webPushKey()));
   let subscription = await registration.pushManager.getSubscription();
   if (subscription && !sameKey(subscription.options?.applicationServerKey, key)) {
     await subscription.unsubscribe();

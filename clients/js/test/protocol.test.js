@@ -257,6 +257,28 @@ describe('against hub serve', () => {
     proxy.inject(isPatch, { status: 429, headers: { 'Retry-After': '7' }, body: { type: 'https://notificationhub.dev/problems/rate-limited', status: 429 } });
     await assert.rejects(impatient.dismiss('b1'), (error) => error.code === 'rateLimited' && error.retryAfter === 7000);
   });
+
+  test('webPushKey() of an app without Web Push credentials: notFound (not-configured); a given vapidPublicKey is used as is', async () => {
+    const client = clientOf(hub.url, 'no-push');
+    await assert.rejects(client.webPushKey(), (error) => error.code === 'notFound' && error.status === 404 &&
+      error.problemType.endsWith('/not-configured') && error.message.includes('credentials.webpush'));
+    // With the option the hub is not asked: registerWebPush subscribes with the given key.
+    const keys = [];
+    const registration = {
+      pushManager: {
+        getSubscription: async () => null,
+        subscribe: async (options) => {
+          keys.push(Buffer.from(options.applicationServerKey).toString('base64url'));
+          return { toJSON: () => ({ endpoint: 'https://push.example/1', keys: {} }) };
+        },
+      },
+    };
+    const given = Buffer.from([4, ...Array(64).fill(7)]).toString('base64url');
+    const offline = { webPushKey: async () => assert.fail('the hub was asked for the key'), register: async (body) => body };
+    const registered = await registerWebPush(registration, /** @type {any} */ (offline), { vapidPublicKey: given, appId: 'https://notes.contoso.com' });
+    assert.equal(registered.transport, 'webpush');
+    assert.deepEqual(keys, [given]);
+  });
 });
 
 test('the hub\'s own 429 (rateLimits.deviceToken): retried after Retry-After', async (t) => {
@@ -330,12 +352,14 @@ test('registerWebPush and the service worker\'s pushsubscriptionchange, through 
       },
     };
     const client = clientOf(hub.url, 'pusher', { endpointId: 'web-push-1' });
+    // No vapidPublicKey: the key is the hub's (GET /v1/apps/{app}/webpush).
+    assert.equal(await client.webPushKey(), push.publicKey);
     const endpoint = await registerWebPush(registration, client, {
-      vapidPublicKey: push.publicKey, appId: 'https://notes.contoso.com', appDisplayName: 'Test browser',
+      appId: 'https://notes.contoso.com', appDisplayName: 'Test browser',
     });
     assert.equal(endpoint.transport, 'webpush');
     assert.equal(endpoint.state, 'active');
-    assert.deepEqual(keys, [push.publicKey], 'subscribed with the app\'s VAPID key');
+    assert.deepEqual(keys, [push.publicKey], 'subscribed with the app\'s VAPID key, as the hub serves it');
 
     const accepted = (subscription) => {
       const id = subscription.endpoint.split('/').pop();
@@ -347,9 +371,11 @@ test('registerWebPush and the service worker\'s pushsubscriptionchange, through 
 
     // The browser renewed the subscription: the worker registers the new one as the same endpoint.
     const worker = { registration, clients: { matchAll: async () => [], openWindow: async () => null }, addEventListener() {} };
-    const handlers = serviceWorkerHandlers(worker, { client: () => client, appId: 'https://notes.contoso.com', vapidPublicKey: push.publicKey });
+    // Without vapidPublicKey (and no key on the old subscription), the worker asks the hub too.
+    const handlers = serviceWorkerHandlers(worker, { client: () => client, appId: 'https://notes.contoso.com' });
     const renewed = await handlers.subscriptionChange(asBrowserSubscription(firstSubscription), null);
     assert.equal(renewed.id, 'web-push-1');
+    assert.deepEqual(keys, [push.publicKey, push.publicKey], 'subscribed again with the hub\'s key');
     await hub.publish('pusher', visible('w2'));
     assert.ok(await eventually(() => accepted(secondSubscription).length === 1), push.log);
     assert.equal(accepted(firstSubscription).length, 1, 'the old subscription gets nothing more');
