@@ -1,9 +1,9 @@
 import AsyncHTTPClient
 import CustomTransportExample
 import Foundation
-import HubCore
 import HubEmulators
 import HubTesting
+import HubTransportKit
 import NIOCore
 import NIOHTTP1
 import Testing
@@ -50,10 +50,7 @@ struct WebhookServeTests {
                 json: #"{"appNotificationId":"n1","payload":{"rawContent":"hello"}}"#)
             #expect(published.status == 201, "\(published.body)")
 
-            let deadline = ContinuousClock.now + .seconds(20)
-            while !receiver.received.contains(where: { $0.token == "phone-1" }) && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(50))
-            }
+            _ = await eventually { receiver.received.contains { $0.token == "phone-1" } }
             let post = try #require(receiver.received.first { $0.token == "phone-1" }, "\(hub.log)")
             #expect(post.signatureValid, "signed with the app's credentials.webhook secret")
             #expect(post.tap["app"] as? String == "notes.contoso.com" && post.tap["user"] as? String == "alice")
