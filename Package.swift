@@ -294,10 +294,10 @@ let package = Package(
         .target(
             name: "HubCLI",
             dependencies: [
-                // The first-party plugins for `hub emulate` and the map-app flags of their credentials;
-                // `serve`, `config check` and `map-app`'s checks know the plugins they are given.
-                "HubCore", "HubConfig", "HubSQLite", "HubServer", "HubEmulators", "HubAPNS", "HubFCM", "HubWNS",
-                "HubPostgres", "HubWebPush", "HubWebhooks",
+                // HubEmulators, HubAPNS and HubWebhooks for `hub emulate`; `serve`, `config check` and
+                // `map-app` (its flags and questions) know the plugins they are given.
+                "HubCore", "HubConfig", "HubSQLite", "HubServer", "HubEmulators", "HubAPNS", "HubPostgres",
+                "HubWebhooks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

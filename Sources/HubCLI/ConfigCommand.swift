@@ -43,6 +43,17 @@ struct ConfigCommand: AsyncParsableCommand {
         func run() async throws {
             let file = try options.loadOrExit()
             print(ConfigSummary.render(file))
+            // Beyond reading: each plugin's own checks (a key signs, a certificate opens), offline.
+            var failed = false
+            for app in file.apps {
+                for problem in await CredentialChecks.run(app, in: file, plugins: HubCLI.plugins, online: false)
+                    .problems
+                {
+                    printError("\(file.path): error: app \(app.id): \(problem)")
+                    failed = true
+                }
+            }
+            if failed { throw ExitCode(1) }
             if case .postgres(let url, let pool) = file.store,
                 let problem = ConfigSummary.postgres(url, pool: pool).problem
             {

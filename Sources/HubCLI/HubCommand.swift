@@ -18,27 +18,48 @@ public enum HubCLI {
     /// The plugins of the running command (set by ``main(plugins:arguments:)``).
     @TaskLocal static var plugins: [any TransportPlugin] = []
 
+    /// Where error messages go: standard error unless ``run(plugins:arguments:errors:)`` was given a sink.
+    @TaskLocal static var errorSink: (@Sendable (String) -> Void)?
+
     /// Parses the arguments (the process's by default) and runs the command with `plugins`: the
-    /// transports `serve` runs and `config check` and `map-app` read. Exits the process.
+    /// transports `serve` runs, `config check` and `map-app` read, and `emulate` offers. Exits the
+    /// process.
     /// - Parameters:
     ///   - plugins: one per transport ID; polling is not added for you.
     ///   - arguments: the arguments without the executable's name; `nil` for the process's.
     public static func main(plugins: [any TransportPlugin], arguments: [String]? = nil) async -> Never {
-        let failure: (any Error)? = await $plugins.withValue(plugins) {
-            do {
-                var command = try HubCommand.parseAsRoot(arguments)
-                if var command = command as? any AsyncParsableCommand {
-                    try await command.run()
-                } else {
-                    try command.run()
+        let status = await run(plugins: plugins, arguments: arguments)
+        HubCommand.exit(withError: status == 0 ? nil : ExitCode(status))
+    }
+
+    /// Parses the arguments and runs the command with `plugins`, as ``main(plugins:arguments:)`` does,
+    /// without exiting: for a test that drives the command line in process (a plugin of its own, say).
+    /// - Parameters:
+    ///   - plugins: one per transport ID; polling is not added for you.
+    ///   - arguments: the arguments without the executable's name; `nil` for the process's.
+    ///   - errors: receives the error messages (each line as printed); `nil` for standard error.
+    /// - Returns: the exit status: 0 when the command succeeded.
+    public static func run(
+        plugins: [any TransportPlugin], arguments: [String]? = nil, errors: (@Sendable (String) -> Void)? = nil
+    ) async -> Int32 {
+        await $errorSink.withValue(errors) {
+            await $plugins.withValue(plugins) {
+                do {
+                    var command = try HubCommand.parseAsRoot(arguments)
+                    if var command = command as? any AsyncParsableCommand {
+                        try await command.run()
+                    } else {
+                        try command.run()
+                    }
+                    return 0
+                } catch {
+                    let message = HubCommand.fullMessage(for: error)
+                    let status = HubCommand.exitCode(for: error).rawValue
+                    if !message.isEmpty { status == 0 ? print(message) : printError(message) }
+                    return status
                 }
-                return nil
-            } catch {
-                return error
             }
         }
-        guard let failure else { HubCommand.exit() }
-        HubCommand.exit(withError: failure)
     }
 }
 
@@ -73,6 +94,7 @@ struct ConfigOption: ParsableArguments {
 
 /// Writes to standard error.
 func printError(_ text: String) {
+    if let sink = HubCLI.errorSink { return sink(text) }
     var stream = StandardError()
     print(text, to: &stream)
 }

@@ -2,22 +2,24 @@ import ArgumentParser
 import Foundation
 import HubConfig
 import HubCore
-import HubWNS
 
 struct MapAppCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "map-app",
-        abstract:
-            "Map a cross-device app in hub.yaml, step by step: platforms, app IDs, identity, credentials, domain.",
-        discussion: """
-            `hub map-app [--app …] [flags]` runs the `map` step: without --app on a terminal (or with --interactive) \
-            it asks one question per step; with flags it creates or updates one app and leaves the rest of hub.yaml \
-            as it was. The same flags twice change nothing. Its flags:
+    // Computed: the transport flags come from the plugins of the running command.
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            commandName: "map-app",
+            abstract:
+                "Map a cross-device app in hub.yaml, step by step: platforms, app IDs, identity, credentials, domain.",
+            discussion: """
+                `hub map-app [--app …] [flags]` runs the `map` step: without --app on a terminal (or with --interactive) \
+                it asks one question per step; with flags it creates or updates one app and leaves the rest of hub.yaml \
+                as it was. The same flags twice change nothing. Its flags:
 
-            """ + MapAppCommand.mapFlags,
-        subcommands: [Map.self, VerifyDomain.self, List.self, RemoveID.self],
-        defaultSubcommand: Map.self
-    )
+                """ + MapAppCommand.mapFlags,
+            subcommands: [Map.self, VerifyDomain.self, List.self, RemoveID.self],
+            defaultSubcommand: Map.self
+        )
+    }
 }
 
 extension MapAppCommand {
@@ -25,13 +27,18 @@ extension MapAppCommand {
     /// default subcommand's flags only under `hub map-app map --help`).
     static var mapFlags: String {
         let help = Map.helpMessage(columns: 78)
+        let transports = TransportFlags(plugins: HubCLI.plugins).help
         guard let start = help.range(of: "OPTIONS:") else { return help }
         return String(help[start.upperBound...]).trimmingCharacters(in: .newlines)
+            + (transports.isEmpty ? "" : "\n\n" + transports)
     }
 
     struct Map: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Create or update one app (the default of map-app).")
+        static var configuration: CommandConfiguration {
+            CommandConfiguration(
+                abstract: "Create or update one app (the default of map-app).",
+                discussion: TransportFlags(plugins: HubCLI.plugins).help)
+        }
 
         @OptionGroup var options: ConfigOption
         @Option(help: "The app's domain, such as notes.contoso.com.") var app: String?
@@ -47,17 +54,6 @@ extension MapAppCommand {
         @Option(help: "Identity registration: JWKS, file:path or https:// URL.") var jwks: String?
         @Option(help: "Identity registration: HS256 secret reference (env:NAME or file:path).") var identitySecret:
             String?
-        @Option(help: "APNs .p8 token key file.") var apnsKey: String?
-        @Option(help: "APNs key ID (10 characters).") var apnsKeyId: String?
-        @Option(help: "APNs team ID (10 characters).") var apnsTeamId: String?
-        @Option(help: "APNs .p12 certificate file (instead of a .p8 key).") var apnsCertificate: String?
-        @Option(help: "Password of the .p12, as env:NAME or file:path.") var apnsPassword: String?
-        @Option(help: "APNs environment: production or development.") var apnsEnvironment: String?
-        @Option(help: "FCM service-account JSON file.") var fcmServiceAccount: String?
-        @Option(help: "WNS package SID (ms-app://s-1-15-2-…).") var wnsSid: String?
-        @Option(help: "WNS client secret, as env:NAME or file:path.") var wnsSecret: String?
-        @Option(help: "WNS Entra ID tenant.") var wnsTenant: String?
-        @Option(help: "WNS Entra ID client ID.") var wnsClientId: String?
         @Option(
             help: ArgumentHelp(
                 "Credentials of any transport plugin of this hub, as ID='{key: value, …}' (repeatable).",
@@ -65,10 +61,6 @@ extension MapAppCommand {
                     Written under the app's credentials.<ID> and read by that plugin, e.g. \
                     --credentials webhook='{secret: env:NOTES_WEBHOOK_SECRET}'.
                     """)) var credentials: [String] = []
-        @Option(help: "Web Push VAPID contact: a mailto: or https: URL. Writes credentials.webpush.")
-        var webpushSubject: String?
-        @Option(help: "Web Push VAPID private key file (PEM); generated (mode 0600) when it does not exist.")
-        var webpushKey: String?
         @Option(help: "Publisher as NAME=env:VAR or NAME=file:path (repeatable).") var publisher: [String] = []
         @Option(help: "shoulderTap or visible.") var deliveryMode: String?
         @Flag(help: "Print the change instead of writing it.") var dryRun = false
@@ -82,8 +74,15 @@ extension MapAppCommand {
                     """)) var checkOnline = false
         @Flag(help: "Ask for each step even when standard input is not a terminal.") var interactive = false
         @Flag(help: "Generate a domain verification token for an existing app that has none.") var domainToken = false
+        /// The `--<transport>-<field>` flags of the plugins (``TransportFlags``), which ArgumentParser
+        /// cannot declare at run time.
+        @Argument(parsing: .allUnrecognized, help: .hidden) var transportFlags: [String] = []
 
         func run() async throws {
+            let flags = TransportFlags(plugins: HubCLI.plugins)
+            let own = Self.helpMessage(columns: 200).split(whereSeparator: { !($0.isLetter || $0 == "-") })
+                .filter { $0.hasPrefix("--") }.map(String.init)
+            let transportValues = try flags.parse(transportFlags, known: own)
             let session = try MapAppSession(configPath: options.config)
             var request: AppMappingRequest
             if interactive || (app == nil && isatty(STDIN_FILENO) == 1) {
@@ -93,6 +92,9 @@ extension MapAppCommand {
             } else {
                 guard let app else { throw ValidationError("give --app <domain>, or run on a terminal to be asked") }
                 request = try flagRequest(app: app, base: session.directory)
+                let made = flags.credentials(transportValues, appID: app, directory: session.directory)
+                request.credentialEntries = made.entries
+                request.flagProblems += made.problems
             }
             if session.currentApp(request.appID) == nil || domainToken {
                 request.verificationToken = MapAppSession.newVerificationToken()
@@ -134,19 +136,6 @@ extension MapAppCommand {
             } else if !audiences.isEmpty || jwks != nil || identitySecret != nil {
                 throw ValidationError("--audience, --jwks and --identity-secret need --issuer")
             }
-            if apnsKey != nil || apnsCertificate != nil || apnsKeyId != nil || apnsTeamId != nil {
-                var apns = AppMappingRequest.APNS()
-                apns.privateKey = apnsKey.map { FlagPath.reference($0, base: base) }
-                apns.certificate = apnsCertificate.map { FlagPath.reference($0, base: base) }
-                apns.password = apnsPassword
-                apns.keyID = apnsKeyId
-                apns.teamID = apnsTeamId
-                apns.environment = apnsEnvironment
-                if apns.privateKey == nil && apns.certificate == nil {
-                    throw ValidationError("--apns-key-id and --apns-team-id go with --apns-key <AuthKey.p8>")
-                }
-                request.apns = apns
-            }
             for entry in credentials {
                 guard let equals = entry.firstIndex(of: "="), equals > entry.startIndex else {
                     throw ValidationError("--credentials takes ID='{key: value}', not '\(entry)'")
@@ -154,19 +143,6 @@ extension MapAppCommand {
                 request.credentials.append(
                     (String(entry[..<equals]), String(entry[entry.index(after: equals)...])))
             }
-            request.fcmServiceAccount = fcmServiceAccount.map { FlagPath.reference($0, base: base) }
-            if wnsSid != nil || wnsTenant != nil || wnsClientId != nil || wnsSecret != nil {
-                var wns = AppMappingRequest.WNS()
-                wns.packageSID = wnsSid
-                if let sid = wnsSid, let problem = WNSCredentials.packageSIDProblem(sid) {
-                    request.flagProblems.append("--wns-sid: \(problem)")
-                }
-                wns.clientSecret = wnsSecret
-                wns.tenantID = wnsTenant
-                wns.clientID = wnsClientId
-                request.wns = wns
-            }
-            if let webpush = try webpushCredentials(app: app, base: base) { request.credentials.append(webpush) }
             for entry in publisher {
                 guard let equals = entry.firstIndex(of: "="), equals != entry.startIndex else {
                     throw ValidationError("--publisher takes NAME=env:VAR or NAME=file:path, not '\(entry)'")
@@ -185,12 +161,6 @@ enum FlagPath {
         if value.hasPrefix("env:") || value.hasPrefix("file:") || (allowURL && value.hasPrefix("https://")) {
             return value
         }
-        let absolute = value.hasPrefix("/") ? value : FileManager.default.currentDirectoryPath + "/" + value
-        let standardized = URL(fileURLWithPath: absolute).standardizedFileURL.path
-        let baseDirectory = URL(fileURLWithPath: base).standardizedFileURL.path
-        if standardized.hasPrefix(baseDirectory + "/") {
-            return "file:" + standardized.dropFirst(baseDirectory.count + 1)
-        }
-        return "file:" + standardized
+        return CredentialAnswers.fileReference(value, directory: base)
     }
 }

@@ -106,18 +106,11 @@ final class MapAppSession {
             printError("note: the credentials were not checked: hub.yaml does not load with this environment")
             return
         }
-        var problems: [String] = []
-        for id in app.credentials.transports {
-            guard let plugin = plugins.first(where: { $0.id == id }),
-                let credentials = app.credentials[transport: id]
-            else { continue }
-            let found = await plugin.checkCredentials(
-                credentials, settings: file.transports[id] ?? NoSettings(), online: online)
-            if found.isEmpty {
-                print("\(id): the credentials (\(credentials.summary)) check out\(online ? " with the provider" : "")")
-            }
-            problems += found.map { "credentials.\(id): \($0)" }
+        let checked = await CredentialChecks.run(app, in: file, plugins: plugins, online: online)
+        for (id, summary) in checked.passed {
+            print("\(id): the credentials (\(summary)) check out\(online ? " with the provider" : "")")
         }
+        let problems = checked.problems
         if !problems.isEmpty {
             for problem in problems { printError("error: \(problem)") }
             printError("\(path): not changed; fix the credentials")
@@ -147,5 +140,28 @@ final class MapAppSession {
             \(DomainVerifier.documentBody(tokens: [token]))
             then run: hub map-app verify-domain --app \(appID) --config \(path)
             """)
+    }
+}
+
+/// What `hub map-app` and `hub config check` verify of an app's credentials beyond reading them: each
+/// plugin's ``TransportPlugin/checkCredentials(_:settings:online:)``.
+enum CredentialChecks {
+    /// - Returns: the transports whose credentials passed (with their summary), and the problems,
+    ///   each prefixed with `credentials.<id>`.
+    static func run(
+        _ app: CrossDeviceApp, in file: HubFile, plugins: [any TransportPlugin], online: Bool
+    ) async -> (passed: [(id: TransportID, summary: String)], problems: [String]) {
+        var passed: [(id: TransportID, summary: String)] = []
+        var problems: [String] = []
+        for id in app.credentials.transports {
+            guard let plugin = plugins.first(where: { $0.id == id }),
+                let credentials = app.credentials[transport: id]
+            else { continue }
+            let found = await plugin.checkCredentials(
+                credentials, settings: file.transports[id] ?? NoSettings(), online: online)
+            if found.isEmpty { passed.append((id, credentials.summary)) }
+            problems += found.map { "credentials.\(id): \($0)" }
+        }
+        return (passed, problems)
     }
 }

@@ -1,9 +1,7 @@
 import ArgumentParser
 import Foundation
-import HubAPNS
 import HubConfig
 import HubCore
-import HubWNS
 
 /// Asks the onboarding steps one by one, re-asking until each answer is valid.
 struct Prompter {
@@ -92,23 +90,12 @@ struct Prompter {
         }
 
         print("\nStep 4 of 5: push credentials (empty answers skip a provider; devices can still poll)")
-        if platforms.contains(.ios) { try askAPNS(&request) }
-        if platforms.contains(.android) {
-            let path = try Self.prompt("FCM service-account JSON file", default: "") { answer in
-                answer.isEmpty || FileManager.default.fileExists(atPath: answer) ? nil : "\(answer) does not exist"
-            }
-            if !path.isEmpty { request.fcmServiceAccount = FlagPath.reference(path, base: session.directory) }
-        }
-        if platforms.contains(.windows) {
-            let sid = try Self.prompt("WNS package SID (ms-app://s-1-15-2-…)", default: "") { answer in
-                answer.isEmpty ? nil : WNSCredentials.packageSIDProblem(answer)
-            }
-            if !sid.isEmpty {
-                var wns = AppMappingRequest.WNS()
-                wns.packageSID = sid
-                wns.clientSecret = try Self.reference("WNS client secret reference (env:NAME or file:path)")
-                request.wns = wns
-            }
+        let flags = TransportFlags(plugins: HubCLI.plugins)
+        for (id, onboarding) in flags.transports {
+            guard let plugin = HubCLI.plugins.first(where: { $0.id == id }),
+                platforms.contains(where: { plugin.platforms.contains($0) })
+            else { continue }
+            try askCredentials(id, onboarding, flags: flags, appID: appID, into: &request)
         }
         let publisher = try Self.prompt("Publisher name for your app server (empty to skip)", default: "") { _ in nil }
         if !publisher.isEmpty {
@@ -119,25 +106,43 @@ struct Prompter {
         return request
     }
 
-    private func askAPNS(_ request: inout AppMappingRequest) throws {
-        let path = try Self.prompt("APNs .p8 key file", default: "") { answer in
-            guard !answer.isEmpty else { return nil }
-            guard let data = FileManager.default.contents(atPath: answer) else { return "\(answer) does not exist" }
-            return APNSCredentials.p8Problem(String(decoding: data, as: UTF8.self)).map { "the file \($0)" }
+    /// Asks a transport's questions (its fields with a prompt, in order); an empty answer to the first
+    /// skips the transport. Each answer is checked as typed, then the answers together, by the same
+    /// rules as the flags.
+    private func askCredentials(
+        _ id: TransportID, _ onboarding: TransportOnboarding, flags: TransportFlags, appID: String,
+        into request: inout AppMappingRequest
+    ) throws {
+        let asked = onboarding.fields.filter { $0.prompt != nil }
+        while true {
+            var values: [String: String] = [:]
+            for (index, field) in asked.enumerated() {
+                guard let answer = try ask(field, skippable: index == 0) else {
+                    if index == 0 { return }
+                    continue
+                }
+                values[field.name] = answer
+            }
+            let made = flags.credentials([id: values], appID: appID, directory: session.directory)
+            if made.problems.isEmpty {
+                request.credentialEntries += made.entries
+                return
+            }
+            for problem in made.problems { print("  ✗ \(problem); try again") }
         }
-        guard !path.isEmpty else { return }
-        var apns = AppMappingRequest.APNS()
-        apns.privateKey = FlagPath.reference(path, base: session.directory)
-        let tenCharacters: (String) -> String? = { value in
-            value.count == 10 && value.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
-                ? nil : "must be 10 letters or digits"
+    }
+
+    /// One field's answer; `nil` when it was left empty and may be.
+    private func ask(_ field: CredentialField, skippable: Bool) throws -> String? {
+        let fallback = skippable ? "" : field.defaultAnswer
+        while true {
+            let answer = try Self.prompt(field.prompt ?? field.help, default: fallback) { answer in
+                answer.isEmpty ? "give a value" : field.problem(answer)
+            }
+            if answer.isEmpty { return nil }
+            if field.secret && field.input == .value && !Self.keepIfUnset(answer) { continue }
+            return answer
         }
-        apns.keyID = try Self.prompt("APNs key ID", check: tenCharacters)
-        apns.teamID = try Self.prompt("Apple team ID", check: tenCharacters)
-        apns.environment = try Self.prompt("APNs environment (production/development)", default: "production") {
-            ["production", "development"].contains($0) ? nil : "answer production or development"
-        }
-        request.apns = apns
     }
 
     private func existingCount(_ app: YAMLValue?, _ platform: Platform) -> Int {

@@ -11,13 +11,13 @@ public struct AppMappingRequest: Sendable {
     /// App IDs to remove per platform.
     public var removeIDs: [Platform: [String]] = [:]
     public var identity: [Identity] = []
-    public var apns: APNS?
-    public var fcmServiceAccount: String?
-    public var wns: WNS?
     public var publishers: [(name: String, key: String)] = []
     public var deliveryMode: String?
     /// Written when the app has no domain verification token yet.
     public var verificationToken: String?
+    /// Credentials made by transport plugins' onboarding (``TransportOnboarding/credentials``), by
+    /// transport ID: the entries of `credentials.<id>`, in order, replacing what was there.
+    public var credentialEntries: [(transport: String, entries: [(key: String, value: String)])] = []
     /// Credentials of any transport plugin, by transport ID, as a YAML flow mapping
     /// (`{secret: env:NOTES_WEBHOOK_SECRET}`): `hub map-app --credentials webhook='{…}'`. The
     /// plugin reads them when the edited file is checked.
@@ -41,24 +41,6 @@ public struct AppMappingRequest: Sendable {
             self.jwks = jwks
             self.secret = secret
         }
-    }
-
-    public struct APNS: Sendable {
-        public var teamID: String?
-        public var keyID: String?
-        public var privateKey: String?
-        public var certificate: String?
-        public var password: String?
-        public var environment: String?
-        public init() {}
-    }
-
-    public struct WNS: Sendable {
-        public var packageSID: String?
-        public var clientSecret: String?
-        public var tenantID: String?
-        public var clientID: String?
-        public init() {}
     }
 }
 
@@ -129,11 +111,9 @@ public enum AppMapper {
         }
 
         var credentials = app.entry("credentials") ?? .mapping([])
-        if let apns = request.apns { credentials.setEntry("apns", apnsValue(apns, problems: &problems)) }
-        if let account = request.fcmServiceAccount {
-            credentials.setEntry("fcm", .mapping([("serviceAccount", .scalar(account))]))
+        for (transport, entries) in request.credentialEntries {
+            credentials.setEntry(transport, .mapping(entries.map { ($0.key, .scalar($0.value)) }))
         }
-        if let wns = request.wns { credentials.setEntry("wns", wnsValue(wns, problems: &problems)) }
         for (transport, yaml) in request.credentials {
             guard let node = try? Yams.compose(yaml: yaml), case .mapping = node else {
                 problems.append("--credentials \(transport): give a YAML mapping, such as '{secret: env:NAME}'")
@@ -164,52 +144,6 @@ public enum AppMapper {
         }
         if !problems.isEmpty { throw AppMappingError(problems: problems) }
         return app
-    }
-
-    static func apnsValue(_ apns: AppMappingRequest.APNS, problems: inout [String]) -> YAMLValue {
-        var entries: [(key: String, value: YAMLValue)] = []
-        if let certificate = apns.certificate {
-            entries.append(("certificate", .scalar(certificate)))
-            if let password = apns.password { entries.append(("password", .scalar(password))) }
-        } else {
-            for (flag, value) in [("--apns-team-id", apns.teamID), ("--apns-key-id", apns.keyID)] {
-                guard let value else {
-                    problems.append("\(flag) is required with --apns-key")
-                    continue
-                }
-                if value.count != 10 || !value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) {
-                    problems.append("\(flag) must be 10 letters or digits, not '\(value)'")
-                }
-            }
-            entries += [
-                ("teamId", .scalar(apns.teamID ?? "")), ("keyId", .scalar(apns.keyID ?? "")),
-                ("privateKey", .scalar(apns.privateKey ?? "")),
-            ]
-        }
-        if let environment = apns.environment {
-            if !["production", "development"].contains(environment) {
-                problems.append("--apns-environment must be production or development")
-            }
-            entries.append(("environment", .scalar(environment)))
-        }
-        return .mapping(entries)
-    }
-
-    static func wnsValue(_ wns: AppMappingRequest.WNS, problems: inout [String]) -> YAMLValue {
-        if let sid = wns.packageSID {
-            guard let secret = wns.clientSecret else {
-                problems.append("--wns-secret is required with --wns-sid")
-                return .mapping([])
-            }
-            return .mapping([("packageSid", .scalar(sid)), ("clientSecret", .scalar(secret))])
-        }
-        guard let tenant = wns.tenantID, let client = wns.clientID, let secret = wns.clientSecret else {
-            problems.append("WNS needs --wns-sid and --wns-secret, or --wns-tenant, --wns-client-id and --wns-secret")
-            return .mapping([])
-        }
-        return .mapping([
-            ("tenantId", .scalar(tenant)), ("clientId", .scalar(client)), ("clientSecret", .scalar(secret)),
-        ])
     }
 }
 

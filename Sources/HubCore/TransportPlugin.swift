@@ -5,8 +5,9 @@ public import Logging
 /// of hub.yaml, how `hub map-app` checks an app's credentials for it, and how it makes its
 /// ``Transport``.
 ///
-/// The command line (`HubCLI`) takes a list of plugins; `hub serve`, `hub map-app` and
-/// `hub config check` know exactly the transports of that list, first-party or not:
+/// The command line (`HubCLI`) takes a list of plugins; `hub serve`, `hub map-app` (its flags and
+/// questions come from each plugin's ``onboarding``), `hub config check` and `hub emulate` know
+/// exactly the transports of that list, first-party or not:
 ///
 /// ```yaml
 /// transports:
@@ -69,6 +70,13 @@ public protocol TransportPlugin: Sendable {
     ) async
         -> [String]
 
+    /// How `hub map-app` onboards an app onto this transport (its credential flags, the wizard's
+    /// questions, the `credentials.<id>` they make) and its emulator for `hub emulate`; `nil` (the
+    /// default) when it has none: its credentials are then given as `--credentials <id>='{…}'`.
+    /// What `hub map-app` and `hub config check` verify beyond reading the credentials is
+    /// ``checkCredentials(_:settings:online:)``.
+    var onboarding: TransportOnboarding? { get }
+
     /// Makes the transport that `hub serve` runs.
     /// - Returns: `nil` when it has nothing to do (no app has credentials for it); `hub serve`
     ///   then says so in its log.
@@ -85,6 +93,8 @@ extension TransportPlugin {
     public var settingKeys: [String] { [] }
 
     public var credentialKeys: [String] { [] }
+
+    public var onboarding: TransportOnboarding? { nil }
 
     /// Accepts only an absent or empty section.
     public func readSettings(_ section: ConfigSection) -> (any Sendable)? {

@@ -1,19 +1,31 @@
 import ArgumentParser
 import Foundation
+import HubCore
 import Logging
 import ServiceLifecycle
 
 /// `hub emulate …`: local emulators of the push providers, for development against a hub.
 struct EmulateCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "emulate",
-        abstract:
-            "Run a local emulator of APNs, FCM, WNS, Web Push, a UnifiedPush distributor or a webhook receiver that enforces what the real service enforces.",
-        subcommands: [
-            EmulateAPNS.self, EmulateFCM.self, EmulateWNS.self, EmulateWebPush.self, EmulateUnifiedPush.self,
-            EmulateWebhook.self,
-        ]
-    )
+    // Computed: the emulators of the running command's plugins are listed too.
+    static var configuration: CommandConfiguration {
+        let plugins = EmulatePlugin.emulators.map {
+            "  \($0.name.padding(toLength: 14, withPad: " ", startingAt: 0)) \($0.abstract)"
+        }
+        return CommandConfiguration(
+            commandName: "emulate",
+            abstract:
+                "Run a local emulator of APNs, FCM, WNS, Web Push, a UnifiedPush distributor or a webhook receiver that enforces what the real service enforces.",
+            discussion: plugins.isEmpty
+                ? ""
+                : "The transport plugins of this hub bring these emulators too (hub emulate <name> [arguments]):\n"
+                    + plugins.joined(separator: "\n"),
+            subcommands: [
+                EmulateAPNS.self, EmulateFCM.self, EmulateWNS.self, EmulateWebPush.self, EmulateUnifiedPush.self,
+                EmulateWebhook.self, EmulatePlugin.self,
+            ],
+            defaultSubcommand: EmulatePlugin.self
+        )
+    }
 
     /// Writes `line` to standard output at once: `print` is block-buffered when stdout is a file or a
     /// pipe (`| tee`, a test), where the banner and each request would only show up much later.
@@ -67,5 +79,36 @@ private struct UntilTerminated: Service {
         } catch is CancellationError {
             // The signal arrived.
         }
+    }
+}
+
+/// `hub emulate <name> [arguments]`: the emulator a transport plugin brings in its onboarding
+/// (``TransportOnboarding/emulator``), given the arguments after its name.
+struct EmulatePlugin: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "plugin", abstract: "Run a transport plugin's emulator: hub emulate <name> [arguments].")
+
+    @Argument(help: "The emulator's name.") var name: String?
+    @Argument(parsing: .captureForPassthrough, help: "Its arguments.") var arguments: [String] = []
+
+    /// The emulators of the running command's plugins.
+    static var emulators: [TransportEmulator] { HubCLI.plugins.compactMap { $0.onboarding?.emulator } }
+
+    func run() async throws {
+        let emulators = Self.emulators
+        var names: [String] = []
+        for command in EmulateCommand.configuration.subcommands where command != EmulatePlugin.self {
+            if let name = command.configuration.commandName { names.append(name) }
+        }
+        names += emulators.map { $0.name }
+        guard let name else {
+            throw ValidationError("name an emulator: \(names.joined(separator: ", "))")
+        }
+        guard let emulator = emulators.first(where: { $0.name == name }) else {
+            let nearest = TransportFlags.nearest(to: name, in: names).map { "; did you mean '\($0)'?" } ?? ""
+            throw ValidationError(
+                "no emulator named '\(name)'\(nearest) (this hub has \(names.joined(separator: ", ")))")
+        }
+        try await emulator.run(arguments)
     }
 }
