@@ -33,6 +33,7 @@ let package = Package(
         .executable(name: "hub", targets: ["hub"]),
         .executable(name: "hub-bench", targets: ["hub-bench"]),
         .library(name: "HubCore", targets: ["HubCore"]),
+        .library(name: "HubTransportKit", targets: ["HubTransportKit"]),
         .library(name: "HubConfig", targets: ["HubConfig"]),
         .library(name: "HubSQLite", targets: ["HubSQLite"]),
         .library(name: "HubServer", targets: ["HubServer"]),
@@ -81,6 +82,18 @@ let package = Package(
                 "HubWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictness
+        ),
+        // What a transport needs, public and documented: HubCore re-exported, plus the helpers the
+        // first-party transports share. An outside author's transport imports this only
+        // (examples/custom-transport, a package of its own, proves it).
+        .target(
+            name: "HubTransportKit",
+            dependencies: [
+                "HubCore",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictness
@@ -135,7 +148,7 @@ let package = Package(
         .target(
             name: "HubAPNS",
             dependencies: [
-                "HubCore", "HubHTTPSupport",
+                "HubCore", "HubTransportKit", "HubHTTPSupport",
                 "HubHTTP2",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
@@ -176,7 +189,7 @@ let package = Package(
         .target(
             name: "HubFCM",
             dependencies: [
-                "HubCore",
+                "HubCore", "HubTransportKit",
                 "HubHTTP2",
                 "HubHTTPSupport",
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
@@ -192,7 +205,7 @@ let package = Package(
         .target(
             name: "HubWNS",
             dependencies: [
-                "HubCore",
+                "HubCore", "HubTransportKit",
                 "HubHTTPSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -205,7 +218,7 @@ let package = Package(
         .target(
             name: "HubWebPush",
             dependencies: [
-                "HubCore",
+                "HubCore", "HubTransportKit",
                 "HubHTTP2",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -221,7 +234,7 @@ let package = Package(
         .target(
             name: "HubUnifiedPush",
             dependencies: [
-                "HubCore", "HubWebPush",
+                "HubCore", "HubWebPush", "HubTransportKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Plugins/UnifiedPush",
@@ -230,7 +243,7 @@ let package = Package(
         .target(
             name: "HubWebhooks",
             dependencies: [
-                "HubCore", "HubHTTPSupport",
+                "HubCore", "HubTransportKit", "HubHTTPSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -359,34 +372,6 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),  // HMAC-SHA256 of development tokens
             ],
             path: "examples/device-simulator",
-            swiftSettings: strictness
-        ),
-        // A third party's transport: the plugin (HubCore only, plus its HTTP client), and its own `hub`.
-        .target(
-            name: "CustomTransportExample",
-            dependencies: [
-                "HubCore",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            path: "examples/custom-transport/Sources/CustomTransportExample",
-            swiftSettings: strictness
-        ),
-        .executableTarget(
-            name: "webhook-hub",
-            dependencies: ["CustomTransportExample", "HubCLI", "HubPolling", "HubAPNS", "HubFCM", "HubWNS"],
-            path: "examples/custom-transport/Sources/webhook-hub",
-            swiftSettings: strictness
-        ),
-        .testTarget(
-            name: "CustomTransportExampleTests",
-            dependencies: [
-                "CustomTransportExample", "HubTesting", "HubEmulators", "webhook-hub",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-            ],
-            path: "examples/custom-transport/Tests/CustomTransportExampleTests",
             swiftSettings: strictness
         ),
         .testTarget(

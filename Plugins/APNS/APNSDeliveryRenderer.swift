@@ -1,4 +1,5 @@
 import HubCore
+import HubTransportKit
 
 import struct Foundation.Date
 

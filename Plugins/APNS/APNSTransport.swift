@@ -1,5 +1,6 @@
 public import HubCore
 import HubHTTP2
+import HubTransportKit
 public import Logging
 import Synchronization
 

@@ -1,5 +1,6 @@
 import Foundation
 public import HubCore
+import HubTransportKit
 public import Logging
 
 /// The `fcm` transport: Android endpoints through FCM HTTP v1, with each app's service account.

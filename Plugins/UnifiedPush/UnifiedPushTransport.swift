@@ -1,5 +1,6 @@
 import Foundation
 public import HubCore
+import HubTransportKit
 public import HubWebPush
 public import Logging
 

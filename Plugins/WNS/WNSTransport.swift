@@ -1,6 +1,7 @@
 import Foundation
 public import HubCore
 import HubHTTPSupport
+import HubTransportKit
 public import Logging
 
 /// The `wns` transport: Windows endpoints through WNS, with each app's package SID or Entra ID app.

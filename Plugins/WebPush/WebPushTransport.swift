@@ -1,6 +1,7 @@
 import Foundation
 public import HubCore
 import HubHTTP2
+import HubTransportKit
 public import Logging
 
 /// The `webpush` transport: endpoints of the web platform through the browsers' push services

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 public import HubCore
 import HubHTTPSupport
+import HubTransportKit
 public import Logging
 import NIOCore
 

@@ -14,17 +14,25 @@ import Foundation
 /// `*.domain` (any host under `domain` on a label boundary, default port) or `*` (any public host).
 /// An exact entry also allows a private or loopback host; a wildcard never does. Host names are
 /// not resolved: a public name that resolves to a private address is stopped only by the list.
-package enum HostAllowList {
+public enum HostAllowList {
     /// Whether `entry` is `host` or `host:port` naming exactly this host and port (`defaultPort`
     /// when the entry gives none).
-    package static func isExact(entry: String, host: String, port: Int, defaultPort: Int = 443) -> Bool {
+    /// - Parameters:
+    ///   - entry: the allow-list entry.
+    ///   - host: the URL's host (``ProviderURL/host``).
+    ///   - port: the URL's port, or the scheme's default.
+    ///   - defaultPort: the port an entry without one stands for.
+    public static func isExact(entry: String, host: String, port: Int, defaultPort: Int = 443) -> Bool {
         let (allowedHost, allowedPort) = ProviderURL.split(entry.lowercased())
         guard !allowedHost.hasPrefix("*."), allowedHost == host else { return false }
         return (allowedPort ?? defaultPort) == port
     }
 
     /// Whether `entry` is `*.domain` and `host` is under it, `*`, or names `host` itself.
-    package static func isWildcard(entry: String, host: String) -> Bool {
+    /// - Parameters:
+    ///   - entry: the allow-list entry.
+    ///   - host: the URL's host (``ProviderURL/host``).
+    public static func isWildcard(entry: String, host: String) -> Bool {
         let lower = entry.lowercased()
         if lower == "*" { return true }
         if lower.hasPrefix("*.") {
@@ -34,8 +42,11 @@ package enum HostAllowList {
         return ProviderURL.split(lower) == (host, nil)
     }
 
-    /// Why `host` is not a public host, or `nil`.
-    package static func privateProblem(host: String) -> String? {
+    /// Why `host` is not a public host, or `nil`: a private, loopback or reserved address, a local
+    /// or single-label name. Names are not resolved.
+    /// - Parameter host: the URL's host (``ProviderURL/host``).
+    /// - Returns: the reason, worded to follow the URL's name ("names a local host (…)").
+    public static func privateProblem(host: String) -> String? {
         if host.hasPrefix("[") {
             let literal = String(host.dropFirst().dropLast())
             var address = in6_addr()

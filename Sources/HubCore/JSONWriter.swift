@@ -2,30 +2,53 @@ public import struct Foundation.Date
 
 // A JSON writer straight to bytes, for the hub's hot paths (HubServer's resources, the FCM
 // plugin's request bodies): JSONEncoder with custom strategies costs several percent of a
-// publish's CPU. Package-internal.
+// publish's CPU. Public: a transport writes its provider's request bodies with it (HubTransportKit).
 
-/// Appends JSON to a byte buffer. Objects take their keys in sorted order from the caller.
-package struct JSONWriter {
+/// Appends JSON to a byte buffer, without `JSONEncoder`: what the first-party transports write
+/// their providers' request bodies with.
+///
+/// Objects take their keys in the order the caller writes them (write them sorted to match
+/// `JSONEncoder` with `.sortedKeys`). Members whose value is `nil` are left out.
+///
+/// ```swift
+/// var json = JSONWriter()
+/// json.object { json in
+///     json.member("token", endpoint.token)
+///     json.key("ttl")
+///     json.integer(notification.secondsToExpiry(now: now))
+/// }
+/// let body: [UInt8] = json.bytes
+/// ```
+public struct JSONWriter {
     /// The JSON written so far.
-    package var bytes: [UInt8] = []
+    public var bytes: [UInt8] = []
     /// Whether the next member or element needs a comma first.
     @usableFromInline var needsComma = false
     /// Whether strings write `/` as `\/`, as `JSONEncoder` does by default (the stores' payload
     /// text); the API's resources leave it as it is.
     @usableFromInline let escapingSlashes: Bool
 
-    @inlinable package init(capacity: Int = 512, escapingSlashes: Bool = false) {
+    /// - Parameters:
+    ///   - capacity: the bytes to reserve up front (a guess at the body's size).
+    ///   - escapingSlashes: whether strings write `/` as `\/`, as `JSONEncoder` does by default.
+    @inlinable public init(capacity: Int = 512, escapingSlashes: Bool = false) {
         self.escapingSlashes = escapingSlashes
         bytes.reserveCapacity(capacity)
     }
 
-    @inlinable package mutating func object(_ body: (inout JSONWriter) -> Void) {
+    /// An object: `body` writes its members (`key(_:)` then a value, or `member(_:_:)`).
+    /// - Parameter body: writes the members.
+    @inlinable public mutating func object(_ body: (inout JSONWriter) -> Void) {
         beginObject()
         body(&self)
         endObject()
     }
 
-    @inlinable package mutating func array<Element>(
+    /// An array of `elements`, each written by `body`.
+    /// - Parameters:
+    ///   - elements: the elements, in order.
+    ///   - body: writes one element as a value.
+    @inlinable public mutating func array<Element>(
         _ elements: some Sequence<Element>, _ body: (inout JSONWriter, Element) -> Void
     ) {
         beginArray()
@@ -35,38 +58,42 @@ package struct JSONWriter {
 
     /// Opens an object; its members follow, then ``endObject()``. For writers whose members may
     /// throw (``object(_:)`` takes a closure that does not).
-    @inlinable package mutating func beginObject() {
+    @inlinable public mutating func beginObject() {
         separate()
         bytes.append(UInt8(ascii: "{"))
         needsComma = false
     }
 
-    @inlinable package mutating func endObject() {
+    /// Closes the object ``beginObject()`` opened.
+    @inlinable public mutating func endObject() {
         bytes.append(UInt8(ascii: "}"))
         needsComma = true
     }
 
     /// Opens an array; its elements follow, then ``endArray()``.
-    @inlinable package mutating func beginArray() {
+    @inlinable public mutating func beginArray() {
         separate()
         bytes.append(UInt8(ascii: "["))
         needsComma = false
     }
 
-    @inlinable package mutating func endArray() {
+    /// Closes the array ``beginArray()`` opened.
+    @inlinable public mutating func endArray() {
         bytes.append(UInt8(ascii: "]"))
         needsComma = true
     }
 
     /// A value already in JSON form (a number, `null`).
-    @inlinable package mutating func literal(_ json: String) {
+    /// - Parameter json: the JSON text, written as it is.
+    @inlinable public mutating func literal(_ json: String) {
         separate()
         bytes.append(contentsOf: json.utf8)
         needsComma = true
     }
 
     /// A member's key; the value follows.
-    @inlinable package mutating func key(_ key: StaticString) {
+    /// - Parameter key: the key, written without escaping (a literal needs none).
+    @inlinable public mutating func key(_ key: StaticString) {
         separate()
         bytes.append(UInt8(ascii: "\""))
         key.withUTF8Buffer { bytes.append(contentsOf: $0) }
@@ -75,20 +102,25 @@ package struct JSONWriter {
     }
 
     /// A member's key that is not a literal (a map's keys), escaped; the value follows.
-    @inlinable package mutating func key(_ key: String) {
+    /// - Parameter key: the key.
+    @inlinable public mutating func key(_ key: String) {
         separate()
         JSONEscaping.appendQuoted(key, escapingSlashes: escapingSlashes, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
         needsComma = false
     }
 
-    @inlinable package mutating func string(_ value: String) {
+    /// A string value, escaped.
+    /// - Parameter value: the string.
+    @inlinable public mutating func string(_ value: String) {
         separate()
         JSONEscaping.appendQuoted(value, escapingSlashes: escapingSlashes, to: &bytes)
         needsComma = true
     }
 
-    @inlinable package mutating func integer(_ value: some BinaryInteger) {
+    /// An integer value, in decimal.
+    /// - Parameter value: the integer.
+    @inlinable public mutating func integer(_ value: some BinaryInteger) {
         separate()
         Self.appendDecimal(value, to: &bytes)
         needsComma = true
@@ -96,7 +128,10 @@ package struct JSONWriter {
 
     /// `value` in decimal, as `String(value)` writes it, without making that string (it was the
     /// dearest step of an APNs payload: generic, and an allocation per number).
-    @inlinable package static func appendDecimal(_ value: some BinaryInteger, to bytes: inout [UInt8]) {
+    /// - Parameters:
+    ///   - value: the integer.
+    ///   - bytes: the buffer it is appended to.
+    @inlinable public static func appendDecimal(_ value: some BinaryInteger, to bytes: inout [UInt8]) {
         guard let small = Int64(exactly: value) else {
             bytes.append(contentsOf: String(value).utf8)
             return
@@ -111,13 +146,17 @@ package struct JSONWriter {
         bytes[start...].reverse()
     }
 
-    @inlinable package mutating func bool(_ value: Bool) {
+    /// `true` or `false`.
+    /// - Parameter value: the value.
+    @inlinable public mutating func bool(_ value: Bool) {
         separate()
         bytes.append(contentsOf: (value ? "true" : "false").utf8)
         needsComma = true
     }
 
-    @inlinable package mutating func date(_ value: Date) {
+    /// A date as an ISO 8601 string in UTC with milliseconds: `"2025-01-31T12:00:00.000Z"`.
+    /// - Parameter value: the date.
+    @inlinable public mutating func date(_ value: Date) {
         separate()
         bytes.append(UInt8(ascii: "\""))
         Self.appendISO8601(value, to: &bytes)
@@ -125,27 +164,41 @@ package struct JSONWriter {
         needsComma = true
     }
 
-    /// Members whose value is `nil` are left out, as JSONEncoder does.
-    @inlinable package mutating func member(_ name: StaticString, _ value: String?) {
+    /// A string member; left out when `value` is `nil`, as JSONEncoder does.
+    /// - Parameters:
+    ///   - name: the key.
+    ///   - value: the string.
+    @inlinable public mutating func member(_ name: StaticString, _ value: String?) {
         guard let value else { return }
         key(name)
         string(value)
     }
 
-    @inlinable package mutating func member(_ name: StaticString, _ value: Date?) {
+    /// A date member (as ``date(_:)`` writes it); left out when `value` is `nil`.
+    /// - Parameters:
+    ///   - name: the key.
+    ///   - value: the date.
+    @inlinable public mutating func member(_ name: StaticString, _ value: Date?) {
         guard let value else { return }
         key(name)
         date(value)
     }
 
-    @inlinable package mutating func member(_ name: StaticString, _ value: (some BinaryInteger)?) {
+    /// An integer member; left out when `value` is `nil`.
+    /// - Parameters:
+    ///   - name: the key.
+    ///   - value: the integer.
+    @inlinable public mutating func member(_ name: StaticString, _ value: (some BinaryInteger)?) {
         guard let value else { return }
         key(name)
         integer(value)
     }
 
     /// An array of strings; left out when `nil`.
-    @inlinable package mutating func members(_ name: StaticString, _ values: [String]?) {
+    /// - Parameters:
+    ///   - name: the key.
+    ///   - values: the strings.
+    @inlinable public mutating func members(_ name: StaticString, _ values: [String]?) {
         guard let values else { return }
         key(name)
         array(values) { json, value in json.string(value) }
@@ -157,7 +210,10 @@ package struct JSONWriter {
 
     /// `value` as a JSON string: `"` and `\` escaped, controls as `\n`, `\t`, … or `\u00XX`,
     /// everything else (`/` and non-ASCII included) as it is.
-    @inlinable package static func appendQuoted(_ value: String, to bytes: inout [UInt8]) {
+    /// - Parameters:
+    ///   - value: the string.
+    ///   - bytes: the buffer it is appended to.
+    @inlinable public static func appendQuoted(_ value: String, to bytes: inout [UInt8]) {
         JSONEscaping.appendQuoted(value, escapingSlashes: false, to: &bytes)
     }
 

@@ -1,10 +1,15 @@
-/// Text for HTML and XML documents (the console's pages, WNS's toast, tile and badge bodies).
-package enum MarkupEscaping {
+/// Text for HTML and XML documents (the console's pages, WNS's toast, tile and badge bodies): what
+/// a transport whose provider takes XML escapes the notification's text with.
+public enum MarkupEscaping {
     /// `text` with the five characters that matter in text and quoted attributes replaced by
     /// character references: `&`, `<`, `>`, `"` and `'` (as `apostrophe`).
-    /// - Parameter droppingXMLForbidden: drop the characters XML 1.0 forbids (controls but tab, line
-    ///   feed and carriage return; U+FFFE and U+FFFF) instead of keeping them.
-    package static func escape(_ text: String, apostrophe: String, droppingXMLForbidden: Bool = false) -> String {
+    /// - Parameters:
+    ///   - text: the text to escape.
+    ///   - apostrophe: what `'` becomes: `&apos;` in XML, `&#39;` in HTML.
+    ///   - droppingXMLForbidden: drop the characters XML 1.0 forbids (controls but tab, line
+    ///     feed and carriage return; U+FFFE and U+FFFF) instead of keeping them.
+    /// - Returns: the escaped text, for element content or a quoted attribute.
+    public static func escape(_ text: String, apostrophe: String, droppingXMLForbidden: Bool = false) -> String {
         var escaped = ""
         escaped.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {

@@ -16,8 +16,10 @@ extension NotificationPayload {
 
     /// The payload object, keys in `JSONEncoder`'s sorted order and absent fields left out: the
     /// stores' text (``storedJSON``) and the API's `payload` member, which differ only in how the
-    /// writer escapes `/`.
-    package func write(to json: inout JSONWriter) {
+    /// writer escapes `/`. A transport whose provider carries the hub's payload as it is writes it
+    /// with this.
+    /// - Parameter json: the writer the object is appended to, as its next value.
+    public func write(to json: inout JSONWriter) {
         json.object { json in
             json.member("rawContent", rawContent)
             guard let visualContent else { return }

@@ -1,5 +1,5 @@
 import Foundation
-public import HubCore
+public import HubTransportKit
 
 /// The webhook transport as a plugin: what makes it part of `hub serve`, `hub config check` and
 /// `hub map-app` in an executable built on HubCLI (`webhook-hub`, beside this file).
@@ -59,7 +59,9 @@ public struct WebhookPlugin: TransportPlugin {
             return nil
         }
         context.logger.info("webhook transport enabled", metadata: ["url": "\(configuration.url)"])
-        return WebhookTransport(configuration: configuration)
+        var timed = configuration
+        timed.now = context.now  // the hub's clock
+        return WebhookTransport(configuration: timed)
     }
 }
 

@@ -1,6 +1,6 @@
 import Crypto
 public import Foundation
-public import HubCore
+public import HubTransportKit
 
 /// Signs webhook posts, and checks them on the receiving side.
 ///

@@ -1,6 +1,6 @@
 public import AsyncHTTPClient
 public import Foundation
-public import HubCore
+public import HubTransportKit
 import NIOCore
 import NIOHTTP1
 
@@ -37,11 +37,22 @@ public struct WebhookTransport: Transport {
         public var secret: Secret
         /// The longest one post may take; the transport returns `retry` when it is exceeded.
         public var timeout: Duration
+        /// The current time, for the signature's timestamp and `Retry-After` dates: the hub's
+        /// clock (`TransportContext.now`) under `hub serve`, so a test that moves it moves these.
+        public var now: @Sendable () -> Date
 
-        public init(url: URL, secret: Secret, timeout: Duration = .seconds(10)) {
+        /// - Parameters:
+        ///   - url: the webhook every delivery is posted to.
+        ///   - secret: the HMAC-SHA256 key of the signature.
+        ///   - timeout: the longest one post may take.
+        ///   - now: the current time; the system's by default.
+        public init(
+            url: URL, secret: Secret, timeout: Duration = .seconds(10), now: @escaping @Sendable () -> Date = { Date() }
+        ) {
             self.url = url
             self.secret = secret
             self.timeout = timeout
+            self.now = now
         }
     }
 
@@ -65,7 +76,7 @@ public struct WebhookTransport: Transport {
         } catch {
             return .rejected(reason: "the tap could not be encoded: \(error)")
         }
-        let timestamp = Int(Date().timeIntervalSince1970)
+        let timestamp = Int(configuration.now().timeIntervalSince1970)
         var request = HTTPClientRequest(url: configuration.url.absoluteString)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
@@ -80,7 +91,8 @@ public struct WebhookTransport: Transport {
             // Drain (and bound) the answer so the connection can be reused.
             _ = try? await response.body.collect(upTo: 64 * 1024)
             return Self.outcome(
-                status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"))
+                status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
+                now: configuration.now())
         } catch {
             return .retry(after: nil, reason: Task.isCancelled ? "cancelled" : "webhook unreachable: \(error)")
         }
@@ -106,7 +118,7 @@ public struct WebhookTransport: Transport {
 
     /// The outcome of a receiver's answer. `Retry-After` may be seconds or an HTTP date (HubCore's
     /// ``RetryAfter`` reads both, as the first-party transports do).
-    static func outcome(status: Int, retryAfter: String?, now: Date = Date()) -> DeliveryOutcome {
+    static func outcome(status: Int, retryAfter: String?, now: Date) -> DeliveryOutcome {
         let delay = RetryAfter.parse(retryAfter, now: now)
         switch status {
         case 200..<300: return .accepted

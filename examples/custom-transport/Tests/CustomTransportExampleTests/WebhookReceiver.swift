@@ -1,7 +1,7 @@
 import CustomTransportExample
 import Foundation
 import HTTPTypes
-import HubCore
+import HubTransportKit
 import Hummingbird
 import Logging
 import NIOCore

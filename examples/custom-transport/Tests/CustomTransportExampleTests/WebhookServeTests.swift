@@ -1,32 +1,44 @@
 import AsyncHTTPClient
 import CustomTransportExample
 import Foundation
-import HubCore
 import HubEmulators
 import HubTesting
+import HubTransportKit
 import NIOCore
 import NIOHTTP1
 import Testing
 
 /// The example as an operator runs it: its own `hub` (`webhook-hub`, HubCLI with the webhook
-/// plugin added), configured in hub.yaml, started with `serve`, used over HTTP.
+/// plugin added), the app onboarded with `map-app` and the flag the plugin declared, configured in
+/// hub.yaml, started with `serve`, used over HTTP.
 @Suite("webhook-hub: the webhook transport under its own hub serve", .timeLimit(.minutes(2)))
 struct WebhookServeTests {
     static let userSecret = "webhook-example-user-secret-0123456789"
     static let publisherKey = "webhook-example-publisher-key-0123456789"
 
     @Test(
-        "hub.yaml configures it (transports.webhook, credentials.webhook); serve runs it; a publish reaches the receiver"
+        "map-app onboards the app with the flag the plugin declared (--webhook-secret); serve runs it from hub.yaml; a publish reaches the receiver"
     )
     func serve() async throws {
         try await WebhookReceiver.run { receiver in
-            let workspace = try Self.workspace(receiverURL: receiver.url)
+            let workspace = try Self.workspace(receiverURL: receiver.url, appCredentials: false)
             let environment = [
                 // The app's own key signs its posts; the transport's is a different one, so a valid
                 // signature at the receiver shows credentials.webhook was used.
                 "WEBHOOK_SECRET": "transport-wide-secret-not-the-apps",
                 "NOTES_WEBHOOK_SECRET": WebhookReceiver.secret.reveal(),
             ]
+            // The plugin's onboarding declares `secret`: webhook-hub's map-app takes it as
+            // --webhook-secret and writes credentials.webhook, which serve then signs with.
+            let mapped = try await ServeProcess.run(
+                [
+                    "map-app", "--config", "hub.yaml", "--app", "notes.contoso.com", "--webhook-secret",
+                    "env:NOTES_WEBHOOK_SECRET",
+                ], in: workspace, environment)
+            #expect(mapped.status == 0, "\(mapped.output)")
+            let yaml = try String(contentsOf: workspace.appendingPathComponent("hub.yaml"), encoding: .utf8)
+            #expect(yaml.contains("secret: env:NOTES_WEBHOOK_SECRET"), "\(yaml)")
+            #expect(!yaml.contains(WebhookReceiver.secret.reveal()))
             let check = try await ServeProcess.run(
                 ["config", "check", "--config", "hub.yaml"], in: workspace, environment)
             #expect(check.status == 0, "\(check.output)")
@@ -50,10 +62,7 @@ struct WebhookServeTests {
                 json: #"{"appNotificationId":"n1","payload":{"rawContent":"hello"}}"#)
             #expect(published.status == 201, "\(published.body)")
 
-            let deadline = ContinuousClock.now + .seconds(20)
-            while !receiver.received.contains(where: { $0.token == "phone-1" }) && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(50))
-            }
+            _ = await eventually { receiver.received.contains { $0.token == "phone-1" } }
             let post = try #require(receiver.received.first { $0.token == "phone-1" }, "\(hub.log)")
             #expect(post.signatureValid, "signed with the app's credentials.webhook secret")
             #expect(post.tap["app"] as? String == "notes.contoso.com" && post.tap["user"] as? String == "alice")
@@ -81,14 +90,21 @@ struct WebhookServeTests {
             ), "\(check.output)")
     }
 
-    @Test("map-app writes credentials.webhook and has the plugin read them; what it refuses is not written")
+    @Test(
+        "map-app's --webhook-secret (declared by the plugin) writes credentials.webhook and has the plugin read them; what it refuses is not written"
+    )
     func mapApp() async throws {
         let workspace = FileManager.default.temporaryDirectory.appendingPathComponent("webhook-map-\(UUID())")
         try FileManager.default.createDirectory(at: workspace, withIntermediateDirectories: true)
-        let arguments = [
-            "map-app", "--config", "hub.yaml", "--app", "notes.contoso.com", "--ios", "com.contoso.notes",
-            "--credentials", "webhook={secret: env:NOTES_WEBHOOK_SECRET}",
-        ]
+        let help = try await ServeProcess.run(["map-app", "--help"], in: workspace, [:])
+        #expect(help.output.contains("--webhook-secret"), "\(help.output)")
+        let base = ["map-app", "--config", "hub.yaml", "--app", "notes.contoso.com", "--ios", "com.contoso.notes"]
+        let literal = try await ServeProcess.run(
+            base + ["--webhook-secret", "hunter2-hunter2-hunter2"], in: workspace, [:])
+        #expect(literal.status != 0, "\(literal.output)")
+        #expect(literal.output.contains("--webhook-secret: is a secret: give a reference"), "\(literal.output)")
+        #expect(!literal.output.contains("hunter2"), "a secret typed as a value is not echoed")
+        let arguments = base + ["--webhook-secret", "env:NOTES_WEBHOOK_SECRET"]
         let short = try await ServeProcess.run(arguments, in: workspace, ["NOTES_WEBHOOK_SECRET": "too-short"])
         #expect(short.status == 1, "\(short.output)")
         #expect(
@@ -109,7 +125,9 @@ struct WebhookServeTests {
     }
 
     /// A folder with hub.yaml (webhook to `receiverURL`), the user-token secret and the publisher key.
-    static func workspace(receiverURL: URL) throws -> URL {
+    /// - Parameter appCredentials: whether the app has `credentials.webhook` already (else
+    ///   `map-app` is to add them).
+    static func workspace(receiverURL: URL, appCredentials: Bool = true) throws -> URL {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("webhook-hub-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try userSecret.write(to: directory.appendingPathComponent("user.secret"), atomically: true, encoding: .utf8)
@@ -127,9 +145,8 @@ struct WebhookServeTests {
                 identity:
                   - { issuer: "https://login.contoso.com", audiences: [contoso-notes], secret: file:user.secret }
                 publishers: [ { name: backend, key: file:publisher.key } ]
-                credentials:
-                  webhook: { secret: env:NOTES_WEBHOOK_SECRET }
             """
+            + (appCredentials ? "\n    credentials:\n      webhook: { secret: env:NOTES_WEBHOOK_SECRET }" : "")
         try yaml.write(to: directory.appendingPathComponent("hub.yaml"), atomically: true, encoding: .utf8)
         return directory
     }

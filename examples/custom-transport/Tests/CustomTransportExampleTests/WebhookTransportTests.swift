@@ -1,7 +1,7 @@
 import CustomTransportExample
 import Foundation
-import HubCore
 import HubTesting
+import HubTransportKit
 import Logging
 import Testing
 

@@ -1,3 +1,4 @@
+public import HubCore
 public import Logging
 public import ServiceLifecycle
 import Synchronization
@@ -5,16 +6,17 @@ import Synchronization
 public import struct Foundation.Date
 
 // What the first-party push transports (APNs, FCM, WNS, Web Push) all do the same way, written
-// once. Package-internal: a third party's transport keeps its own rules.
+// once, and public: an outside author's transport uses the same helpers.
 
 extension OutboundDelivery {
     /// Whether the provider should deliver it at once: a high-priority notification, or a fallback
     /// (which replaces a tap the device did not act on).
-    package var isUrgent: Bool { delivery.priority == .high || delivery.kind == .fallback }
+    public var isUrgent: Bool { delivery.priority == .high || delivery.kind == .fallback }
 
     /// For a visible or fallback delivery: the notification and the visual it shows. `nil` for a
-    /// shoulder tap, and for a notification without `visualContent` (the transports send it as a tap).
-    package var shown: (notification: UserNotification, visual: VisualContent)? {
+    /// shoulder tap, and for a notification without `visualContent` (the transports send it as a tap:
+    /// a device syncs its feed to learn what changed).
+    public var shown: (notification: UserNotification, visual: VisualContent)? {
         guard delivery.kind != .shoulderTap, let notification, let visual = notification.payload.visualContent else {
             return nil
         }
@@ -24,7 +26,8 @@ extension OutboundDelivery {
 
 extension UserNotification {
     /// The whole seconds left at `now` until it expires; 0 once it has: a provider's time to live.
-    package func secondsToExpiry(now: Date) -> Int {
+    /// - Parameter now: the current time, from the hub's clock (`TransportContext.clock`).
+    public func secondsToExpiry(now: Date) -> Int {
         max(0, Int(expirationDateTime.timeIntervalSince(now).rounded(.down)))
     }
 }
@@ -32,8 +35,12 @@ extension UserNotification {
 extension Transport {
     /// Waits for graceful shutdown (after the hub has drained), then runs `close`. A failure to
     /// close is logged as a warning naming `provider`, not thrown: it must not fail the shutdown of
-    /// `hub serve`.
-    package func closeAfterGracefulShutdown(
+    /// `hub serve`. Call it from the transport's `run()`.
+    /// - Parameters:
+    ///   - provider: the provider's name for the warning ("APNs").
+    ///   - logger: where the warning goes (`TransportContext.logger`).
+    ///   - close: closes the transport's connections or client.
+    public func closeAfterGracefulShutdown(
         _ provider: String, logger: Logger, close: () async throws -> Void
     ) async {
         try? await gracefulShutdown()
@@ -46,14 +53,25 @@ extension Transport {
 }
 
 /// The configuration problems a transport has already logged, so that each is logged once, not once
-/// per delivery.
-package final class ProblemLog: Sendable {
+/// per delivery: a missing credential is logged at its first delivery, and the later ones are only
+/// counted in the outcome.
+///
+/// ```swift
+/// problems.once("credentials:\(delivery.app.id)") {
+///     logger.error("no credentials for this transport", metadata: ["app": "\(delivery.app.id)"])
+/// }
+/// ```
+public final class ProblemLog: Sendable {
     private let seen = Mutex<Set<String>>([])
 
-    package init() {}
+    /// An empty log: every key is new.
+    public init() {}
 
     /// Runs `log` the first time `key` is seen.
-    package func once(_ key: String, _ log: () -> Void) {
+    /// - Parameters:
+    ///   - key: what the problem is about (the app and the problem, say).
+    ///   - log: writes the log message; not run for a key already seen.
+    public func once(_ key: String, _ log: () -> Void) {
         if seen.withLock({ $0.insert(key).inserted }) { log() }
     }
 }
