@@ -39,7 +39,7 @@ public final class Hub: Service, Sendable {
     /// store at its last sweep: when the sweeper runs next (see `Hub+Service.swift`).
     let releases = ReleaseSchedule()
     /// Wakes the broadcast expander (a broadcast created here); `Hub+Broadcasts.swift`.
-    let broadcastBell: FeedSignals
+    let broadcastBells: Bells
     /// A polling endpoint's `lastSyncAt` is written at most this often (it is informational:
     /// fallback alerts only go to push endpoints, whose syncs are always written).
     static let syncRecordInterval: TimeInterval = 5
@@ -73,7 +73,7 @@ public final class Hub: Service, Sendable {
         self.logger = logger
         self.clock = clock
         self.now = { clock.date }
-        self.broadcastBell = FeedSignals(clock: clock)
+        self.broadcastBells = Bells(clock: clock)
         let accumulator = StatisticsAccumulator()
         self.accumulator = accumulator
         self.dispatcher = Dispatcher(
