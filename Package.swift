@@ -107,7 +107,8 @@ let package = Package(
         .target(
             name: "HubServer",
             dependencies: [
-                "HubCore", "HubWire",
+                // Long-polls and event streams park in the polling plugin's waiting room.
+                "HubCore", "HubWire", "HubPolling",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -243,7 +244,8 @@ let package = Package(
         .target(
             name: "HubPostgres",
             dependencies: [
-                "HubCore",
+                // The wake-up relay connects the waiting rooms of the instances.
+                "HubCore", "HubPolling",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -258,7 +260,7 @@ let package = Package(
         ),
         .target(
             name: "HubTesting",
-            dependencies: ["HubCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["HubCore", "HubPolling", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictness
         ),
         .target(
@@ -284,7 +286,7 @@ let package = Package(
                 // The first-party plugins for `hub emulate` and the map-app flags of their credentials;
                 // `serve`, `config check` and `map-app`'s checks know the plugins they are given.
                 "HubCore", "HubConfig", "HubSQLite", "HubServer", "HubEmulators", "HubAPNS", "HubFCM", "HubWNS",
-                "HubPostgres", "HubWebPush", "HubWebhooks",
+                "HubPostgres", "HubWebPush", "HubWebhooks", "HubPolling",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -312,7 +314,7 @@ let package = Package(
             name: "hub-bench",
             dependencies: [
                 "HubCore", "HubConfig", "HubSQLite", "HubPolling", "HubPostgres", "HubAPNS", "HubFCM",
-                "HubEmulators",
+                "HubEmulators", "HubTesting",  // `publish`: in-process long-polls (`Hub.longPoll`)
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

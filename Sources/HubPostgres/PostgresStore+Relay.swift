@@ -1,5 +1,6 @@
 import Foundation
 public import HubCore
+public import HubPolling
 import Logging
 import PostgresNIO
 
