@@ -120,7 +120,8 @@ let package = Package(
         .target(
             name: "HubServer",
             dependencies: [
-                "HubCore", "HubWire",
+                // Long-polls and event streams park in the polling plugin's waiting room.
+                "HubCore", "HubWire", "HubPolling",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -256,7 +257,8 @@ let package = Package(
         .target(
             name: "HubPostgres",
             dependencies: [
-                "HubCore",
+                // The wake-up relay connects the waiting rooms of the instances.
+                "HubCore", "HubPolling",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -271,7 +273,7 @@ let package = Package(
         ),
         .target(
             name: "HubTesting",
-            dependencies: ["HubCore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["HubCore", "HubPolling", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictness
         ),
         .target(
@@ -297,7 +299,7 @@ let package = Package(
                 // HubEmulators, HubAPNS and HubWebhooks for `hub emulate`; `serve`, `config check` and
                 // `map-app` (its flags and questions) know the plugins they are given.
                 "HubCore", "HubConfig", "HubSQLite", "HubServer", "HubEmulators", "HubAPNS", "HubPostgres",
-                "HubWebhooks",
+                "HubWebhooks", "HubPolling",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -325,7 +327,7 @@ let package = Package(
             name: "hub-bench",
             dependencies: [
                 "HubCore", "HubConfig", "HubSQLite", "HubPolling", "HubPostgres", "HubAPNS", "HubFCM",
-                "HubEmulators",
+                "HubEmulators", "HubTesting",  // `publish`: in-process long-polls (`Hub.longPoll`)
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -13,7 +13,8 @@ extension TransportID {
 /// deliveries that are in the outbox anyway (queued by an earlier version of the hub, or by a store
 /// of your own), waking the endpoint the same way. It serves every platform and takes no token.
 ///
-/// Give it the hub's ``FeedSignals`` (`hub.signals`) so wake-ups reach the HTTP requests:
+/// Give it the hub's waiting room, ``FeedSignals`` (`hub.signals`), so wake-ups reach the HTTP
+/// requests waiting there:
 /// ```swift
 /// let signals = FeedSignals()
 /// let hub = try Hub(configuration: config, store: store,
@@ -21,15 +22,16 @@ extension TransportID {
 /// ```
 public struct PollingTransport: Transport {
     public let id = TransportID.polling
-    let signals: FeedSignals
+    let signals: any FeedChangeListener
 
-    public init(signals: FeedSignals) { self.signals = signals }
+    /// - Parameter signals: the hub's waiting room (``FeedSignals``), which the wake-ups go to.
+    public init(signals: any FeedChangeListener) { self.signals = signals }
 
     public var capabilities: TransportCapabilities { [.wakesInProcess, .tokenless] }
 
     public func send(_ delivery: OutboundDelivery) async -> DeliveryOutcome {
         let endpoint = delivery.endpoint
-        signals.wake(FeedKey(appId: endpoint.appId, userId: endpoint.userId), endpoint: endpoint.id)
+        signals.announce(FeedKey(appId: endpoint.appId, userId: endpoint.userId), .endpoint(endpoint.id))
         return .accepted
     }
 }
@@ -46,4 +48,10 @@ public struct PollingPlugin: TransportPlugin {
         context.logger.info("polling transport enabled (long-poll and server-sent events, for every platform)")
         return PollingTransport(signals: context.signals)
     }
+}
+
+extension Hub {
+    /// The hub's waiting room (its ``Hub/signals``, when they are a ``FeedSignals``): where
+    /// long-polls and event streams wait. `nil` for a hub that announces its changes elsewhere.
+    public var waitingRoom: FeedSignals? { signals as? FeedSignals }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HubConfig
 import HubCore
+import HubPolling
 import HubPostgres
 import HubSQLite
 import HubServer

@@ -7,7 +7,7 @@ import Logging
 /// `transports.<id>` settings, with a logger that names it and the hub's clock.
 enum Transports {
     static func make(
-        for file: HubFile, plugins: [any TransportPlugin], signals: FeedSignals, clock: any HubClock,
+        for file: HubFile, plugins: [any TransportPlugin], signals: any FeedChangeListener, clock: any HubClock,
         logger: Logger
     ) throws -> [any Transport] {
         var transports: [any Transport] = []

@@ -10,12 +10,12 @@ extension Dispatcher {
         let concurrency: Int
         let name: String
         /// Rung when deliveries may be due (publishes, shutdown).
-        let pokeKey: FeedKey
+        let pokeBell: Bell
         /// Rung when a send of this lane returns (a slot freed) or the outcome backlog shrinks.
-        let slotKey: FeedKey
+        let slotBell: Bell
         let inFlight = Atomic<Int>(0)
         /// How often ``Dispatcher/poke()`` rang this lane: rows may wait for a claim. A hand-off
-        /// rings ``pokeKey`` too (to wake the lane) without counting here: it leaves nothing to claim.
+        /// rings ``pokeBell`` too (to wake the lane) without counting here: it leaves nothing to claim.
         let pokes = Atomic<UInt64>(0)
         /// Deliveries handed off by this instance's publishes (already leased to it), sent before
         /// anything is claimed; `nil` while the lane does not run.
@@ -32,8 +32,8 @@ extension Dispatcher {
             case .otherThan: name = "other"
             case .all: name = "all"
             }
-            pokeKey = FeedKey(appId: "lane-poke", userId: name)
-            slotKey = FeedKey(appId: "lane-slot", userId: name)
+            pokeBell = Bell("poke of lane \(name)")
+            slotBell = Bell("free slot of lane \(name)")
         }
 
         var freeSlots: Int { concurrency - inFlight.load(ordering: .acquiring) }
@@ -122,11 +122,11 @@ extension Dispatcher {
                 }
                 let busy = free < lane.concurrency
                 if (busy && free < lane.claimThreshold) || recorder.backlog >= configuration.maxUnrecordedOutcomes {
-                    await pause(.seconds(1), on: lane.slotKey, after: ticket)
+                    await pause(.seconds(1), on: lane.slotBell, after: ticket)
                     continue
                 }
                 if drained {
-                    await pause(idle - (clock.now - drainedAt), on: lane.pokeKey, after: drainedTicket)
+                    await pause(idle - (clock.now - drainedAt), on: lane.pokeBell, after: drainedTicket)
                     if lane.pokes.load(ordering: .acquiring) == drainedPokes, clock.now - drainedAt < idle,
                         !stopping
                     {
@@ -157,7 +157,7 @@ extension Dispatcher {
                     if stopping { break }
                     failures += 1
                     faults.failed("claimDeliveries", error, retryIn: storeBackoff(failures))
-                    await pause(storeBackoff(failures), on: lane.pokeKey, after: ticket)
+                    await pause(storeBackoff(failures), on: lane.pokeBell, after: ticket)
                     continue
                 }
                 claimsTurn = false
@@ -178,7 +178,7 @@ extension Dispatcher {
             while lane.inFlight.load(ordering: .acquiring) > 0, clock.now < deadline, !Task.isCancelled {
                 let ticket = bells.ticket()
                 guard lane.inFlight.load(ordering: .acquiring) > 0 else { break }
-                _ = await bells.wait(lane.slotKey, endpoint: nil, after: ticket, timeout: deadline - clock.now)
+                _ = await bells.wait(lane.slotBell, after: ticket, timeout: deadline - clock.now)
             }
             let left = lane.inFlight.load(ordering: .acquiring)
             if left > 0 {
@@ -229,10 +229,10 @@ extension Dispatcher {
                     events: self.webhookEvents(of: item, change, providerMessageId: messageId, at: at),
                     webhook: item.delivery.kind == .webhook)
                 lane.inFlight.subtract(1, ordering: .releasing)
-                self.bells.wake(lane.slotKey)
+                self.bells.ring(lane.slotBell)
             }
         }
-        if admitted.count < items.count { bells.wake(lane.slotKey) }
+        if admitted.count < items.count { bells.ring(lane.slotBell) }
     }
 
     /// The webhook rows the outcome `change` of `item` makes for its app's webhooks (none when the
@@ -280,8 +280,8 @@ extension Dispatcher {
             guard let lane = lanes.first(where: { $0.selection == .transport(transport) }) else { continue }
             let refused = lane.queue(group)
             if refused.isEmpty {
-                bells.wake(lane.pokeKey)
-                bells.wake(lane.slotKey)
+                bells.ring(lane.pokeBell)
+                bells.ring(lane.slotBell)
             } else {
                 putBack(refused)
             }
@@ -300,7 +300,7 @@ extension Dispatcher {
         let interval = configuration.lease / 3
         while !recorder.isFinished && !Task.isCancelled {
             let ticket = bells.ticket()
-            _ = await bells.wait(Self.leaseKey, endpoint: nil, after: ticket, timeout: interval)
+            _ = await bells.wait(Self.leaseBell, after: ticket, timeout: interval)
             let ids = leased.withLock { Array($0) }
             guard !ids.isEmpty, !recorder.isFinished else { continue }
             do {
@@ -315,7 +315,7 @@ extension Dispatcher {
     }
 
     /// Rung when the recorder finished, so the lease keeper stops at once.
-    static let leaseKey = FeedKey(appId: "lane-lease", userId: "")
+    static let leaseBell = Bell("lease keeper")
 }
 
 /// Logs a failing store operation once per episode (when it starts failing and when it recovers)

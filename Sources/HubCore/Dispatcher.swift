@@ -37,7 +37,7 @@ final class Dispatcher: Sendable {
     /// What the lanes, the lease keeper and the recorder wait on, and the outcomes' timestamps.
     let clock: any HubClock
     /// Rings lanes: pokes (new deliveries may be due) and freed send slots.
-    let bells: FeedSignals
+    let bells: Bells
     let lanes: [Lane]
     /// The deliveries this instance holds leases on: sending, or outcome not yet written.
     let leased = Mutex<Set<Int64>>([])
@@ -63,7 +63,7 @@ final class Dispatcher: Sendable {
         self.instanceID = instanceID
         self.logger = logger
         self.clock = clock
-        let bells = FeedSignals(clock: clock)
+        let bells = Bells(clock: clock)
         self.bells = bells
         let transports = router.transportIDs
         self.lanes =
@@ -88,7 +88,7 @@ final class Dispatcher: Sendable {
     /// Counts a poke of `lane` (rows may wait for its claim) and wakes it.
     private func poke(_ lane: Lane) {
         lane.pokes.add(1, ordering: .releasing)
-        bells.wake(lane.pokeKey)
+        bells.ring(lane.pokeBell)
     }
 
     /// Pokes the lanes `delay` from now: for deliveries planned to come due then (a badge app's
@@ -152,16 +152,16 @@ final class Dispatcher: Sendable {
 
     func wakeAll() {
         for lane in lanes {
-            bells.wake(lane.pokeKey)
-            bells.wake(lane.slotKey)
+            bells.ring(lane.pokeBell)
+            bells.ring(lane.slotBell)
         }
         recorder.ring()
     }
 
     /// Sleeps for `duration` unless shutdown begins or `key` rings after `ticket`.
-    func pause(_ duration: Duration, on key: FeedKey, after ticket: UInt64) async {
+    func pause(_ duration: Duration, on bell: Bell, after ticket: UInt64) async {
         guard duration > .zero, !stopping else { return }
-        _ = await bells.wait(key, endpoint: nil, after: ticket, timeout: duration)
+        _ = await bells.wait(bell, after: ticket, timeout: duration)
     }
 
     // MARK: Sending one delivery

@@ -113,7 +113,7 @@ extension Hub {
         let created = try await store.createBroadcast(broadcast, users: listed)
         logger.info(
             "broadcast created", metadata: ["app": "\(app.id)", "broadcast": "\(created.id)"])
-        broadcastBell.wake(Self.broadcastKey)
+        broadcastBells.ring(Self.expanderBell)
         return created
     }
 
@@ -255,7 +255,7 @@ extension Hub {
         var failures = 0
         await withGracefulShutdownHandler {
             while !Task.isShuttingDownGracefully && !Task.isCancelled {
-                let ticket = broadcastBell.ticket()
+                let ticket = broadcastBells.ticket()
                 var users: Int?
                 do {
                     users = try await expandBroadcastChunk(as: owner)
@@ -274,26 +274,26 @@ extension Hub {
                     continue
                 }
                 let pause = failures > 0 ? dispatcher.storeBackoff(failures) : settings.pollInterval
-                _ = await broadcastBell.wait(Self.broadcastKey, endpoint: nil, after: ticket, timeout: pause)
+                _ = await broadcastBells.wait(Self.expanderBell, after: ticket, timeout: pause)
             }
         } onGracefulShutdown: {
-            self.broadcastBell.wake(Self.broadcastKey)
-            self.broadcastBell.wake(Self.pacingKey)
+            self.broadcastBells.ring(Self.expanderBell)
+            self.broadcastBells.ring(Self.pacingBell)
         }
     }
 
     /// Waits on the hub's clock until `deadline`; graceful shutdown ends the wait.
     private func pause(until deadline: ContinuousClock.Instant) async {
         while clock.now < deadline && !Task.isShuttingDownGracefully && !Task.isCancelled {
-            let ticket = broadcastBell.ticket()
-            _ = await broadcastBell.wait(Self.pacingKey, endpoint: nil, after: ticket, timeout: deadline - clock.now)
+            let ticket = broadcastBells.ticket()
+            _ = await broadcastBells.wait(Self.pacingBell, after: ticket, timeout: deadline - clock.now)
         }
     }
 
     /// What wakes the expander.
-    static let broadcastKey = FeedKey(appId: "broadcasts", userId: "")
+    static let expanderBell = Bell("broadcast expander")
     /// What the pacer's pauses wait on: only graceful shutdown rings it.
-    static let pacingKey = FeedKey(appId: "broadcasts", userId: "pacing")
+    static let pacingBell = Bell("broadcast pacing")
 }
 
 /// Paces the expanders of one instance to a number of users a second, together: after a chunk,
@@ -330,7 +330,7 @@ extension Dispatcher {
         while !stopping {
             let ticket = bells.ticket()
             guard let full = lanes.first(where: \.holdsALaneOfHandOffs) else { return }
-            _ = await bells.wait(full.slotKey, endpoint: nil, after: ticket, timeout: .seconds(1))
+            _ = await bells.wait(full.slotBell, after: ticket, timeout: .seconds(1))
         }
     }
 

@@ -154,8 +154,8 @@ extension Hub {
             throw error
         }
         recordedSyncs.withLock { recorded in recorded = recorded.filter { $0.key.key != key } }
-        signals.wake(key, .feed)
-        for endpoint in polling { report.pollingWoken += signals.wake(key, .endpoint(endpoint.id)) > 0 ? 1 : 0 }
+        signals.announce(key, .feed)
+        for endpoint in polling { report.pollingWoken += signals.announce(key, .endpoint(endpoint.id)) > 0 ? 1 : 0 }
         logger.notice(
             "user data erased",
             metadata: [

@@ -10,7 +10,7 @@ import Synchronization
 ///
 /// ```swift
 /// let hub = try Hub(configuration: HubConfiguration(apps: apps), store: store,
-///                   transports: [PollingTransport(signals: signals)], logger: logger)
+///                   transports: [PollingTransport(signals: signals)], signals: signals, logger: logger)
 /// let group = ServiceGroup(services: [hub, server], logger: logger)
 /// try await group.run()
 /// ```
@@ -21,8 +21,9 @@ public final class Hub: Service, Sendable {
     /// The delivery rules every change of a notification is planned with.
     public let planner: DeliveryPlanner
     public let router: Router
-    /// Wakes long-polls and event streams; shared with the polling transport.
-    public let signals: FeedSignals
+    /// Hears every committed change of a feed: the polling plugin's waiting room (`FeedSignals`),
+    /// which wakes the long-polls and event streams waiting for it.
+    public let signals: any FeedChangeListener
     public let logger: Logger
     /// The hub's clock: its sweeper, dispatcher and statistics wait on it, and every timestamp
     /// it stores comes from it (``now``).
@@ -39,7 +40,7 @@ public final class Hub: Service, Sendable {
     /// store at its last sweep: when the sweeper runs next (see `Hub+Service.swift`).
     let releases = ReleaseSchedule()
     /// Wakes the broadcast expander (a broadcast created here); `Hub+Broadcasts.swift`.
-    let broadcastBell: FeedSignals
+    let broadcastBells: Bells
     /// A polling endpoint's `lastSyncAt` is written at most this often (it is informational:
     /// fallback alerts only go to push endpoints, whose syncs are always written).
     static let syncRecordInterval: TimeInterval = 5
@@ -50,8 +51,10 @@ public final class Hub: Service, Sendable {
     ///   - configuration: the apps, limits and dispatcher settings.
     ///   - store: where notifications, feeds, endpoints and the outbox live (migrated already).
     ///   - transports: the transport plugins endpoints may name; one per ``TransportID``.
-    ///   - signals: the wake-up hub shared with the polling transport (pass the same instance, made
-    ///     with the same `clock`); by default one of its own on `clock`.
+    ///   - signals: what the hub announces its committed changes of feeds to: the polling plugin's
+    ///     waiting room (`FeedSignals`, made with the same `clock` and shared with the polling
+    ///     transport), which long-polls and event streams wait in. By default nobody listens (a hub
+    ///     whose clients do not wait for changes).
     ///   - logger: where the hub and its dispatcher log.
     ///   - clock: the clock the hub waits on and takes its timestamps from; tests inject a manual one.
     /// - Throws: ``HubError`` when apps conflict (one platform app ID in two apps).
@@ -59,7 +62,7 @@ public final class Hub: Service, Sendable {
         configuration: HubConfiguration,
         store: any Store,
         transports: [any Transport],
-        signals: FeedSignals? = nil,
+        signals: (any FeedChangeListener)? = nil,
         logger: Logger = Logger(label: "hub"),
         clock: any HubClock = SystemClock()
     ) throws {
@@ -69,11 +72,11 @@ public final class Hub: Service, Sendable {
         self.planner = DeliveryPlanner(
             transports: transports, badgeApps: Set(configuration.apps.filter { $0.delivery.badge != nil }.map(\.id)))
         self.router = try Router(apps: configuration.apps, transports: transports)
-        self.signals = signals ?? FeedSignals(clock: clock)
+        self.signals = signals ?? NoFeedChangeListener()
         self.logger = logger
         self.clock = clock
         self.now = { clock.date }
-        self.broadcastBell = FeedSignals(clock: clock)
+        self.broadcastBells = Bells(clock: clock)
         let accumulator = StatisticsAccumulator()
         self.accumulator = accumulator
         self.dispatcher = Dispatcher(
@@ -214,42 +217,19 @@ public final class Hub: Service, Sendable {
         }
     }
 
-    /// Changes after `version`. With `wait`, an empty page waits up to that long for a change
-    /// (long-poll); with `endpoint` (a polling endpoint), it wakes for the changes that endpoint
-    /// did not make itself.
-    ///
-    /// A long-poll reads again when woken and at the end of its wait, so the page it returns holds
-    /// the changes after `version` at that moment (a waiting polling endpoint is not woken by its
-    /// own changes, but gets them when its wait ends). A long-poll whose `version` is already the
-    /// newest this instance committed for the feed waits without reading first (a change written
-    /// by another process that does not relay its wake-ups shows at the end of the wait). A wait
-    /// that ends because the task was cancelled or the signals were shut down
-    /// (``FeedSignals/shutDown()``) returns what it read before waiting, without reading again.
+    /// Changes after `version`: one read, which never waits (a long-poll waits in the polling
+    /// plugin's waiting room, `FeedSignals`, and reads again when woken). With `endpoint` (a
+    /// polling endpoint), the read is recorded as that endpoint's sync.
     ///
     /// The page is what a reader of `platform` (a device's; `nil` for every platform) sees now
     /// (``NotificationView``); its cursor moves past the changes it leaves out.
     public func feed(
         app appID: String, user userID: String, after version: Int64, limit: Int = 100,
-        wait: Duration? = nil, endpoint: String? = nil, platform: Platform? = nil
+        endpoint: String? = nil, platform: Platform? = nil
     ) async throws -> FeedPage {
         let key = try feedKey(appID, userID)
-        let limit = min(max(limit, 1), 1000)
-        let ticket = signals.ticket()
-        var page: FeedPage?
-        if let wait, wait > .zero, signals.isCurrent(key, version: version) {
-            page = nil
-        } else {
-            page = try await store.feed(key, after: version, limit: limit)
-        }
-        if page?.changes.isEmpty ?? true, let wait, wait > .zero {
-            let woken = await signals.wait(key, endpoint: endpoint, after: ticket, timeout: wait)
-            // Cancelled (the client left) or shut down (the server stops): answer without reading.
-            if woken || (!Task.isCancelled && !signals.isShutDown) {
-                page = try await store.feed(key, after: version, limit: limit)
-            }
-        }
+        let page = try await store.feed(key, after: version, limit: min(max(limit, 1), 1000))
         if let endpoint { recordSync(key, endpoint: endpoint) }
-        guard let page else { return FeedPage(changes: [], version: version, hasMore: false) }
         return NotificationView(now: now(), reader: .device(platform)).page(page)
     }
 
@@ -316,11 +296,11 @@ public final class Hub: Service, Sendable {
         signals.committed(key, version: version)
         if pokeDispatcher { dispatcher.poke() }
         guard policy.restrictsPlatforms else {
-            let woken = signals.wake(key, .everyone(except: except))
+            let woken = signals.announce(key, .everyone(except: except))
             if woken > 0 { Counter(label: "hub_polling_wakes_total").increment(by: woken) }
             return
         }
-        signals.wake(key, .feed)
+        signals.announce(key, .feed)
         let endpoints: [Endpoint]
         do {
             endpoints = try await store.endpoints(key)
@@ -335,7 +315,7 @@ public final class Hub: Service, Sendable {
         where router.wakesInProcess(endpoint.transport) && endpoint.state == .active && endpoint.id != except
             && policy.includes(endpoint.platform)
         {
-            woken += signals.wake(key, .endpoint(endpoint.id))
+            woken += signals.announce(key, .endpoint(endpoint.id))
         }
         if woken > 0 { Counter(label: "hub_polling_wakes_total").increment(by: woken) }
     }

@@ -4,7 +4,7 @@ public import Foundation
 /// pauses and sleeps, and the wall-clock dates it stores and sends.
 ///
 /// Everything that waits or reads the time takes one: ``Hub`` (its sweeper and statistics
-/// flushes), the dispatcher (idle pauses, leases, back-offs, outcome batching), ``FeedSignals``
+/// flushes), the dispatcher (idle pauses, leases, back-offs, outcome batching), the polling plugin's `FeedSignals`
 /// (long-poll and event stream deadlines) and the server's rate limits. Transports and their token
 /// caches take the hub's ``date`` through ``TransportContext/clock``; the PostgreSQL store takes the
 /// clock in its configuration (its own timestamps, its relay's and statistics' pauses).

@@ -27,10 +27,10 @@ final class OutcomeRecorder: Sendable {
     }
 
     private let state = Mutex(State())
-    let bells: FeedSignals
-    static let key = FeedKey(appId: "lane-recorder", userId: "")
+    let bells: Bells
+    static let bell = Bell("outcome recorder")
 
-    init(bells: FeedSignals) { self.bells = bells }
+    init(bells: Bells) { self.bells = bells }
 
     /// Queues `outcome`, and the webhook rows `events` it makes (written in the same transaction).
     func add(_ outcome: OutboxOutcome, events: [WebhookDelivery] = [], webhook: Bool = false) {
@@ -42,7 +42,7 @@ final class OutcomeRecorder: Sendable {
         ring()
     }
 
-    func ring() { bells.wake(Self.key) }
+    func ring() { bells.ring(OutcomeRecorder.bell) }
 
     /// Outcomes queued or being written.
     var backlog: Int { state.withLock { $0.queue.count + $0.writing } }
@@ -106,7 +106,7 @@ extension Dispatcher {
                 // Cancelled (not a graceful shutdown): stop at once; unwritten outcomes are left
                 // to their leases. Waiting would return at once and spin.
                 if closed || Task.isCancelled { break }
-                _ = await bells.wait(OutcomeRecorder.key, endpoint: nil, after: ticket, timeout: .seconds(1))
+                _ = await bells.wait(OutcomeRecorder.bell, after: ticket, timeout: .seconds(1))
                 continue
             }
             let wasFull = recorder.backlog >= configuration.maxUnrecordedOutcomes
@@ -122,7 +122,7 @@ extension Dispatcher {
                 leased.withLock { leased in for outcome in batch { leased.remove(outcome.id) } }
                 faults.succeeded("recordOutcomes")
                 failures = 0
-                if wasFull { for lane in lanes { bells.wake(lane.slotKey) } }
+                if wasFull { for lane in lanes { bells.ring(lane.slotBell) } }
             } catch {
                 recorder.putBack(batch, events: events, webhook: webhook)
                 failures += 1
@@ -139,6 +139,6 @@ extension Dispatcher {
             }
         }
         recorder.markFinished()
-        bells.wake(Self.leaseKey)
+        bells.ring(Self.leaseBell)
     }
 }

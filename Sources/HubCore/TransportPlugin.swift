@@ -133,8 +133,9 @@ public struct TransportContext: Sendable {
     public var settings: any Sendable
     /// Every configured app; those with credentials for the plugin have them in ``CrossDeviceApp/credentials``.
     public var apps: [CrossDeviceApp]
-    /// The hub's wake-up hub (for transports that wake devices in process).
-    public var signals: FeedSignals
+    /// What the hub announces changes of feeds to (the polling transport wakes its endpoints'
+    /// waiting requests through it).
+    public var signals: any FeedChangeListener
     /// A logger with `transport` metadata set to the plugin's ID.
     public var logger: Logger
     /// The hub's clock. A transport takes every date it signs, sends or compares from its
@@ -145,11 +146,11 @@ public struct TransportContext: Sendable {
     /// - Parameters:
     ///   - settings: what ``TransportPlugin/readSettings(_:)`` returned for `transports.<id>`.
     ///   - apps: every configured app.
-    ///   - signals: the hub's wake-up hub.
+    ///   - signals: what the hub announces changes of feeds to (``Hub/signals``).
     ///   - logger: a logger with `transport` metadata set to the plugin's ID.
     ///   - clock: the hub's clock (``Hub/clock``); the system's by default.
     public init(
-        settings: any Sendable, apps: [CrossDeviceApp], signals: FeedSignals, logger: Logger,
+        settings: any Sendable, apps: [CrossDeviceApp], signals: any FeedChangeListener, logger: Logger,
         clock: any HubClock = SystemClock()
     ) {
         self.settings = settings

@@ -1,5 +1,6 @@
 import Foundation
 public import HubCore
+public import HubPolling
 import Logging
 import PostgresNIO
 
@@ -88,8 +89,8 @@ extension PostgresStore {
     static let payloadLimit = 7_900
     static let heartbeatInterval = Duration.seconds(15)
     static let heartbeatTimeout = Duration.seconds(10)
-    /// The key the sender's doorbell rings on.
-    private static let doorbellKey = FeedKey(appId: "", userId: "relay")
+    /// The bell the sender waits on while it has nothing to send.
+    private static let doorbell = Bell("relay sender")
 
     /// The NOTIFY channel: one per schema, so hubs in different schemas do not wake each other.
     var wakeChannel: String { String(("hub_wake" + (configuration.schema.map { "_\($0)" } ?? "")).prefix(63)) }
@@ -120,7 +121,7 @@ extension PostgresStore {
             state.pendingSet.insert(wake)
             return true
         }
-        if queued { relayDoorbell.wakeLocally(Self.doorbellKey) }
+        if queued { relayDoorbell.ring(Self.doorbell) }
     }
 
     /// Keeps the relay connection open (reopening it when lost), sending queued wake-ups and
@@ -203,7 +204,7 @@ extension PostgresStore {
                 try await session.run(Notify.self, binds)
             }
             if wakes.isEmpty {
-                _ = await relayDoorbell.wait(Self.doorbellKey, endpoint: nil, after: ticket, timeout: .seconds(60))
+                _ = await relayDoorbell.wait(Self.doorbell, after: ticket, timeout: .seconds(60))
                 try Task.checkCancellation()
             }
         }

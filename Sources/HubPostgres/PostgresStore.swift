@@ -56,7 +56,7 @@ public final class PostgresStore: Store, Service {
     let relayState = Mutex(RelayState())
     let relayStarts: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)
     /// Rung when wake-ups are queued for the other instances.
-    let relayDoorbell = FeedSignals()
+    let relayDoorbell = Bells()
     /// Opens when ``run()`` starts the pool; queries wait for it rather than lease from a
     /// stopped pool.
     let started = Latch()

@@ -1,5 +1,6 @@
 import Foundation
 public import HubCore
+import HubPolling
 public import Hummingbird
 public import Logging
 import Metrics
@@ -79,7 +80,7 @@ public enum MetricsExposition {
         do {
             let statistics = try await hub.outboxDepth()
             Gauge(label: "hub_outbox_pending").record(statistics.pending)
-            Gauge(label: "hub_feed_waiters").record(hub.signals.waiterCount)
+            Gauge(label: "hub_feed_waiters").record(hub.waitingRoom?.waiterCount ?? 0)
             recordSuspended(statistics.suspended, hub: hub, registry: registry)
         } catch {
             logger.warning("reading the outbox depth failed", metadata: ["error": "\(error)"])

@@ -1,5 +1,6 @@
 import HTTPTypes
 import HubCore
+import HubPolling
 import NIOCore
 import Synchronization
 
@@ -31,10 +32,11 @@ final class ParkedEventStream: Sendable {
     private let state: Mutex<State>
 
     init(
-        api: HubAPI, feed: ParkedLongPoll.Feed, response: ParkedResponse, log: ParkedRequestLog,
+        api: HubAPI, signals: FeedSignals, feed: ParkedLongPoll.Feed, response: ParkedResponse, log: ParkedRequestLog,
         connection: ObjectIdentifier
     ) {
         self.api = api
+        self.signals = signals
         self.feed = feed
         self.response = response
         self.log = log
@@ -42,7 +44,8 @@ final class ParkedEventStream: Sendable {
         self.state = Mutex(State(version: feed.version))
     }
 
-    private var signals: FeedSignals { api.hub.signals }
+    /// The hub's waiting room, where the stream waits between wake-ups.
+    private let signals: FeedSignals
     private var key: FeedKey { FeedKey(appId: feed.app.id, userId: feed.user) }
 
     /// Writes the head and reads the feed from the stream's start.
@@ -70,7 +73,7 @@ final class ParkedEventStream: Sendable {
                     return state.version
                 }
                 let page = try await api.sync(
-                    app: feed.app, user: feed.user, after: version, limit: 100, wait: nil, binding: feed.binding)
+                    app: feed.app, user: feed.user, after: version, limit: 100, binding: feed.binding)
                 if page.changes.isEmpty { break }
                 let events = api.events(page.changes, app: feed.app, user: feed.user)
                 state.withLock { $0.version = max(page.version, page.changes.last?.changeVersion ?? version) }

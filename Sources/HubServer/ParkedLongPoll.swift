@@ -1,6 +1,7 @@
 import Dispatch
 import HTTPTypes
 import HubCore
+import HubPolling
 import Hummingbird
 import Logging
 import NIOCore
@@ -58,6 +59,8 @@ final class ParkedLongPoll: Sendable {
     }
 
     private let api: HubAPI
+    /// The hub's waiting room, where the poll waits.
+    private let signals: FeedSignals
     private let feed: Feed
     private let response: ParkedResponse
     private let log: ParkedRequestLog
@@ -71,8 +74,12 @@ final class ParkedLongPoll: Sendable {
     }
     private let state = Mutex(State())
 
-    init(api: HubAPI, feed: Feed, response: ParkedResponse, log: ParkedRequestLog, connection: ObjectIdentifier) {
+    init(
+        api: HubAPI, signals: FeedSignals, feed: Feed, response: ParkedResponse, log: ParkedRequestLog,
+        connection: ObjectIdentifier
+    ) {
         self.api = api
+        self.signals = signals
         self.feed = feed
         self.response = response
         self.log = log
@@ -81,7 +88,7 @@ final class ParkedLongPoll: Sendable {
 
     /// Waits for a wake-up after `ticket` of the feed (or of the polling endpoint), at most `wait`.
     func park(after ticket: UInt64, wait: Duration) {
-        let signals = api.hub.signals
+        let signals = self.signals
         let registration = ConnectionCloseCallbacks.shared.register(connection, quiescing: { signals.shutDown() }) {
             [self] in clientLeft()
         }
@@ -113,7 +120,7 @@ final class ParkedLongPoll: Sendable {
 
     private func clientLeft() {
         guard end() else { return }
-        if let parking = state.withLock({ $0.parking }) { api.hub.signals.unpark(parking) }
+        if let parking = state.withLock({ $0.parking }) { signals.unpark(parking) }
         response.abandon()
         log.answered(HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"))
     }
@@ -124,7 +131,6 @@ final class ParkedLongPoll: Sendable {
 
     private func resume(woken: Bool) {
         guard end() else { return }
-        let signals = api.hub.signals
         // Shut down with nothing new: answer without reading.
         if !woken && signals.isShutDown {
             answerShutDown()
@@ -143,9 +149,9 @@ final class ParkedLongPoll: Sendable {
     private func answerWithFeed() async {
         do {
             let page = try await api.sync(
-                app: feed.app, user: feed.user, after: feed.version, limit: feed.limit, wait: nil, binding: feed.binding
+                app: feed.app, user: feed.user, after: feed.version, limit: feed.limit, binding: feed.binding
             )
-            if page.changes.isEmpty && api.hub.signals.isShutDown {
+            if page.changes.isEmpty && signals.isShutDown {
                 answerShutDown()
                 return
             }

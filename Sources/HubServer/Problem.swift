@@ -66,6 +66,13 @@ struct Problem: Error, Sendable {
 
     /// A 503 for a request that waited (long-poll) while the server began to shut down: retry with
     /// the same cursor after `Retry-After`; the connection closes.
+    /// A long-poll or event stream on a connection that cannot park it: the router is served
+    /// by a server built without ``GuardedHTTP1Channel`` (waiting requests park in its pipeline).
+    static let cannotWait = Problem(
+        .unavailable,
+        "This server cannot hold waiting requests: serve the hub's router with `.hubHTTP1` (as `hub serve` does), or poll without `wait` and `Accept: text/event-stream`."
+    )
+
     static let shuttingDown = Problem(
         .unavailable, "The hub is shutting down. Retry with the same cursor after Retry-After seconds.",
         headers: [.retryAfter: "1", .connection: "close"])

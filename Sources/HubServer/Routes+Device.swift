@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
 import HubCore
+import HubPolling
 import Hummingbird
-import ServiceLifecycle
 
 extension HubAPI {
     /// Device routes (`Authorization: Bearer <user token>` of one of the app's identity
@@ -166,23 +166,15 @@ extension HubAPI {
         let version = try cursor.map { try self.version(fromCursor: $0, app: app, user: user) } ?? 0
         let binding = try await binding(of: try callerEndpoint(request), app: app, user: user)
         if streaming {
-            return serverSentEvents(
+            return try serverSentEvents(
                 request, context: context, app: app, user: user, after: version, binding: binding, start: start)
         }
-        let page: FeedPage
         if let wait, wait > .zero {
             let feed = ParkedLongPoll.Feed(app: app, user: user, version: version, limit: limit, binding: binding)
-            if let parked = try await parkedLongPoll(feed, wait: wait, request: request, context: context, start: start)
-            {
-                return parked
-            }
-            page = try await longPoll(
-                connection: context.connection, app: app, user: user, after: version, limit: limit, wait: wait,
-                binding: binding)
-        } else {
-            page = try await sync(app: app, user: user, after: version, limit: limit, wait: nil, binding: binding)
+            return try await parkedLongPoll(feed, wait: wait, request: request, context: context, start: start)
         }
-        HubMetrics.sync(app: app.id, mode: (wait ?? .zero) > .zero ? .longpoll : .poll)
+        let page = try await sync(app: app, user: user, after: version, limit: limit, binding: binding)
+        HubMetrics.sync(app: app.id, mode: .poll)
         return JSON.response(pageResource(page, app: app, user: user))
     }
 
@@ -192,20 +184,21 @@ extension HubAPI {
             cursor: tokens.cursor(version: page.version, app: app.id, user: user), hasMore: page.hasMore)
     }
 
-    /// A long-poll on a connection that can park it (``ParkingHandler``): reads the feed (unless
-    /// the cursor is at the newest version this instance committed) and answers when it found
-    /// changes; otherwise returns the placeholder of a ``ParkedLongPoll``, which waits without a
-    /// task and answers later. `nil` when the connection cannot park (a router test): the caller
-    /// waits in its task.
+    /// A long-poll: reads the feed (unless the cursor is at the newest version this instance
+    /// committed) and answers when it found changes; otherwise returns the placeholder of a
+    /// ``ParkedLongPoll``, which waits without a task (``ParkingHandler``) and answers later.
+    /// Every wait goes this way; a connection that cannot park (a server built without
+    /// ``GuardedHTTP1Channel``) is answered 503 (``Problem/cannotWait``).
     private func parkedLongPoll(
         _ feed: ParkedLongPoll.Feed, wait: Duration, request: Request, context: HubRequestContext, start: UInt64
-    ) async throws -> Response? {
-        guard let parked = ParkedResponse.make(on: context.channel) else { return nil }
-        let signals = hub.signals
+    ) async throws -> Response {
+        guard let parked = ParkedResponse.make(on: context.channel), let signals = hub.waitingRoom else {
+            throw Problem.cannotWait
+        }
         let ticket = signals.ticket()
         if !signals.isCurrent(FeedKey(appId: feed.app.id, userId: feed.user), version: feed.version) {
             let page = try await sync(
-                app: feed.app, user: feed.user, after: feed.version, limit: feed.limit, wait: nil, binding: feed.binding
+                app: feed.app, user: feed.user, after: feed.version, limit: feed.limit, binding: feed.binding
             )
             if !page.changes.isEmpty {
                 HubMetrics.sync(app: feed.app.id, mode: .longpoll)
@@ -214,36 +207,11 @@ extension HubAPI {
         }
         if signals.isShutDown { throw Problem.shuttingDown }
         let poll = ParkedLongPoll(
-            api: self, feed: feed, response: parked,
+            api: self, signals: signals, feed: feed, response: parked,
             log: ParkedRequestLog(request, context: context, api: self, app: feed.app.id, start: start),
             connection: context.connection)
         poll.park(after: ticket, wait: wait)
         return Response(status: .ok, headers: parked.placeholderHeaders)
-    }
-
-    /// A sync that waits: ends at once when the client goes away (its waiter is released; the
-    /// connection's ``ConnectionGuard`` tells) and when the server shuts down gracefully. Shut down with nothing to hand out, it answers 503
-    /// `unavailable` with `Retry-After: 1` and `Connection: close`: the client retries with the same
-    /// cursor, on this instance once it is back or on another one, and misses nothing.
-    private func longPoll(
-        connection: ObjectIdentifier, app: CrossDeviceApp, user: String, after version: Int64, limit: Int,
-        wait: Duration, binding: EndpointBinding
-    ) async throws -> FeedPage {
-        let signals = hub.signals
-        // A client that goes away wakes the waits of its feed (or of its polling endpoint): the
-        // others read and answer as for any wake-up, this one answers into a closed connection.
-        let key = FeedKey(appId: app.id, userId: user)
-        let endpoint: String? = if case .polling(let endpoint, _) = binding { endpoint } else { nil }
-        let closing = ConnectionCloseCallbacks.shared
-        let registration = closing.register(connection) { signals.wakeLocally(key, endpoint: endpoint) }
-        defer { closing.remove(connection, registration) }
-        let page = try await withGracefulShutdownHandler {
-            try await sync(app: app, user: user, after: version, limit: limit, wait: wait, binding: binding)
-        } onGracefulShutdown: {
-            signals.shutDown()
-        }
-        if page.changes.isEmpty && signals.isShutDown { throw Problem.shuttingDown }
-        return page
     }
 
     func version(fromCursor cursor: String, app: CrossDeviceApp, user: String) throws -> Int64 {
@@ -283,21 +251,20 @@ extension HubAPI {
             ? .polling(endpoint, found.platform) : .push(endpoint, found.platform)
     }
 
-    /// One sync of the feed, waiting up to `wait` for a change when there is none.
+    /// One read of the feed (it never waits: a waiting request parks, ``ParkedLongPoll``).
     func sync(
-        app: CrossDeviceApp, user: String, after version: Int64, limit: Int, wait: Duration?,
-        binding: EndpointBinding
+        app: CrossDeviceApp, user: String, after version: Int64, limit: Int, binding: EndpointBinding
     ) async throws -> FeedPage {
         switch binding {
         case .none:
-            return try await hub.feed(app: app.id, user: user, after: version, limit: limit, wait: wait)
+            return try await hub.feed(app: app.id, user: user, after: version, limit: limit)
         case .polling(let endpoint, let platform):
             return try await hub.feed(
-                app: app.id, user: user, after: version, limit: limit, wait: wait, endpoint: endpoint,
+                app: app.id, user: user, after: version, limit: limit, endpoint: endpoint,
                 platform: platform)
         case .push(let endpoint, let platform):
             let page = try await hub.feed(
-                app: app.id, user: user, after: version, limit: limit, wait: wait, platform: platform)
+                app: app.id, user: user, after: version, limit: limit, platform: platform)
             try await hub.recordSync(app: app.id, user: user, endpoint: endpoint)
             return page
         }

@@ -3,7 +3,7 @@ public import HubCore
 import Synchronization
 
 /// A clock that moves only when the test says: inject it into the ``Hub`` (and its
-/// ``FeedSignals``, rate limiter, transports' `now`) and call ``advance(by:)`` instead of sleeping.
+/// `FeedSignals`, rate limiter, transports' `now`) and call ``advance(by:)`` instead of sleeping.
 ///
 /// Sleepers whose deadline the clock passes resume in deadline order; a sleeper that is cancelled
 /// throws `CancellationError` at once. Because the code under test runs on other tasks, a test

@@ -4,6 +4,7 @@ import HubCore
 import HubPolling
 import HubPostgres
 import HubSQLite
+import HubTesting
 import Logging
 import Synchronization
 
@@ -220,7 +221,8 @@ struct PublishBenchmark {
                         while !stop.withLock({ $0 }) {
                             let page: FeedPage
                             do {
-                                page = try await poller.feed(
+                                // Parks in the instance's waiting room, as the server's long-polls do.
+                                page = try await poller.longPoll(
                                     app: Self.app.id, user: "user\(user)", after: version, limit: 1000,
                                     wait: .seconds(30), endpoint: "e\(endpoint)")
                             } catch  where stop.withLock({ $0 }) {

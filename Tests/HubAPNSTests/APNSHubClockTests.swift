@@ -1,5 +1,6 @@
 import Foundation
 import HubCore
+import HubPolling
 import HubTesting
 import Logging
 import Testing

@@ -82,6 +82,8 @@ final class TestHub: Sendable {
         let port = PortBox()
         let application = Application(
             router: buildRouter(hub: hub, configuration: server, identity: identity, metrics: nil),
+            // The hub's own server, as `hub serve` runs it: long-polls and event streams park in it.
+            server: .hubHTTP1(connections: ConnectionLimits()),
             configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { channel in port.set(channel.localAddress?.port ?? 0) },
             logger: Logger(label: "test-hub-http"))

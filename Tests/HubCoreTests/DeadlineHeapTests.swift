@@ -1,6 +1,7 @@
+import HubCore
 import Testing
 
-@testable import HubCore
+@testable import HubPolling
 
 @Suite("Deadline heap")
 struct DeadlineHeapTests {

@@ -1,4 +1,5 @@
 import Foundation
+import HubPolling
 import HubTesting
 import Synchronization
 import Testing
@@ -15,9 +16,9 @@ struct DispatcherTests {
             try await test.register("android", platform: .android, transport: .fcm, token: "fcm-token")
             try await test.register("web", platform: .windows, transport: .polling)
             try await test.register("other", user: "bob", platform: .ios, transport: .apns, token: "bb02")
-            async let page = test.hub.feed(
+            async let page = test.hub.longPoll(
                 app: TestHub.app.id, user: "alice", after: 0, wait: .seconds(20), endpoint: "web")
-            #expect(await eventually { test.hub.signals.waiterCount == 1 }, "the long-poll waits")
+            #expect(await eventually { test.hub.waitingRoom?.waiterCount == 1 }, "the long-poll waits")
             let published = try await test.publish("n1")
             let woken = try await page
             #expect(woken.changes.map(\.id) == [published.id])

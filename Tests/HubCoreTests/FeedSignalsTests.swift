@@ -1,4 +1,5 @@
 import HubCore
+import HubPolling
 import HubTesting
 import Synchronization
 import Testing

@@ -25,7 +25,7 @@ struct PollingWakeTests {
     {
         Task {
             let start = ContinuousClock.now
-            let page = try await test.hub.feed(
+            let page = try await test.hub.longPoll(
                 app: TestHub.app.id, user: user, after: version, wait: .seconds(30), endpoint: endpoint)
             return (page, ContinuousClock.now - start)
         }
@@ -40,7 +40,7 @@ struct PollingWakeTests {
         let first = Self.longPoll(test, "p1")
         let second = Self.longPoll(test, "p2")
         let bobs = Self.longPoll(test, "p3", user: "bob")
-        #expect(await eventually { test.hub.signals.waiterCount == 3 })
+        #expect(await eventually { test.hub.waitingRoom?.waiterCount == 3 })
 
         let published = try await test.publish("n-1")
         for poll in [first, second] {
@@ -48,7 +48,7 @@ struct PollingWakeTests {
             #expect(page.changes.map(\.id) == [published.id])
             #expect(waited < .seconds(10), "woken by the publish, not by the 30 s timeout")
         }
-        #expect(test.hub.signals.waiterCount == 1, "bob's endpoint still waits")
+        #expect(test.hub.waitingRoom?.waiterCount == 1, "bob's endpoint still waits")
         bobs.cancel()
         #expect(try await test.hub.deliveryStatistics() == DeliveryStatistics(pending: 0, finished: [:]))
     }
@@ -61,7 +61,7 @@ struct PollingWakeTests {
         let published = try await test.publish("n-1")
         let maker = Self.longPoll(test, "p1", after: published.changeVersion)
         let other = Self.longPoll(test, "p2", after: published.changeVersion)
-        #expect(await eventually { test.hub.signals.waiterCount == 2 })
+        #expect(await eventually { test.hub.waitingRoom?.waiterCount == 2 })
 
         let dismissed = try await test.hub.updateState(
             app: TestHub.app.id, user: "alice", id: published.id, readState: nil, userActionState: .dismissed,
@@ -71,7 +71,7 @@ struct PollingWakeTests {
         #expect(waited < .seconds(10))
         // The endpoint that dismissed is not woken by its own change: it still waits. (Wake-ups
         // remove their waiters before `updateState` returns, so no wait is needed to see it.)
-        #expect(test.hub.signals.waiterCount == 1)
+        #expect(test.hub.waitingRoom?.waiterCount == 1)
         maker.cancel()
         #expect(dismissed.changeVersion > published.changeVersion)
     }
@@ -84,14 +84,14 @@ struct PollingWakeTests {
         try await test.register("p1", platform: .android, transport: .polling)
         let published = try await test.publish("n-1")
         #expect(
-            test.hub.signals.isCurrent(
+            test.hub.waitingRoom!.isCurrent(
                 FeedKey(appId: TestHub.app.id, userId: "alice"), version: published.changeVersion))
         let poll = Task {
-            try await test.hub.feed(
+            try await test.hub.longPoll(
                 app: TestHub.app.id, user: "alice", after: published.changeVersion, wait: .milliseconds(500),
                 endpoint: "p1")
         }
-        #expect(await eventually { test.hub.signals.waiterCount == 1 })
+        #expect(await eventually { test.hub.waitingRoom?.waiterCount == 1 })
         // Another process on the same database: it commits, but cannot wake this one's waiters.
         let draft = NotificationDraft(
             appNotificationId: "n-2", payload: NotificationPayload(visualContent: VisualContent(title: "n-2")))
@@ -107,9 +107,11 @@ struct PollingWakeTests {
         // Its own publishes it knows: a long-poll from the newest version waits without a read.
         let newer = try await test.publish("n-3")
         #expect(
-            test.hub.signals.isCurrent(FeedKey(appId: TestHub.app.id, userId: "alice"), version: newer.changeVersion))
+            test.hub.waitingRoom!.isCurrent(
+                FeedKey(appId: TestHub.app.id, userId: "alice"), version: newer.changeVersion))
         #expect(
-            !test.hub.signals.isCurrent(FeedKey(appId: TestHub.app.id, userId: "alice"), version: written.changeVersion)
+            !test.hub.waitingRoom!.isCurrent(
+                FeedKey(appId: TestHub.app.id, userId: "alice"), version: written.changeVersion)
         )
     }
 
@@ -148,11 +150,11 @@ struct PollingWakeTests {
             EndpointRegistration(platform: .android, appId: TestHub.app.platforms[.android]![0], transport: .polling))
         let answer = Answer()
         let poll = Task {
-            let page = try await hub.feed(
+            let page = try await hub.longPoll(
                 app: TestHub.app.id, user: "alice", after: 0, wait: .seconds(30), endpoint: "tablet")
             answer.page.withLock { $0 = page }
         }
-        #expect(await eventually { hub.signals.waiterCount == 1 })
+        #expect(await eventually { hub.waitingRoom?.waiterCount == 1 })
         let (published, _) = try await hub.publish(
             app: TestHub.app.id, user: "alice",
             NotificationDraft(appNotificationId: "n-1", payload: NotificationPayload(rawContent: "{}")))

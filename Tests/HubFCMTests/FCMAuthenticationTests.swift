@@ -1,6 +1,7 @@
 import Foundation
 import HubCore
 import HubFCM
+import HubPolling
 import HubTesting
 import JWTKit
 import Logging

@@ -1,5 +1,6 @@
 import Foundation
 import HubCore
+import HubPolling
 import HubTesting
 import Logging
 import ServiceLifecycle
@@ -135,7 +136,7 @@ struct FailoverTests {
                 "wake-up relay reconnected")
         }
         let before = try await b.hub.feed(app: HubInstance.app.id, user: "watcher", after: 0).version
-        async let page = b.hub.feed(app: HubInstance.app.id, user: "watcher", after: before, wait: .seconds(30))
+        async let page = b.hub.longPoll(app: HubInstance.app.id, user: "watcher", after: before, wait: .seconds(30))
         #expect(await eventually { b.signals.waiterCount == 1 })
         let wakeStart = ContinuousClock.now
         let published = try await a.publish("after-failover", user: "watcher")

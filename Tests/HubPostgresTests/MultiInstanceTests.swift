@@ -1,5 +1,6 @@
 import Foundation
 import HubCore
+import HubPolling
 import HubTesting
 import Synchronization
 import Testing
@@ -43,7 +44,7 @@ struct MultiInstanceTests {
         try await withInstances(a, b) {
             try await a.register("p1", polling: true)
             let before = try await b.hub.feed(app: HubInstance.app.id, user: "alice", after: 0).version
-            async let page = b.hub.feed(
+            async let page = b.hub.longPoll(
                 app: HubInstance.app.id, user: "alice", after: before, wait: .seconds(30), endpoint: "p1")
             #expect(await eventually { b.signals.waiterCount == 1 })
             let start = ContinuousClock.now
@@ -69,7 +70,7 @@ struct MultiInstanceTests {
             // The publish's own polling deliveries must be sent before the long-poll starts.
             #expect(await eventually { (try? await a.store.deliveryStatistics().pending) == 0 })
             let cursor = try await a.hub.feed(app: HubInstance.app.id, user: "alice", after: 0).version
-            async let page = a.hub.feed(
+            async let page = a.hub.longPoll(
                 app: HubInstance.app.id, user: "alice", after: cursor, wait: .seconds(30), endpoint: "p1")
             #expect(await eventually { a.signals.waiterCount == 1 })
             let start = ContinuousClock.now

@@ -1,6 +1,8 @@
+import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import HubCore
+import HubPolling
 import HubServer
 import HubTesting
 import HummingbirdTesting
@@ -68,11 +70,11 @@ struct FeedTests {
     func longPollWokenByPublish() async throws {
         let harness = try await Harness()
         let alice = try await harness.token(user: "alice")
-        try await harness.run { client in
+        try await harness.run(.live) { client in
             let start = try await client.send(.get, Self.feed, bearer: alice)
             let cursor = try #require(start.object.string("cursor"))
             async let poll = client.send(.get, Self.feed + "?wait=10&cursor=\(cursor)", bearer: alice)
-            #expect(await eventually { harness.hub.signals.waiterCount > 0 })
+            #expect(await eventually { (harness.hub.waitingRoom?.waiterCount ?? 0) > 0 })
             _ = try await client.publish(notification("wake-up"), user: "alice")
             let response = try await poll
             #expect(response.status == .ok)
@@ -80,11 +82,32 @@ struct FeedTests {
         }
     }
 
+    @Test("a server that cannot park a waiting request says so instead of waiting in a task")
+    func waitingNeedsTheHubServer() async throws {
+        let harness = try await Harness()
+        let alice = try await harness.token(user: "alice")
+        // HummingbirdTesting's router client has no connection pipeline to park a request in.
+        try await harness.run(.router) { client in
+            let poll = try await client.send(.get, Self.feed + "?wait=5", bearer: alice)
+            #expect(poll.status == .serviceUnavailable)
+            #expect(poll.problemType == "unavailable")
+            #expect(poll.text.contains(".hubHTTP1"), "\(poll.text)")
+            let stream = try await client.send(
+                .get, Self.feed, bearer: alice, headers: [.accept: "text/event-stream"])
+            #expect(stream.status == .serviceUnavailable)
+            #expect(stream.text.contains(".hubHTTP1"), "\(stream.text)")
+            let plain = try await client.send(.get, Self.feed + "?wait=0", bearer: alice)
+            #expect(plain.status == .ok, "a poll without a wait needs no parking")
+            #expect(harness.hub.waitingRoom?.waiterCount == 0)
+        }
+    }
+
     @Test("universal dismiss: the other endpoint's long-poll wakes; the dismissing one is not woken")
     func universalDismiss() async throws {
         let harness = try await Harness()
         let alice = try await harness.token(user: "alice")
-        try await harness.run { client in
+        try await harness.run(.live) { client in
+            let port = try #require(client.port)
             for endpoint in ["phone-a", "tablet-b"] {
                 let response = try await client.send(
                     .put, "/v1/apps/\(Harness.notes)/me/endpoints/\(endpoint)", bearer: alice,
@@ -93,24 +116,24 @@ struct FeedTests {
             }
             // Both endpoints' long-polls wake with the publish (no outbox rows: the hub wakes them).
             let start = try #require(try await client.send(.get, Self.feed, bearer: alice).object.string("cursor"))
-            async let phoneFirst = client.send(
-                .get, Self.feed + "?wait=30&cursor=\(start)", bearer: alice, headers: [.hubEndpoint: "phone-a"])
-            async let tabletFirst = client.send(
-                .get, Self.feed + "?wait=30&cursor=\(start)", bearer: alice, headers: [.hubEndpoint: "tablet-b"])
-            #expect(await eventually { harness.hub.signals.waiterCount == 2 })
+            async let phoneFirst = devicePoll(
+                port: port, Self.feed + "?wait=30&cursor=\(start)", bearer: alice, endpoint: "phone-a")
+            async let tabletFirst = devicePoll(
+                port: port, Self.feed + "?wait=30&cursor=\(start)", bearer: alice, endpoint: "tablet-b")
+            #expect(await eventually { harness.hub.waitingRoom?.waiterCount == 2 })
             _ = try await client.publish(notification("dismiss-me"), user: "alice")
             for poll in [try await phoneFirst, try await tabletFirst] {
-                #expect(poll.object.objects("changes").compactMap { $0.string("appNotificationId") } == ["dismiss-me"])
+                #expect(poll.objects("changes").compactMap { $0.string("appNotificationId") } == ["dismiss-me"])
             }
             #expect(try await harness.hub.deliveryStatistics().pending == 0, "polling endpoints get no outbox rows")
             let page = try await client.send(.get, Self.feed, bearer: alice)
             let cursor = try #require(page.object.string("cursor"))
 
-            async let phonePoll = client.send(
-                .get, Self.feed + "?wait=3&cursor=\(cursor)", bearer: alice, headers: [.hubEndpoint: "phone-a"])
-            async let tabletPoll = client.send(
-                .get, Self.feed + "?wait=10&cursor=\(cursor)", bearer: alice, headers: [.hubEndpoint: "tablet-b"])
-            #expect(await eventually { harness.hub.signals.waiterCount == 2 })
+            async let phonePoll = devicePoll(
+                port: port, Self.feed + "?wait=3&cursor=\(cursor)", bearer: alice, endpoint: "phone-a")
+            async let tabletPoll = devicePoll(
+                port: port, Self.feed + "?wait=10&cursor=\(cursor)", bearer: alice, endpoint: "tablet-b")
+            #expect(await eventually { harness.hub.waitingRoom?.waiterCount == 2 })
             let dismissed = try await client.send(
                 .patch, "/v1/apps/\(Harness.notes)/me/notifications/dismiss-me", bearer: alice,
                 json: #"{"userActionState":"dismissed"}"#, headers: [.hubEndpoint: "phone-a"])
@@ -118,13 +141,13 @@ struct FeedTests {
             let dismissedAt = ContinuousClock.now
 
             let woken = try await tabletPoll
-            #expect(woken.object.objects("changes").compactMap { $0.string("userActionState") } == ["dismissed"])
+            #expect(woken.objects("changes").compactMap { $0.string("userActionState") } == ["dismissed"])
             // The phone made the change: its own long-poll is not woken; it ends at its 3 s wait
             // and then reads the feed, which holds the phone's own change.
-            #expect(harness.hub.signals.waiterCount == 1)
+            #expect(harness.hub.waitingRoom?.waiterCount == 1)
             let ownPoll = try await phonePoll
             #expect(ContinuousClock.now - dismissedAt >= .seconds(2), "the phone's poll was woken early")
-            #expect(ownPoll.object.objects("changes").compactMap { $0.string("userActionState") } == ["dismissed"])
+            #expect(ownPoll.objects("changes").compactMap { $0.string("userActionState") } == ["dismissed"])
             #expect(
                 harness.polling.deliveries(to: "phone-a").isEmpty && harness.polling.deliveries(to: "tablet-b").isEmpty)
         }
@@ -235,5 +258,24 @@ struct ServerLifecycleTests {
             while true { _ = try await reader.nextEvent() }
         }
         try await reader.close()
+    }
+}
+
+/// A device's long-poll on a connection of its own, as devices hold theirs (the live test client
+/// sends every request on one connection, one after the other).
+func devicePoll(port: Int, _ path: String, bearer: String, endpoint: String) async throws -> DevicePage {
+    var request = HTTPClientRequest(url: "http://localhost:\(port)\(path)")
+    request.headers.add(name: "Authorization", value: "Bearer \(bearer)")
+    request.headers.add(name: "X-Hub-Endpoint", value: endpoint)
+    let response = try await HTTPClient.shared.execute(request, timeout: .seconds(40))
+    return DevicePage(body: Data(try await response.body.collect(upTo: 1 << 20).readableBytesView))
+}
+
+/// The page a ``devicePoll(port:_:bearer:endpoint:)`` got.
+struct DevicePage: Sendable {
+    let body: Data
+
+    func objects(_ key: String) -> [[String: Any]] {
+        ((try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]).objects(key)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HubCore
+import HubPolling
 import HubServer
 import HubTesting
 import HummingbirdTesting
@@ -19,7 +20,7 @@ struct ParkedWaitTests {
             let start = try await client.send(.get, Self.feed, bearer: alice)
             let cursor = try #require(start.object.string("cursor"))
             async let poll = client.send(.get, Self.feed + "?wait=10&cursor=\(cursor)", bearer: alice)
-            #expect(await eventually { harness.hub.signals.waiterCount == 1 })
+            #expect(await eventually { harness.hub.waitingRoom?.waiterCount == 1 })
             // The test client has one connection: the publish is read and answered while the
             // long-poll is parked (a long-poll waiting in its task would hold it for 10 s), and
             // its answer goes out after the long-poll's.
@@ -31,7 +32,7 @@ struct ParkedWaitTests {
             #expect(response.status == .ok)
             #expect(response.headers[.contentType] == "application/json; charset=utf-8")
             #expect(response.object.objects("changes").compactMap { $0.string("appNotificationId") } == ["wake-up"])
-            #expect(harness.hub.signals.waiterCount == 0)
+            #expect(harness.hub.waitingRoom?.waiterCount == 0)
         }
     }
 

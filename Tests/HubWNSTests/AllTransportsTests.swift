@@ -90,9 +90,9 @@ struct AllTransportsTests {
         try await register("browser", .web, .polling, nil)
 
         // Publish while the browser long-polls: every endpoint gets one tap.
-        async let firstPage = hub.feed(
+        async let firstPage = hub.longPoll(
             app: Self.appID, user: "alice", after: 0, wait: .seconds(10), endpoint: "browser")
-        #expect(await eventually { hub.signals.waiterCount == 1 }, "the long-poll waits")
+        #expect(await eventually { hub.waitingRoom?.waiterCount == 1 }, "the long-poll waits")
         let published = try await hub.publish(
             app: Self.appID, user: "alice",
             NotificationDraft(appNotificationId: "lunch", payload: NotificationPayload(rawContent: "{}"))
@@ -105,9 +105,9 @@ struct AllTransportsTests {
             })
 
         // Dismiss on Android: iOS, Windows and the browser are tapped again, Android is not.
-        async let secondPage = hub.feed(
+        async let secondPage = hub.longPoll(
             app: Self.appID, user: "alice", after: published.changeVersion, wait: .seconds(10), endpoint: "browser")
-        #expect(await eventually { hub.signals.waiterCount == 1 }, "the long-poll waits")
+        #expect(await eventually { hub.waitingRoom?.waiterCount == 1 }, "the long-poll waits")
         let dismissed = try await hub.updateState(
             app: Self.appID, user: "alice", id: published.id, readState: .read, userActionState: .dismissed,
             fromEndpoint: "pixel")

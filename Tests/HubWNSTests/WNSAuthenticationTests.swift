@@ -1,6 +1,7 @@
 import Foundation
 import HubCore
 import HubEmulators
+import HubPolling
 import HubTesting
 import HubWNS
 import Logging

@@ -2,6 +2,7 @@ import Foundation
 import HubConfig
 import HubCore
 import HubEmulators
+import HubPolling
 import HubTesting
 import Testing
 

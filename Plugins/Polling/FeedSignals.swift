@@ -1,6 +1,11 @@
+public import HubCore
 import Synchronization
 
-/// Wakes long-poll and server-sent-event requests waiting for a user's feed to change.
+/// The waiting room of long-polls and event streams: every request waiting for a user's feed to
+/// change waits here, with its deadline, until a wake-up or its deadline ends the wait. The hub
+/// announces its committed changes to it (``FeedChangeListener``; pass it as the hub's `signals`),
+/// the polling transport wakes endpoints through it, and the server parks its waiting requests
+/// in it (``park(_:endpoint:after:timeout:_:)``: no task per waiting request).
 ///
 /// Race-free use: take a ``ticket()`` *before* reading the feed; if the read found nothing,
 /// ``wait(_:endpoint:after:timeout:)`` with that ticket returns at once when a wake-up came in
@@ -14,17 +19,9 @@ import Synchronization
 ///
 /// Costs: a wake-up costs the number of its own waiters; a wait costs no timer of its own (one
 /// task sleeps until the earliest deadline of all waits).
-public final class FeedSignals: Sendable {
-    /// Who a wake-up is for.
-    public enum Audience: Hashable, Sendable {
-        /// The waiters without an endpoint (they wait for any change of the feed).
-        case feed
-        /// The waiters of one polling endpoint.
-        case endpoint(String)
-        /// Every waiter of the feed: those without an endpoint and those of every endpoint but
-        /// `except` (the endpoint that made the change). The wake-up of a committed change.
-        case everyone(except: String?)
-    }
+public final class FeedSignals: FeedChangeListener {
+    /// Who a wake-up is for (``FeedAudience``).
+    public typealias Audience = FeedAudience
 
     /// Carries wake-ups to other hub instances (a shared store's LISTEN/NOTIFY, for example).
     /// The receiving instance passes them to ``receive(_:_:)``.
@@ -287,6 +284,11 @@ public final class FeedSignals: Sendable {
         relay.withLock { $0 }?.send(key, audience)
         return woken
     }
+
+    /// A change the hub announces: wakes the waiters of `audience`, here and on other instances.
+    /// - Returns: how many waiting requests of this instance were woken.
+    @discardableResult
+    public func announce(_ key: FeedKey, _ audience: FeedAudience) -> Int { wake(key, audience) }
 
     /// Wakes local waiters only (a stream ending, say); the relay is not told.
     public func wakeLocally(_ key: FeedKey, endpoint: String? = nil) {

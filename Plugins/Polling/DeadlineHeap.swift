@@ -1,3 +1,5 @@
+import HubCore
+
 /// The deadlines of ``FeedSignals``' waits, earliest first: a binary min-heap. An entry is stale
 /// once its waiter was woken or cancelled; the signals skip stale entries and rebuild the heap
 /// when they outnumber the live ones.
