@@ -109,7 +109,7 @@ final class ServerProbe: Sendable {
         if statementsMissing == nil {
             for try await (id, calls, milliseconds, wal, text) in try await connection.query(
                 """
-                /* hub-bench probe */ SELECT queryid, calls, total_exec_time, wal_bytes::bigint, query
+                /* hub-bench probe */ SELECT queryid, calls, total_plan_time + total_exec_time, wal_bytes::bigint, query
                 FROM hub_bench.pg_stat_statements WHERE dbid = \(databaseOID) AND toplevel
                 """, logger: logger
             ).decode((Int64, Int64, Double, Int64, String).self) where !text.contains("hub-bench probe") {
@@ -217,7 +217,8 @@ struct ProcessStat {
 struct ServerSnapshot: Sendable {
     struct Statement: Sendable {
         var calls: Int64
-        /// Time spent executing it (`total_exec_time`: not the protocol, the commit or the wait).
+        /// Time spent executing it and, with `pg_stat_statements.track_planning` on, planning it
+        /// (`total_exec_time` + `total_plan_time`; not the protocol or the commit).
         var milliseconds: Double
         var walBytes: Int64
         var text: String
@@ -317,7 +318,8 @@ struct ServerCost {
             lines.append(
                 String(
                     format: "  statements: %.1f (pg_stat_statements, which counts a prepared BEGIN or COMMIT only "
-                        + "once per connection); by statement — runs, ms executing, KB of WAL:",
+                        + "once per connection); by statement — runs, ms executing (and planning, with "
+                        + "pg_stat_statements.track_planning on), KB of WAL:",
                     perThousand(statementCount)))
             let shown = statements.prefix(Self.statementLines)
             for statement in shown {
