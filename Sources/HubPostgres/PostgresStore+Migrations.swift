@@ -24,6 +24,7 @@ extension PostgresStore {
         Migration(version: 9, name: "console indexes", statements: schemaV9),
         Migration(version: 10, name: "badge counters", statements: schemaV10),
         Migration(version: 11, name: "webhook events", statements: schemaV11),
+        Migration(version: 13, name: "publishes lock and read in one round trip", statements: schemaV13),
     ]
 
     /// Creates or upgrades the schema; safe to call on every start, from every instance at once.

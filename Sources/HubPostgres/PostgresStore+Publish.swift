@@ -4,14 +4,15 @@ import Logging
 import PostgresNIO
 
 // Publishing, several users at a time: concurrent publishes queue in a `Batcher` (see
-// `Batcher.swift`), and a batch of publishes to different feeds runs in one transaction of five
+// `Batcher.swift`), and a batch of publishes to different feeds runs in one transaction of four
 // round trips whatever its size: BEGIN; lock the feeds (in the sweep's order, so that the two
-// never deadlock); read what each publish depends on (the notification it may update, the user's
-// endpoints, which of them have a pending tap to merge into); write every notification and every
-// planned delivery, leasing the hand-offs, and move the user's badge counters, in one statement; COMMIT. A publish that arrives while
-// no batch runs is a batch of one. The feed locks and the read are separate statements because at
-// READ COMMITTED a statement reads a snapshot taken when it starts (see
-// `PostgresStore+Versions.swift`).
+// never deadlock) and then read what each publish depends on (the notification it may update, the
+// user's endpoints, which of them have a pending tap to merge into); write every notification and
+// every planned delivery, leasing the hand-offs, and move the user's badge counters, in one
+// statement; COMMIT. A publish that arrives while no batch runs is a batch of one. The feed locks
+// and the read are one call of a function (migration 13) whose read takes its own snapshot after
+// the locks: at READ COMMITTED a plain statement reads a snapshot taken when it starts, before it
+// waited for a lock (see `PostgresStore+Versions.swift` and `LockAndReadForPublish`).
 //
 // Hand-offs in the write: a row due at once whose transport the hand-off names is written leased.
 // A tap that merges into a waiting one cannot be inserted leased (a leased row is outside the
@@ -74,8 +75,7 @@ extension PostgresStore {
     }
 
     static func publish(_ jobs: [PublishRequest], _ db: Session) async throws -> [PublishResult] {
-        try await lockFeeds(sweepOrder(jobs.map(\.key)), on: db)
-        let reads = try await readForPublish(jobs, db)
+        let reads = try await readForPublish(jobs, locking: sweepOrder(jobs.map(\.key)), db)
         var writes: [PublishWrite] = []
         writes.reserveCapacity(jobs.count)
         for (request, read) in zip(jobs, reads) {
@@ -118,13 +118,20 @@ extension PostgresStore {
         }
     }
 
-    static func readForPublish(_ jobs: [PublishRequest], _ db: Session) async throws -> [PublishRead] {
-        var binds = PostgresBindings(capacity: 3)
+    /// Locks the feeds `keys` (in that order) and then reads what `jobs` depend on, in one round
+    /// trip (``LockAndReadForPublish``).
+    static func readForPublish(
+        _ jobs: [PublishRequest], locking keys: [FeedKey], _ db: Session
+    ) async throws -> [PublishRead] {
+        var binds = PostgresBindings(capacity: 6)
+        binds.append(feedLockSpace)
+        binds.append(keys.map(\.appId))
+        binds.append(keys.map(\.userId))
         binds.append(jobs.map(\.key.appId))
         binds.append(jobs.map(\.key.userId))
         binds.append(jobs.map(\.draft.appNotificationId))
         var reads = Array(repeating: PublishRead(), count: jobs.count)
-        for row in try await db.run(ReadForPublish.self, binds) {
+        for row in try await db.run(LockAndReadForPublish.self, binds) {
             let row = row.makeRandomAccess()
             let job = Int(try row.value("job", as: Int64.self)) - 1
             guard reads.indices.contains(job) else {

@@ -9,7 +9,7 @@ public import HubCore
 // request and reads what the rounds before it wrote (a later request for the same notification
 // updates it). Every feed of every round is locked by the first round, in the sweep's order, so a
 // batch never deadlocks with the sweep or with concurrent publishes. A batch of distinct feeds is
-// five round trips: BEGIN, lock, read, write, COMMIT.
+// four round trips: BEGIN, lock and read, write, COMMIT.
 extension PostgresStore {
     /// Publishes `requests` in one transaction, each as ``publish(_:)`` would, in request order;
     /// see the comment at the top of this file. The batch commits whole or not at all.

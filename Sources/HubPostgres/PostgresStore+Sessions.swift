@@ -1,6 +1,7 @@
 import Foundation
 import HubCore
 import Logging
+import Metrics
 import PostgresNIO
 import Synchronization
 
@@ -45,13 +46,17 @@ struct Session: Sendable {
     /// The longest one statement may take before the connection is closed; `nil`: no limit
     /// (migrations, which may build indexes on large tables).
     let timeout: Duration?
+    /// Counts every statement run on the session: each is one round trip, as postgres-nio sends
+    /// a statement only after the previous one's answer (`hub_postgres_round_trips_total`).
+    var roundTrips: Counter?
 
     /// Runs `query` and collects its rows. Never waits longer than ``timeout``.
     /// - Throws: the server's error, or `HubError(.unavailable)` when the connection closed or the
     ///   statement missed its deadline (its outcome is then unknown).
     @discardableResult
     func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
-        try await connection.boundedRows(query, logger: logger, timeout: timeout)
+        roundTrips?.increment()
+        return try await connection.boundedRows(query, logger: logger, timeout: timeout)
     }
 
     /// Closes the connection (the pool replaces it).
@@ -157,7 +162,10 @@ extension PostgresStore {
                     // On the connection's event loop: each statement is written there at once, and
                     // its answer resumes `body` on the thread that read it (no hop per statement).
                     return try await withTaskExecutorPreference(EventLoopExecutor(connection.eventLoop)) {
-                        try await body(Session(connection: connection, logger: logger, timeout: statementTimeout))
+                        try await body(
+                            Session(
+                                connection: connection, logger: logger, timeout: statementTimeout,
+                                roundTrips: self.roundTrips))
                     }
                 }
             }

@@ -53,6 +53,7 @@ extension Session {
     func run<Statement: NamedStatement>(
         _ statement: Statement.Type, _ bindings: PostgresBindings = PostgresBindings()
     ) async throws -> [PostgresRow] {
+        roundTrips?.increment()
         do {
             return try await connection.boundedRows(
                 Named<Statement>(bindings: bindings), logger: logger, timeout: timeout)

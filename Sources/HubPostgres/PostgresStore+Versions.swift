@@ -17,11 +17,13 @@ import PostgresNIO
 // feed has committed or rolled back: a reader sees a feed's versions appear in increasing order.
 // Different feeds do not wait for each other (two feeds hashing to one key merely share a lock).
 //
-// Cost: one extra statement (a round trip) per change, and changes of the *same* feed are
-// serialized, each waiting for the previous one's commit (including its WAL flush); changes of
-// different feeds run and group-commit in parallel. The alternative — one counter row updated
-// with `UPDATE … RETURNING` — is simpler but serializes every change of the whole store behind
-// one row lock held until commit, so throughput would be bounded by one WAL flush at a time.
+// Cost: one extra statement (a round trip) per change — publishes save it: a function takes
+// their locks and then reads in the same round trip (`LockAndReadForPublish`) — and changes of
+// the *same* feed are serialized, each waiting for the previous one's commit (including its WAL
+// flush); changes of different feeds run and group-commit in parallel. The alternative — one
+// counter row updated with `UPDATE … RETURNING` — is simpler but serializes every change of the
+// whole store behind one row lock held until commit, so throughput would be bounded by one WAL
+// flush at a time.
 //
 // The sweep changes many feeds in one transaction; it locks them in one statement, in a fixed
 // order (app, then user), in batches of `sweepBatch` feeds so that it never exhausts the

@@ -1,6 +1,7 @@
 import Foundation
 public import HubCore
 public import Logging
+import Metrics
 import PostgresNIO
 public import ServiceLifecycle
 import Synchronization
@@ -64,6 +65,9 @@ public final class PostgresStore: Store, Service {
     let listenerStarted = Latch()
     /// Concurrent publishes, run several feeds to a transaction (`PostgresStore+Publish.swift`).
     let publishes: Batcher<PublishRequest, FeedKey, PublishResult>
+    /// `hub_postgres_round_trips_total`: the statements this store ran, each one round trip (made
+    /// when the store is, so with the metrics system bootstrapped before it).
+    let roundTrips: Counter
 
     /// Creates the store. Nothing connects until ``migrate()`` or ``run()``.
     /// - Parameter logger: for connection trouble and relay failures; never given the URL.
@@ -84,6 +88,7 @@ public final class PostgresStore: Store, Service {
         self.hosts = HostSelector(configuration: configuration, logger: logger)
         self.relayStarts = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
         self.publishes = Batcher(runners: Self.publishRunners(poolSize: configuration.poolSize), maxBatch: 32)
+        self.roundTrips = Counter(label: "hub_postgres_round_trips_total")
     }
 
     /// How many batches of publishes run at once: a quarter of the pool (at least one), so that

@@ -26,6 +26,8 @@ public enum MetricsExposition {
         "hub_feed_waiters": "Long-polls and event streams waiting on this instance.",
         "hub_polling_wakes_total": "Waiting long-polls and event streams woken by a feed change.",
         "hub_store_errors_total": "Store operations of the dispatcher that failed, by operation.",
+        "hub_postgres_round_trips_total":
+            "Statements the PostgreSQL store sent and waited for, one round trip each (BEGIN and COMMIT included).",
         "process_cpu_seconds_total": "Total user and system CPU time spent in seconds.",
         "process_resident_memory_bytes": "Resident memory size in bytes.",
         "process_virtual_memory_bytes": "Virtual memory size in bytes.",

@@ -132,6 +132,13 @@ struct ThrowawayDatabase {
     let url: Secret
     private let server: PostgresConnection.Configuration
 
+    /// How to connect to this database (the server's, with this database's name).
+    var ownConfiguration: PostgresConnection.Configuration {
+        var configuration = server
+        configuration.database = name
+        return configuration
+    }
+
     static func create(on url: Secret) async throws -> ThrowawayDatabase {
         let parsed = try PostgresStore.Configuration(url: url)
         let tls: PostgresConnection.Configuration.TLS

@@ -9,6 +9,8 @@ struct PipelinePhases {
     let hubs: [ServeProcess]
     let tracker: ArrivalTracker
     let admin: AdminClient
+    /// The PostgreSQL server's counters (PostgreSQL only): its cost per delivery.
+    let server: ServerProbe?
     /// One per hub instance, in the order of ``hubs``.
     let targets: [PublishTarget]
 
@@ -72,6 +74,8 @@ struct PipelinePhases {
             options.connections, to: targets.map { $0.batches(of: batch, users: setup.users) },
             group: MultiThreadedEventLoopGroup.singleton, tally: tally, next: next)
         defer { Task { await load.close() } }
+        let serverStart = try await server?.snapshot()
+        let roundTripsStart = server == nil ? nil : await roundTrips()
         let cpuStart = hubs.cpuSeconds()
         let benchUsage = ProcessUsage()
         let start = Monotonic.now()
@@ -175,6 +179,52 @@ struct PipelinePhases {
             String(
                 format: "pipeline ÷ transport: %.2f (%.0f deliveries/s during the load ÷ %.0f notifications/s)%@",
                 figures.ratio, figures.deliveriesPerSecond, figures.transportRate, setup.targets.ratio(figures.ratio)))
+        if let server, let serverStart {
+            try await serverCost(
+                server, since: serverStart, roundTripsSince: roundTripsStart, deliveries: arrived.delivered,
+                publishes: answered.accepted, into: &figures)
+        }
+    }
+
+    /// The hubs' `hub_postgres_round_trips_total` summed, or nil when a hub does not tell.
+    private func roundTrips() async -> Double? {
+        var sum = 0.0
+        for hub in hubs {
+            let client = AdminClient(port: hub.port, app: admin.app, token: admin.token)
+            guard let value = await client.metric("hub_postgres_round_trips_total") else { return nil }
+            sum += value
+        }
+        return sum
+    }
+
+    /// What the PostgreSQL server did for the throughput phase (load and drain), per 1,000
+    /// deliveries (``ServerProbe``). Waits ``ServerProbe/statisticsDelay`` first, so that the
+    /// server's counters include the phase.
+    private func serverCost(
+        _ server: ServerProbe, since start: ServerSnapshot, roundTripsSince roundTripsStart: Double?,
+        deliveries: Int, publishes: Int, into figures: inout PipelineFigures
+    ) async throws {
+        try await Task.sleep(for: ServerProbe.statisticsDelay)
+        let end = try await server.snapshot()
+        let roundTripsEnd = await roundTrips()
+        let (kinds, kindsMissing) = await server.walByKind(from: start.lsn, to: end.lsn)
+        var cost = ServerCost(
+            from: start, to: end, deliveries: deliveries, walKinds: kinds, walKindsMissing: kindsMissing)
+        if let roundTripsStart, let roundTripsEnd { cost.roundTrips = Int64(roundTripsEnd - roundTripsStart) }
+        figures.serverCPUPerThousandDeliveries = cost.cpuPerThousand
+        figures.roundTripsPerThousandDeliveries = cost.roundTrips.map { cost.perThousand($0) } ?? .nan
+        figures.walBytesPerThousandDeliveries = cost.perThousand(cost.wal.bytes)
+        emit(
+            String(
+                format: "PostgreSQL per 1,000 deliveries (%d deliveries of %d publishes: the throughput phase, its "
+                    + "drain and %.0f s for the server's statistics to catch up; %d instance%@):",
+                deliveries, publishes, ServerProbe.statisticsDelay.seconds, hubs.count, hubs.count == 1 ? "" : "s"))
+        for line in cost.lines(
+            statementsMissing: server.statementsMissing, cpuMissing: server.cpuMissing,
+            hubCPU: figures.cpuPerThousandDeliveries)
+        {
+            emit(line)
+        }
     }
 
     /// Publishes at `rate`/s to instance A only, each to a user of its own, and measures publish →

@@ -26,6 +26,11 @@ struct PipelineFigures: Sendable {
     /// PostgreSQL with two instances: publish on one → a long-poll on the other answers (ms).
     var wakeP50 = Double.nan
     var wakeP99 = Double.nan
+    /// PostgreSQL: the server's CPU-s, the hubs' round trips and the WAL bytes per 1,000
+    /// deliveries of the throughput phase.
+    var serverCPUPerThousandDeliveries = Double.nan
+    var roundTripsPerThousandDeliveries = Double.nan
+    var walBytesPerThousandDeliveries = Double.nan
 
     init(setup: PipelineSetup) { self.setup = setup }
 
@@ -39,6 +44,7 @@ struct PipelineFigures: Sendable {
         let header: [(String, Int)] = [
             ("publishes/s", 11), ("÷ HTTP", 6), ("deliveries/s", 12), ("in-run", 6), ("users", 5), ("CPU-s/1k del", 12),
             ("÷ transport", 11), ("p50 ms", 8), ("p99 ms", 8), ("CPU-s/1k pub", 12), ("wake p99", 8),
+            ("PG CPU-s/1k del", 15), ("PG trips/1k", 11), ("PG WAL KB/1k", 12),
         ]
         let labelWidth = results.map(\.setup.label.count).max() ?? 0
         emit(String(repeating: " ", count: labelWidth) + header.map { cell($0.0, $0.1) }.joined())
@@ -52,6 +58,9 @@ struct PipelineFigures: Sendable {
                 number(figures.cpuPerThousandDeliveries, "%.3f"), number(figures.ratio, "%.2f"),
                 number(figures.latencyP50, "%.2f"), number(figures.latencyP99, "%.2f"),
                 number(figures.cpuPerThousandPublishes, "%.3f"), number(figures.wakeP99, "%.2f"),
+                number(figures.serverCPUPerThousandDeliveries, "%.3f"),
+                number(figures.roundTripsPerThousandDeliveries, "%.0f"),
+                number(figures.walBytesPerThousandDeliveries / 1024, "%.0f"),
             ]
             emit(
                 figures.setup.label + String(repeating: " ", count: labelWidth - figures.setup.label.count)

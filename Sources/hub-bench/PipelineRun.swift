@@ -19,6 +19,7 @@ struct PipelineRun {
         let tracker = ArrivalTracker(users: setup.users, endpointsPerUser: setup.endpointsPerUser)
         let apns = try await BenchAPNSEmulator.start(workspace: workspace, tracker: tracker)
         var database: ThrowawayDatabase?
+        var probe: ServerProbe?
         var hubs: [ServeProcess] = []
         let outcome: Result<Void, any Error>
         do {
@@ -35,6 +36,7 @@ struct PipelineRun {
                 database = created
                 try await PipelineWorkspace.populatePostgres(
                     url: created.url, users: setup.users, endpointsPerUser: setup.endpointsPerUser)
+                probe = try await ServerProbe.open(created)
             } else {
                 try await workspace.populateSQLite(users: setup.users, endpointsPerUser: setup.endpointsPerUser)
             }
@@ -75,7 +77,7 @@ struct PipelineRun {
                     + "; APNs at the emulator on 127.0.0.1:\(apns.port)")
             let admin = AdminClient(port: hubs[0].port, app: PipelineWorkspace.app, token: workspace.adminToken)
             let phases = PipelinePhases(
-                setup: setup, options: options, hubs: hubs, tracker: tracker, admin: admin,
+                setup: setup, options: options, hubs: hubs, tracker: tracker, admin: admin, server: probe,
                 targets: hubs.map {
                     PublishTarget(port: $0.port, app: PipelineWorkspace.app, publisherKey: workspace.publisherKey)
                 })
@@ -98,6 +100,7 @@ struct PipelineRun {
                         + "its log:\n\(hub.log)")
             }
         }
+        await probe?.close()
         await apns.shutdown()
         await database?.drop()
         if case .failure = outcome, !hubs.isEmpty {
@@ -134,5 +137,21 @@ struct AdminClient: Sendable {
             let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
         else { return nil }
         return object["pending"] as? Int
+    }
+
+    /// The sum of the samples of the metric `name` in the hub's `/metrics`, or `nil` when the hub
+    /// did not answer or has no such metric.
+    func metric(_ name: String) async -> Double? {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics")
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        guard let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(30)),
+            response.status == .ok,
+            let body = try? await response.body.collect(upTo: 16 << 20)
+        else { return nil }
+        let samples = String(buffer: body).split(separator: "\n").filter {
+            $0.hasPrefix(name + " ") || $0.hasPrefix(name + "{")
+        }
+        guard !samples.isEmpty else { return nil }
+        return samples.compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
     }
 }

@@ -120,7 +120,58 @@ struct PublishBatchTests {
         }
     }
 
+    @Test("A publish that waited for its feed's lock reads what the lock's holder committed meanwhile")
+    func readsAfterTheLock() async throws {
+        try await PostgresTestDatabase.withStore { store in
+            try await store.migrate()
+            _ = try await store.publish(Self.request("alice", "n1"))
+            // Advisory locks are the database's, not the schema's: a user no parallel test has.
+            let user = "bob-\(UInt32.random(in: 0 ... .max))"
+            let key = FeedKey(appId: Self.app, userId: user)
+            let locked = Latch()
+            let release = Latch()
+            // Another transaction holds the feed and stores the user's notification "n1" in it.
+            let holder = Task {
+                try await store.transaction { db in
+                    try await PostgresStore.lockFeed(key, on: db)
+                    try await db.rows(
+                        """
+                        INSERT INTO hub_notification
+                        SELECT (jsonb_populate_record(n, jsonb_build_object('user_id', \(user)::text, 'id',
+                            \(user + "-n1")::text))).*
+                        FROM hub_notification n WHERE n.user_id = 'alice'
+                        """)
+                    locked.open()
+                    try await release.wait()
+                }
+            }
+            try await locked.wait()
+            let publish = Task { try await store.publish(Self.request(user, "n1", at: 1)) }
+            // The publish's statement waits for the lock: a snapshot taken when it started would
+            // not hold the commit below.
+            #expect(await eventually { (try? await Self.waitingForFeedLock(store, key)) == true })
+            release.open()
+            try await holder.value
+            let result = try await publish.value
+            #expect(!result.created, "the publish read the notification committed while it waited")
+            #expect(result.notification.id == user + "-n1")
+            #expect(result.notification.changeVersion > 0)
+        }
+    }
+
     // MARK: - Helpers
+
+    /// Whether a session waits for the lock of the feed `key`.
+    static func waitingForFeedLock(_ store: PostgresStore, _ key: FeedKey) async throws -> Bool {
+        let waiting = try await store.rows(
+            """
+            SELECT count(*) FROM pg_locks
+            WHERE locktype = 'advisory' AND NOT granted AND classid = \(Int64(PostgresStore.feedLockSpace))::oid
+                AND objid = (hashtext(\(key.appId) || E'\\n' || \(key.userId))::bigint & 4294967295)::oid
+            """
+        ).first?.decode(Int.self)
+        return waiting == 1
+    }
 
     static func endpoint(_ id: String, user: String) -> Endpoint {
         Endpoint(
