@@ -22,7 +22,7 @@ extension PostgresStore {
                 EXISTS (
                     SELECT FROM hub_delivery d
                     WHERE d.app_id = e.app_id AND d.user_id = e.user_id AND d.endpoint_id = e.id
-                        AND d.state = 'pending' AND d.kind = 'shoulderTap' AND d.lease_owner IS NULL
+                        AND \(OutboxMachine.waitingTapSQL { "d.\(DeliveryColumns.name($0))" })
                 ) AS waiting_tap
             FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY
                 AS k(app_id, user_id, app_notification_id, position)
@@ -110,8 +110,7 @@ extension PostgresStore {
             INSERT INTO hub_delivery AS d (\(insertedColumns))
             SELECT \(hand ? unleasedValues : insertedValues) FROM planned
             WHERE \(hand ? "merges AND hand" : "NOT (merges AND hand)") ORDER BY ord
-            ON CONFLICT (app_id, user_id, endpoint_id)
-                WHERE state = 'pending' AND kind = 'shoulderTap' AND lease_owner IS NULL
+            ON CONFLICT (app_id, user_id, endpoint_id) WHERE \(DeliveryColumns.waitingTap)
             DO UPDATE SET \(DeliveryColumns.tapMerge)\(hand ? ",\n    " + leaseMerged : "")
             RETURNING \(qualified(DeliveryColumns.list, "d")), d.lease_owner IS NOT NULL AS handed
             """
