@@ -157,14 +157,13 @@ final class DifferentialSide {
     func observe(after step: OutboxDifferential.Step, returned: [String]) async throws -> OutboxObservation {
         try await learnKeys(step)
         var observation = OutboxObservation(returned: returned)
-        observation.rows = try await readRows().map { row in
+        let rows = try await readRows().map { row in
             var state = row.state
             state.key = keys[row.id] ?? "?"
             // A finished row's suspension is not observable (receipts show it for pending rows).
             if !state.pending { state.suspended = nil }
             return state
         }
-        .sorted()
         var feeds: [UserNotification] = []
         for user in OutboxDifferential.users {
             let key = FeedKey(appId: OutboxDifferential.app, userId: user)
@@ -172,7 +171,9 @@ final class DifferentialSide {
             feeds += try await store.feed(key, after: 0, limit: 1_000).changes
         }
         observation.endpoints.sort()
-        observation.feeds = feeds.sorted { $0.changeVersion < $1.changeVersion }.map(OutboxObservation.describe)
+        let ranked = OutboxObservation.ranked(rows: rows, feeds)
+        observation.rows = ranked.rows.sorted()
+        observation.feeds = ranked.feeds
         return observation
     }
 }

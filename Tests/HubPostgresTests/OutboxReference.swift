@@ -432,15 +432,46 @@ struct OutboxReference {
     // MARK: Observation
 
     func observation(returned: [String]) -> OutboxObservation {
-        OutboxObservation(
-            rows: rows.map(\.state).sorted(),
-            endpoints: endpoints.values.map(OutboxObservation.describe).sorted(),
-            feeds: notifications.values.sorted { $0.changeVersion < $1.changeVersion }.map(OutboxObservation.describe),
+        let (rows, feeds) = OutboxObservation.ranked(rows: rows.map(\.state), Array(notifications.values))
+        return OutboxObservation(
+            rows: rows.sorted(), endpoints: endpoints.values.map(OutboxObservation.describe).sorted(), feeds: feeds,
             returned: returned)
     }
 }
 
 extension OutboxObservation {
+    /// `rows` and the feeds of `notifications` with each change version replaced by its rank
+    /// among the versions of its user seen here. A feed's order is what a client sees; how the
+    /// versions of different users interleave is not (a batch may number its feeds in rounds, as
+    /// PostgreSQL's does), so only each user's order is compared.
+    static func ranked(
+        rows: [OutboxRowState], _ notifications: [UserNotification]
+    ) -> (rows: [OutboxRowState], feeds: [String]) {
+        func user(_ row: OutboxRowState) -> String {
+            row.key.split(separator: ":").dropFirst().first.map(String.init) ?? row.key
+        }
+        var versions: [String: Set<Int64>] = [:]
+        for row in rows { versions[user(row), default: []].insert(row.changeVersion) }
+        for notification in notifications {
+            versions[notification.userId, default: []].insert(notification.changeVersion)
+        }
+        let ranks = versions.mapValues { versions in
+            Dictionary(uniqueKeysWithValues: versions.sorted().enumerated().map { ($1, Int64($0 + 1)) })
+        }
+        let rankedRows = rows.map { row in
+            var row = row
+            row.changeVersion = ranks[user(row)]?[row.changeVersion] ?? row.changeVersion
+            return row
+        }
+        let feeds = notifications.map { notification in
+            var notification = notification
+            notification.changeVersion = ranks[notification.userId]?[notification.changeVersion] ?? 0
+            return notification
+        }
+        .sorted { ($0.userId, $0.changeVersion) < ($1.userId, $1.changeVersion) }.map(describe)
+        return (rankedRows, feeds)
+    }
+
     static func describe(_ endpoint: Endpoint) -> String {
         "\(endpoint.userId)/\(endpoint.id) \(endpoint.transport) \(endpoint.state.rawValue)"
             + " since=\(endpoint.inactiveSince.map { String(OutboxClock.seconds($0)) } ?? "-")"
