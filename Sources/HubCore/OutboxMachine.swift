@@ -134,6 +134,7 @@ public enum OutboxMachine {
     public enum Column: String, Sendable, Hashable, CaseIterable {
         case transport, notificationId, changeVersion, priority, urgency, dueAt, suspendedAt, suspendedReason
         case id, state, attempts, leaseOwner, leaseUntil, claimedAt, finishedAt
+        case kind, result, detail, lastError, firstSentAt, providerMessageId
     }
 
     /// How a merge decides one column from the row kept (`current`) and the one merged into it (`incoming`).

@@ -79,9 +79,7 @@ extension PostgresStore {
             JOIN hub_delivery d ON d.id = p.id
             LEFT JOIN hub_endpoint e ON e.app_id = d.app_id AND e.user_id = d.user_id AND e.id = d.endpoint_id
         ), superseded AS (
-            UPDATE hub_delivery d SET state = 'finished', result = '\(OutboxMachine.supersededAtClaim.result)',
-                detail = '\(OutboxMachine.supersededAtClaim.detail)', finished_at = $1, lease_owner = NULL,
-                lease_until = NULL
+            UPDATE hub_delivery d SET \(supersededAtClaim)
             FROM due WHERE d.id = due.id AND NOT due.deliverable
         ), claimed AS (
             UPDATE hub_delivery d SET \(OutboxMachine.leaseSQL(
@@ -95,6 +93,17 @@ extension PostgresStore {
         LEFT JOIN hub_notification n ON n.app_id = c.app_id AND n.user_id = c.user_id AND n.id = c.notification_id
         ORDER BY c.taken_over DESC, \(OutboxMachine.claimOrderSQL(column("c")))
         """
+    }
+
+    /// Finishing a row whose endpoint a claim found removed or inactive
+    /// (``HubCore/OutboxMachine/RowWrite/closed``, ``HubCore/OutboxMachine/supersededAtClaim``) at `$1`.
+    fileprivate static let supersededAtClaim = DeliveryColumns.writeSQL(.closed) { given in
+        switch given {
+        case .result: "'\(OutboxMachine.supersededAtClaim.result)'"
+        case .detail: "'\(OutboxMachine.supersededAtClaim.detail)'"
+        case .at: "$1"
+        case .dueAt, .error, .messageId: "NULL"
+        }
     }
 
     /// A column of `hub_delivery` qualified by the alias `table`.

@@ -142,8 +142,7 @@ extension PostgresStore {
         SELECT app_id, user_id, endpoint_id, transport, kind, notification_id, change_version, priority, urgency,
             'pending', $12, due_at
         FROM planned ORDER BY position
-        ON CONFLICT (app_id, user_id, endpoint_id)
-            WHERE state = 'pending' AND kind = 'shoulderTap' AND lease_owner IS NULL
+        ON CONFLICT (app_id, user_id, endpoint_id) WHERE \(DeliveryColumns.waitingTap)
         DO UPDATE SET
             \(DeliveryColumns.tapMerge)
         RETURNING d.id, d.due_at

@@ -27,20 +27,13 @@ extension PostgresStore {
     }
 
     /// Records the outcomes of claimed deliveries in one transaction. Unknown or already finished
-    /// deliveries are left alone.
+    /// deliveries are left alone. What each outcome writes is ``HubCore/OutboxMachine``'s
+    /// (``HubCore/OutboxMachine/columns(_:)``, ``HubCore/OutboxMachine/putBack(kind:newerTapWaits:)``,
+    /// ``HubCore/OutboxMachine/deactivates(registeredAt:goneSince:claimedAt:at:)``).
     ///
-    /// - Finishes other than `.endpointGone` (delivered, rejected, given up, superseded) are one
-    ///   statement for the whole batch (lease cleared, `finished_at` = the outcome's time).
-    /// - `.endpointGone` also deactivates the endpoint (`inactive_reason = detail`,
-    ///   `inactive_since = goneSince ?? at`) and finishes its other pending deliveries as
-    ///   `superseded` — unless the endpoint registered again after the provider's verdict: after
-    ///   `goneSince`, or, when the provider gave no time, after the delivery was claimed.
-    /// - A retry returns the delivery to the queue: lease cleared, due again at `dueAt`,
-    ///   `last_error` recorded (the claim counted the attempt). A shoulder tap whose endpoint got a
-    ///   newer pending tap meanwhile is finished as `superseded` instead, passing on its priority
-    ///   (and its version, if newer) to that tap.
-    /// - A suspension parks the delivery like a retry that keeps its due time (`suspended_at`,
-    ///   `suspended_reason` and `last_error` set) and that no claim takes until ``resumeSuspended(at:)``.
+    /// - Finishes other than `.endpointGone` are one statement for the whole batch.
+    /// - `.endpointGone`, retries, suspensions and releases are one statement a row (two for a
+    ///   put-back tap: the first finds whether a newer tap waits).
     ///
     /// Gone endpoints and retried taps change which taps the feed's next changes coalesce into,
     /// so their feeds are locked first (in the sweep's order).
@@ -112,18 +105,17 @@ extension PostgresStore {
                     delivery.id, detail: detail, goneSince: goneSince, claimedAt: claimedAt, at: outcome.at,
                     messageId: messageId, db)
             case .retry(let dueAt, let error):
-                try await Self.retry(
-                    delivery, transport: transport, dueAt: dueAt, error: error, at: outcome.at,
-                    messageId: messageId, db)
+                try await Self.putBack(
+                    delivery, transport: transport, .retried,
+                    OutboxMachine.GivenValues(at: outcome.at, dueAt: dueAt, error: error, messageId: messageId), db)
             case .suspend(let reason):
-                try await Self.retry(
-                    delivery, transport: transport, dueAt: delivery.dueAt, error: reason, at: outcome.at,
-                    messageId: messageId, db,
-                    suspending: true)
+                try await Self.putBack(
+                    delivery, transport: transport, .suspended,
+                    OutboxMachine.GivenValues(at: outcome.at, error: reason, messageId: messageId), db)
             case .release(let dueAt):
-                try await Self.retry(
-                    delivery, transport: transport, dueAt: dueAt, error: delivery.lastError, at: outcome.at, db,
-                    releasing: true)
+                try await Self.putBack(
+                    delivery, transport: transport, .released, OutboxMachine.GivenValues(at: outcome.at, dueAt: dueAt),
+                    db)
             }
         }
     }
@@ -134,14 +126,22 @@ extension PostgresStore {
     enum FinishDeliveries: NamedStatement {
         static let name = "hub_finish_deliveries_v2"
         static let sql = """
-            UPDATE hub_delivery d SET state = 'finished', result = o.result,
-                detail = CASE WHEN o.has_detail THEN o.detail END, finished_at = o.at,
-                lease_owner = NULL, lease_until = NULL, first_sent_at = COALESCE(d.first_sent_at, d.claimed_at),
-                provider_message_id = COALESCE(NULLIF(o.message_id, ''), d.provider_message_id)
+            UPDATE hub_delivery d SET \(DeliveryColumns.writeSQL(.answered, given: given))
             FROM unnest($1::bigint[], $2::text[], $3::text[], $4::boolean[], $5::timestamptz[], $6::text[])
                 AS o(id, result, detail, has_detail, at, message_id)
             WHERE d.id = o.id AND d.state = 'pending'
             """
+
+        /// The given values of ``HubCore/OutboxMachine/RowWrite/answered`` from a row `o`.
+        private static func given(_ value: OutboxMachine.Given) -> String {
+            switch value {
+            case .result: "o.result"
+            case .detail: "CASE WHEN o.has_detail THEN o.detail END"
+            case .at: "o.at"
+            case .messageId: "NULLIF(o.message_id, '')"
+            case .dueAt, .error: "NULL"
+            }
+        }
     }
 
     /// Puts back the deliveries `owner` leased and never finished (an instance restarted under
@@ -168,8 +168,7 @@ extension PostgresStore {
                 return (try Delivery(row: row), try row.value("transport", as: String.self))
             }
             for (delivery, transport) in pending {
-                try await Self.retry(
-                    delivery, transport: transport, dueAt: delivery.dueAt, error: delivery.lastError, at: now, db)
+                try await Self.putBack(delivery, transport: transport, .retried, OutboxMachine.GivenValues(at: now), db)
             }
         }
     }
@@ -185,42 +184,57 @@ extension PostgresStore {
         let verdict = OutboxMachine.verdictTime(goneSince: goneSince, claimedAt: claimedAt, at: now)
         let inactiveSince = OutboxMachine.inactiveSince(goneSince: goneSince, at: now)
         let superseded = OutboxMachine.supersededByGoneEndpoint
+        let given = OutboxMachine.GivenValues(result: .endpointGone, detail: detail, at: now, messageId: messageId)
         try await db.rows(
-            """
-            WITH finished AS (
-                UPDATE hub_delivery SET state = 'finished', result = 'endpointGone', detail = \(detail),
-                    finished_at = \(now), lease_owner = NULL, lease_until = NULL,
-                    first_sent_at = COALESCE(first_sent_at, claimed_at),
-                    provider_message_id = COALESCE(\(messageId)::text, provider_message_id)
-                WHERE id = \(id) AND state = 'pending'
-                RETURNING app_id, user_id, endpoint_id
-            ), deactivated AS (
-                UPDATE hub_endpoint e SET state = 'inactive', inactive_reason = \(detail),
-                    inactive_since = \(inactiveSince)
-                FROM finished f
-                WHERE e.app_id = f.app_id AND e.user_id = f.user_id AND e.id = f.endpoint_id AND e.state = 'active'
-                    AND e.registered_at <= \(verdict)
-                RETURNING e.app_id, e.user_id, e.id
-            )
-            UPDATE hub_delivery d SET state = 'finished', result = \(superseded.result.rawValue),
-                detail = \(superseded.detail), finished_at = \(now), lease_owner = NULL, lease_until = NULL
-            FROM deactivated x
-            WHERE d.app_id = x.app_id AND d.user_id = x.user_id AND d.endpoint_id = x.id AND d.state = 'pending'
-                AND d.id <> \(id)
-            """)
+            given.query(Self.endpointGoneSQL) { binds in
+                binds.append(id)
+                binds.append(inactiveSince)
+                binds.append(verdict)
+                binds.append(superseded.result.rawValue)
+                binds.append(superseded.detail)
+            })
     }
 
-    /// Puts a claimed delivery back for another attempt, or — a tap whose endpoint has a newer
-    /// unleased tap waiting — finishes it as superseded. Call with its feed locked: unleasing
-    /// makes the row the endpoint's coalescing tap, so no publish may insert another meanwhile.
-    ///
-    /// With `suspending`, the delivery is parked instead (see ``recordOutcomes(_:)``). A parked tap
-    /// that a put-back tap merges into is un-parked: the lane tries it again. With `releasing`, it
-    /// was not sent: it goes back with one attempt fewer and its last error kept.
-    private static func retry(
-        _ delivery: Delivery, transport: String, dueAt: Date, error: String?, at now: Date, messageId: String? = nil,
-        _ db: Session,
-        suspending: Bool = false, releasing: Bool = false
+    /// ``endpointGone(_:detail:goneSince:claimedAt:at:messageId:_:)``'s statement after
+    /// `GivenValues.sql`: the row `$7` answered, its endpoint made inactive since `$8` if it registered
+    /// at or before `$9`, then the endpoint's other pending rows closed with result `$10` and
+    /// detail `$11`.
+    private static let endpointGoneSQL = """
+        , finished AS (
+            UPDATE hub_delivery d SET \(DeliveryColumns.writeSQL(.answered, given: OutboxMachine.GivenValues.name))
+            FROM g WHERE d.id = $7 AND d.state = 'pending'
+            RETURNING d.app_id, d.user_id, d.endpoint_id
+        ), deactivated AS (
+            UPDATE hub_endpoint e SET state = 'inactive', inactive_reason = g.detail, inactive_since = $8::timestamptz
+            FROM finished f, g
+            WHERE e.app_id = f.app_id AND e.user_id = f.user_id AND e.id = f.endpoint_id AND e.state = 'active'
+                AND e.registered_at <= $9::timestamptz
+            RETURNING e.app_id, e.user_id, e.id
+        )
+        UPDATE hub_delivery d SET \(DeliveryColumns.writeSQL(.closed, given: closingOthers))
+        FROM deactivated x, g
+        WHERE d.app_id = x.app_id AND d.user_id = x.user_id AND d.endpoint_id = x.id AND d.state = 'pending'
+            AND d.id <> $7
+        """
+
+    /// The given values of the endpoint's other rows that ``endpointGoneSQL`` closes: its own
+    /// result and detail (`$10`, `$11`), the outcome's time.
+    private static func closingOthers(_ given: OutboxMachine.Given) -> String {
+        switch given {
+        case .result: "$10::text"
+        case .detail: "$11::text"
+        default: OutboxMachine.GivenValues.name(given)
+        }
+    }
+
+    /// Puts a claimed delivery back as `write` (``HubCore/OutboxMachine/waitingAgain(_:)``) says,
+    /// or — a tap whose endpoint has a newer unleased tap waiting — finishes it as superseded
+    /// (``HubCore/OutboxMachine/putBack(kind:newerTapWaits:)``). Call with its feed locked:
+    /// unleasing makes the row the endpoint's coalescing tap, so no publish may insert another
+    /// meanwhile. A parked tap that a put-back tap merges into is un-parked: the lane tries it again.
+    private static func putBack(
+        _ delivery: Delivery, transport: String, _ write: OutboxMachine.RowWrite, _ given: OutboxMachine.GivenValues,
+        _ db: Session
     ) async throws {
         let id = delivery.id
         if delivery.kind == .shoulderTap {
@@ -235,46 +249,27 @@ extension PostgresStore {
                 UPDATE hub_delivery d SET \(unescaped: DeliveryColumns.supersedingMerge)
                 FROM incoming
                 WHERE d.app_id = \(delivery.appId) AND d.user_id = \(delivery.userId)
-                    AND d.endpoint_id = \(delivery.endpointId) AND d.state = 'pending' AND d.kind = 'shoulderTap'
-                    AND d.lease_owner IS NULL AND d.id <> \(id)
+                    AND d.endpoint_id = \(delivery.endpointId) AND \(unescaped: waitingTap) AND d.id <> \(id)
                 RETURNING d.id
                 """)
-            if OutboxMachine.putBack(kind: delivery.kind, newerTapWaits: !newer.isEmpty) == .supersedes {
-                let superseded = OutboxMachine.supersededByNewerTap
-                try await db.rows(
-                    """
-                    UPDATE hub_delivery SET state = 'finished', result = \(superseded.result.rawValue),
-                        detail = \(superseded.detail), last_error = \(error), finished_at = \(now),
-                        lease_owner = NULL, lease_until = NULL, first_sent_at = COALESCE(first_sent_at, claimed_at),
-                        provider_message_id = COALESCE(\(messageId)::text, provider_message_id)
-                    WHERE id = \(id) AND state = 'pending'
-                    """)
-                return
-            }
-        }
-        if releasing {
-            try await db.rows(
-                """
-                UPDATE hub_delivery SET lease_owner = NULL, lease_until = NULL, due_at = \(dueAt),
-                    attempts = \(unescaped: Self.releasedAttempts)
-                WHERE id = \(id) AND state = 'pending'
-                """)
+            let (write, given) = OutboxMachine.putBackWrite(
+                write, given, OutboxMachine.putBack(kind: delivery.kind, newerTapWaits: !newer.isEmpty))
+            try await db.rows(given.query(rowWriteSQL(write)) { $0.append(id) })
             return
         }
-        let suspendedAt: Date? = suspending ? now : nil
-        try await db.rows(
-            """
-            UPDATE hub_delivery SET lease_owner = NULL, lease_until = NULL, due_at = \(dueAt), last_error = \(error),
-                suspended_at = \(suspendedAt), suspended_reason = CASE WHEN \(suspending) THEN \(error) END,
-                first_sent_at = COALESCE(first_sent_at, claimed_at),
-                provider_message_id = COALESCE(\(messageId)::text, provider_message_id)
-            WHERE id = \(id) AND state = 'pending'
-            """)
+        try await db.rows(given.query(rowWriteSQL(write)) { $0.append(id) })
     }
 
-    /// ``HubCore/OutboxMachine/attempts(afterRelease:)`` as the value of `attempts`.
-    private static let releasedAttempts = OutboxMachine.releasedAttemptsSQL(
-        current: DeliveryColumns.name, greatest: "GREATEST")
+    /// A waiting tap `d` (``HubCore/OutboxMachine/waitingTapSQL(_:)``).
+    private static let waitingTap = OutboxMachine.waitingTapSQL { "d.\(DeliveryColumns.name($0))" }
+
+    /// `write` of the pending row `$7`, after `GivenValues.sql`.
+    private static func rowWriteSQL(_ write: OutboxMachine.RowWrite) -> String {
+        """
+        UPDATE hub_delivery d SET \(DeliveryColumns.writeSQL(write, given: OutboxMachine.GivenValues.name))
+        FROM g WHERE d.id = $7 AND d.state = 'pending'
+        """
+    }
 
     /// Un-parks every suspended delivery, due at once at the latest (see
     /// ``OutboxStore/resumeSuspended(at:)``).
@@ -289,5 +284,40 @@ extension PostgresStore {
             RETURNING d.id
             """
         ).count
+    }
+}
+
+/// The given values of a row write (``HubCore/OutboxMachine/Given``), bound as `$1`…`$6` of a
+/// statement that starts with ``sql``.
+extension OutboxMachine.GivenValues {
+    /// The statement's start: `WITH g AS (…)`, one row of the given values, named as ``name(_:)`` names them.
+    static let sql = """
+        WITH g AS (SELECT $1::text AS result, $2::text AS detail, $3::timestamptz AS at,
+            $4::timestamptz AS due_at, $5::text AS error, $6::text AS message_id)
+        """
+
+    /// A given value as a column of `g`.
+    static func name(_ value: OutboxMachine.Given) -> String {
+        switch value {
+        case .result: "g.result"
+        case .detail: "g.detail"
+        case .at: "g.at"
+        case .dueAt: "g.due_at"
+        case .error: "g.error"
+        case .messageId: "g.message_id"
+        }
+    }
+
+    /// ``sql`` followed by `rest` (whose binds start at `$7`), with the given values bound first.
+    func query(_ rest: String, _ more: (inout PostgresBindings) -> Void = { _ in }) -> PostgresQuery {
+        var binds = PostgresBindings(capacity: 8)
+        binds.append(result?.rawValue)
+        binds.append(detail)
+        binds.append(at)
+        binds.append(dueAt)
+        binds.append(error)
+        binds.append(messageId)
+        more(&binds)
+        return PostgresQuery(unsafeSQL: Self.sql + "\n" + rest, binds: binds)
     }
 }

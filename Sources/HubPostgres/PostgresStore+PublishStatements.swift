@@ -65,14 +65,16 @@ extension PostgresStore {
     /// hashed the whole table for every batch (~10 ms a batch at 9,000 rows, measured with
     /// auto_explain); on empty tables the endpoints were hashed the same way (`GenericPlanTests`).
     ///
-    /// Migration 13's function body is built from it: change it only with a new migration.
+    /// Migration 13's function body is built from it (and from `OutboxMachine.waitingTapSQL`): a
+    /// database keeps the body it was migrated with, so a change of either needs a new migration
+    /// that creates the function again.
     static func readForPublishQuery(apps: String, users: String, appNotificationIds: String) -> String {
         """
         SELECT k.position, x.n, y.e,
             EXISTS (
                 SELECT FROM hub_delivery d
                 WHERE d.app_id = (y.e).app_id AND d.user_id = (y.e).user_id AND d.endpoint_id = (y.e).id
-                    AND d.state = 'pending' AND d.kind = 'shoulderTap' AND d.lease_owner IS NULL
+                    AND \(OutboxMachine.waitingTapSQL { "d.\(DeliveryColumns.name($0))" })
             )
         FROM unnest(\(apps), \(users), \(appNotificationIds)) WITH ORDINALITY
             AS k(app_id, user_id, app_notification_id, position)
@@ -167,8 +169,7 @@ extension PostgresStore {
             INSERT INTO hub_delivery AS d (\(insertedColumns))
             SELECT \(hand ? unleasedValues : insertedValues) FROM planned
             WHERE \(hand ? "merges AND hand" : "NOT (merges AND hand)") ORDER BY ord
-            ON CONFLICT (app_id, user_id, endpoint_id)
-                WHERE state = 'pending' AND kind = 'shoulderTap' AND lease_owner IS NULL
+            ON CONFLICT (app_id, user_id, endpoint_id) WHERE \(DeliveryColumns.waitingTap)
             DO UPDATE SET \(DeliveryColumns.tapMerge)\(hand ? ",\n    " + leaseMerged : "")
             RETURNING \(qualified(DeliveryColumns.list, "d")), d.lease_owner IS NOT NULL AS handed
             """

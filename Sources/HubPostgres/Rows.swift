@@ -234,6 +234,17 @@ enum DeliveryColumns {
     /// How a parked row `d` is un-parked at `resumed.due_at` (``HubCore/OutboxMachine/resume``).
     static let resume = mergeSQL(OutboxMachine.resume, current: "d", incoming: "resumed")
 
+    /// Which row is its endpoint's waiting tap (``HubCore/OutboxMachine/waitingTapSQL(_:)``),
+    /// its columns unqualified: the predicate of the index `hub_delivery_pending_tap`, which the
+    /// taps' `ON CONFLICT` names.
+    static let waitingTap = OutboxMachine.waitingTapSQL(name)
+
+    /// What `write` sets (``HubCore/OutboxMachine/setList(_:target:current:given:greatest:)``) as
+    /// the `SET` list of an update of the row `d`, each given value as `given` names it.
+    static func writeSQL(_ write: OutboxMachine.RowWrite, given: (OutboxMachine.Given) -> String) -> String {
+        OutboxMachine.setList(write, target: name, current: { "d.\(name($0))" }, given: given, greatest: "GREATEST")
+    }
+
     /// `rules` (``HubCore/OutboxMachine/setList(_:target:current:incoming:greatest:least:)``) as
     /// the `SET` list of an update of the row `current` from the row `incoming` (table aliases).
     static func mergeSQL(
@@ -262,6 +273,12 @@ enum DeliveryColumns {
         case .leaseUntil: "lease_until"
         case .claimedAt: "claimed_at"
         case .finishedAt: "finished_at"
+        case .kind: "kind"
+        case .result: "result"
+        case .detail: "detail"
+        case .lastError: "last_error"
+        case .firstSentAt: "first_sent_at"
+        case .providerMessageId: "provider_message_id"
         }
     }
 

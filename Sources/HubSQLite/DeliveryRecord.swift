@@ -115,12 +115,6 @@ struct DeliveryRecord: FetchableRecord, MutablePersistableRecord {
         container["providerMessageId"] = providerMessageId
     }
 
-    /// Notes what an outcome tells the receipt: the first send's time and the provider's message ID.
-    mutating func noteSent(providerMessageId: String?) {
-        if firstSentAt == nil { firstSentAt = claimedAt }
-        if let providerMessageId { self.providerMessageId = providerMessageId }
-    }
-
     /// The receipt's view of this row.
     var trace: DeliveryTrace {
         DeliveryTrace(

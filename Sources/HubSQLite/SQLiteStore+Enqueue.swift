@@ -6,14 +6,17 @@ import HubCore
 // outbox rows they touch: the endpoint's pending tap, finishing or removing an endpoint's rows.
 
 extension SQLiteStore {
+    /// Which row is its endpoint's waiting tap (``OutboxMachine/waitingTapSQL(_:)``): the
+    /// predicate of the unique partial index the tap upsert's `ON CONFLICT` names.
+    static let waitingTapSQL = OutboxMachine.waitingTapSQL(\.rawValue)
+
     /// The endpoint's pending, unleased shoulder tap, if any (at most one, by a unique index).
     static func pendingTap(_ db: Database, endpointOf record: DeliveryRecord) throws -> DeliveryRecord? {
         try DeliveryRecord.fetchOne(
             db.cachedStatement(
                 sql: """
                     SELECT * FROM delivery
-                    WHERE appId = ? AND userId = ? AND endpointId = ?
-                        AND state = 'pending' AND kind = 'shoulderTap' AND leaseOwner IS NULL
+                    WHERE appId = ? AND userId = ? AND endpointId = ? AND \(waitingTapSQL)
                     """),
             arguments: [record.appId, record.userId, record.endpointId])
     }
@@ -132,9 +135,7 @@ extension SQLiteStore {
             try String.fetchAll(
                 db.cachedStatement(
                     sql: """
-                        SELECT endpointId FROM delivery
-                        WHERE appId = ? AND userId = ? AND state = 'pending' AND kind = 'shoulderTap'
-                            AND leaseOwner IS NULL
+                        SELECT endpointId FROM delivery WHERE appId = ? AND userId = ? AND \(waitingTapSQL)
                         """),
                 arguments: [key.appId, key.userId]))
     }
@@ -163,8 +164,7 @@ extension SQLiteStore {
                         CASE WHEN json_extract(value, '$[3]') THEN ?11 END,
                         CASE WHEN json_extract(value, '$[3]') THEN ?8 END
                     FROM json_each(?12) WHERE true
-                    ON CONFLICT (appId, userId, endpointId)
-                        WHERE state = 'pending' AND kind = 'shoulderTap' AND leaseOwner IS NULL
+                    ON CONFLICT (appId, userId, endpointId) WHERE \(waitingTapSQL)
                     DO UPDATE SET \(tapMergeSQL)
                     RETURNING id, endpointId, kind, leaseOwner IS NOT NULL
                     """),
@@ -212,17 +212,32 @@ extension SQLiteStore {
             })
     }
 
-    /// Finishes every pending delivery of `endpoint` with `result`.
+    /// Finishes every pending delivery of `endpoint` with `result`, unsent
+    /// (``OutboxMachine/RowWrite/closed``).
     static func finishPendingDeliveries(
         _ db: Database, of endpoint: Endpoint, result: DeliveryResult, detail: String?, at now: Date
     ) throws {
-        try db.cachedStatement(
-            sql: """
-                UPDATE delivery
-                SET state = 'finished', result = ?, detail = ?, finishedAt = ?, leaseOwner = NULL, leaseUntil = NULL
-                WHERE appId = ? AND userId = ? AND endpointId = ? AND state = 'pending'
-                """
-        ).execute(arguments: [result.rawValue, detail, now.storedSeconds, endpoint.appId, endpoint.userId, endpoint.id])
+        try db.cachedStatement(sql: closeEndpointRows).execute(arguments: [
+            result.rawValue, detail, now.storedSeconds, endpoint.appId, endpoint.userId, endpoint.id,
+        ])
+    }
+
+    /// ``finishPendingDeliveries(_:of:result:detail:at:)``'s statement: result, detail and time
+    /// `?1`…`?3`, the endpoint `?4`…`?6`.
+    private static let closeEndpointRows = """
+        UPDATE delivery SET \(OutboxMachine.setList(
+            .closed, target: \.rawValue, current: \.rawValue, given: closing, greatest: "MAX"))
+        WHERE appId = ?4 AND userId = ?5 AND endpointId = ?6 AND state = 'pending'
+        """
+
+    /// The result, detail and time of a close as `?1`…`?3`.
+    private static func closing(_ given: OutboxMachine.Given) -> String {
+        switch given {
+        case .result: "?1"
+        case .detail: "?2"
+        case .at: "?3"
+        case .dueAt, .error, .messageId: "NULL"
+        }
     }
 
     /// Removes every pending delivery of an endpoint (the endpoint is being removed).
@@ -254,13 +269,4 @@ extension DeliveryRecord {
         }
     }
 
-    /// Marks the row finished with `result`; the lease ends.
-    mutating func finish(_ result: DeliveryResult, detail: String?, at now: Date) {
-        state = .finished
-        self.result = result
-        self.detail = detail
-        finishedAt = now
-        leaseOwner = nil
-        leaseUntil = nil
-    }
 }

@@ -6,15 +6,13 @@ public import HubCore
 // finishing, retrying (statistics: SQLiteStore+OutboxStatistics.swift). The rules are
 // OutboxMachine's; this file renders and applies them.
 extension SQLiteStore {
-    /// Leases up to `limit` due deliveries of `lane` to `owner` until `leaseUntil`, with their
-    /// endpoints and notifications: one `UPDATE … RETURNING` takes the leases, one join reads
-    /// what the sends need.
-    ///
-    /// Which rows, in which order, and what a lease does to them are ``OutboxMachine``'s
-    /// (``OutboxMachine/claimableSQL(_:now:)``, ``OutboxMachine/claimOrder``,
-    /// ``OutboxMachine/leaseSQL(target:current:owner:until:now:)``). A row whose endpoint was
-    /// removed or is inactive is finished as `superseded` and not returned, so fewer than `limit`
-    /// may come back even when more are due.
+    /// ``OutboxStore/claimDeliveries(_:limit:now:owner:leaseUntil:)``: a reader looks for a due
+    /// row first; then the rows whose lease ended and the waiting ones are picked
+    /// (``OutboxMachine/takenOverSQL(_:now:)``, ``OutboxMachine/waitingSQL(_:now:)``, each in
+    /// ``OutboxMachine/claimOrder``), one `UPDATE … RETURNING` leases them
+    /// (``OutboxMachine/leaseSQL(target:current:owner:until:now:)``) and one join reads what the
+    /// sends need. Rows whose endpoint is removed or inactive are closed as
+    /// ``OutboxMachine/supersededAtClaim`` and not returned.
     public func claimDeliveries(
         _ lane: OutboxLane, limit: Int, now: Date, owner: String, leaseUntil: Date
     ) async throws -> [ClaimedDelivery] {
@@ -81,7 +79,7 @@ extension SQLiteStore {
                         PlainFinish(
                             id: $0, result: OutboxMachine.supersededAtClaim.result,
                             detail: OutboxMachine.supersededAtClaim.detail, messageId: nil)
-                    }, at: now)
+                    }, at: now, as: .closed)
             }
             return claimed.sorted {
                 OutboxMachine.isClaimed(
@@ -175,20 +173,10 @@ extension SQLiteStore {
     }
 
     /// Records outcomes in one transaction: plain finishes (delivered, rejected, given up,
-    /// superseded) with one statement; gone endpoints and retries row by row (they touch other
-    /// rows). Unknown or already finished deliveries are left alone.
-    ///
-    /// `.endpointGone` also deactivates the endpoint (`inactiveReason = detail`,
-    /// `inactiveSince = goneSince ?? now`) and finishes its other pending deliveries as
-    /// `superseded` — unless the endpoint registered again after the provider's verdict: after
-    /// `goneSince`, or, when the provider gave no time, after the delivery was claimed.
-    ///
-    /// A retry returns the delivery to the queue: lease cleared, due again at `dueAt`, `lastError`
-    /// recorded (the attempt was counted by the claim). A shoulder tap whose endpoint got a newer
-    /// pending tap meanwhile is finished as `superseded` instead, passing on its priority.
-    ///
-    /// A suspension parks the delivery like a retry that no claim takes (`suspendedAt`,
-    /// `suspendedReason` set) until ``resumeSuspended(at:)``.
+    /// superseded) with one statement; gone endpoints and put-backs row by row (they touch other
+    /// rows). Unknown or already finished deliveries are left alone. What each outcome writes is
+    /// ``OutboxMachine``'s (``OutboxMachine/columns(_:)``, ``OutboxMachine/putBack(kind:newerTapWaits:)``,
+    /// ``OutboxMachine/deactivates(registeredAt:goneSince:claimedAt:at:)``).
     public func recordOutcomes(_ outcomes: [OutboxOutcome]) async throws {
         guard !outcomes.isEmpty else { return }
         try await write(.relaxed) { db in try Self.recordOutcomes(db, outcomes) }
@@ -196,40 +184,38 @@ extension SQLiteStore {
 
     /// ``recordOutcomes(_:)`` in the transaction of `db`.
     static func recordOutcomes(_ db: Database, _ outcomes: [OutboxOutcome]) throws {
-        do {
-            // Own final answers first (``OutboxMachine/isRecordedFirst(_:)``), in one statement per ending.
-            var plain: [PlainFinish] = []
-            var plainAt = Date.distantPast
-            for outcome in outcomes where OutboxMachine.isRecordedFirst(outcome.change) {
-                guard case .finish(let result, let detail, _) = outcome.change else { continue }
-                plain.append(
-                    PlainFinish(id: outcome.id, result: result, detail: detail, messageId: outcome.providerMessageId))
-                plainAt = max(plainAt, outcome.at)
-            }
-            try Self.finishPlain(db, plain, at: plainAt.canonical)
-            for outcome in outcomes where !OutboxMachine.isRecordedFirst(outcome.change) {
-                let messageId = outcome.providerMessageId
-                switch outcome.change {
-                case .finish(_, let detail, let goneSince):
-                    try Self.finishGone(
-                        db, id: outcome.id, detail: detail, goneSince: goneSince, at: outcome.at.canonical,
-                        providerMessageId: messageId)
-                case .retry(let dueAt, let error):
-                    try Self.retry(
-                        db, id: outcome.id, dueAt: dueAt, error: error, at: outcome.at.canonical,
-                        providerMessageId: messageId)
-                case .suspend(let reason):
-                    try Self.retry(
-                        db, id: outcome.id, dueAt: nil, error: reason, at: outcome.at.canonical, suspending: true,
-                        providerMessageId: messageId)
-                case .release(let dueAt):
-                    try Self.release(db, id: outcome.id, dueAt: dueAt, at: outcome.at.canonical)
-                }
+        // Own final answers first (``OutboxMachine/isRecordedFirst(_:)``), in one statement per ending.
+        var plain: [PlainFinish] = []
+        var plainAt = Date.distantPast
+        for outcome in outcomes where OutboxMachine.isRecordedFirst(outcome.change) {
+            guard case .finish(let result, let detail, _) = outcome.change else { continue }
+            plain.append(
+                PlainFinish(id: outcome.id, result: result, detail: detail, messageId: outcome.providerMessageId))
+            plainAt = max(plainAt, outcome.at)
+        }
+        try Self.finishPlain(db, plain, at: plainAt.canonical)
+        for outcome in outcomes where !OutboxMachine.isRecordedFirst(outcome.change) {
+            guard let record = try pending(db, id: outcome.id) else { continue }
+            let at = outcome.at.canonical
+            let messageId = outcome.providerMessageId
+            switch outcome.change {
+            case .finish(_, let detail, let goneSince):
+                try Self.finishGone(
+                    db, record, detail: detail, goneSince: goneSince, at: at, providerMessageId: messageId)
+            case .retry(let dueAt, let error):
+                try putBack(
+                    db, record, .retried,
+                    OutboxMachine.GivenValues(at: at, dueAt: dueAt, error: error, messageId: messageId))
+            case .suspend(let reason):
+                try putBack(
+                    db, record, .suspended, OutboxMachine.GivenValues(at: at, error: reason, messageId: messageId))
+            case .release(let dueAt):
+                try putBack(db, record, .released, OutboxMachine.GivenValues(at: at, dueAt: dueAt))
             }
         }
     }
 
-    /// A finish other than `endpointGone`, as ``finishPlain(_:_:at:)`` writes it.
+    /// A finish other than `endpointGone`, as ``finishPlain(_:_:at:as:)`` writes it.
     struct PlainFinish {
         var id: Int64
         var result: DeliveryResult
@@ -240,23 +226,18 @@ extension SQLiteStore {
     /// Finishes pending deliveries with their results: one statement per distinct result and
     /// detail (a batch of deliveries is mostly `delivered` without detail), each selecting its
     /// rows by ID from `[id, providerMessageId]` pairs (`UPDATE … FROM json_each(?)`, rowid
-    /// look-ups). The first lease's time is kept as `firstSentAt` for the receipt.
-    static func finishPlain(_ db: Database, _ rows: [PlainFinish], at now: Date) throws {
+    /// look-ups). `write`: ``OutboxMachine/RowWrite/answered`` (the send noted for the receipt)
+    /// or ``OutboxMachine/RowWrite/closed``.
+    static func finishPlain(
+        _ db: Database, _ rows: [PlainFinish], at now: Date, as write: OutboxMachine.RowWrite = .answered
+    ) throws {
         struct Ending: Hashable {
             var result: DeliveryResult
             var detail: String?
         }
         let groups = Dictionary(grouping: rows) { Ending(result: $0.result, detail: $0.detail) }
         for (ending, members) in groups {
-            try db.cachedStatement(
-                sql: """
-                    UPDATE delivery SET state = 'finished', result = ?, detail = ?, finishedAt = ?, leaseOwner = NULL,
-                        leaseUntil = NULL, firstSentAt = COALESCE(firstSentAt, claimedAt),
-                        providerMessageId = COALESCE(json_extract(finished.value, '$[1]'), providerMessageId)
-                    FROM json_each(?) AS finished
-                    WHERE delivery.id = json_extract(finished.value, '$[0]') AND +delivery.state = 'pending'
-                    """
-            ).execute(arguments: [
+            try db.cachedStatement(sql: write == .closed ? Self.closeRows : Self.answerRows).execute(arguments: [
                 ending.result.rawValue, ending.detail, now.storedSeconds,
                 JSONText.array(
                     members.map {
@@ -266,25 +247,75 @@ extension SQLiteStore {
         }
     }
 
-    /// The delivery `id` while it is pending, noted as sent with `providerMessageId`; `nil` when
-    /// it is gone or already finished (an outcome recorded twice is recorded once).
-    static func sentPending(_ db: Database, id: Int64, providerMessageId: String?) throws -> DeliveryRecord? {
+    /// ``finishPlain(_:_:at:as:)``'s statement for `write`: the result, detail and time bound as
+    /// `?1`…`?3`, the rows as a JSON array `?4` of `[id, providerMessageId]`.
+    private static func finishRowsSQL(_ write: OutboxMachine.RowWrite) -> String {
+        let set = OutboxMachine.setList(
+            write, target: \.rawValue, current: { "delivery.\($0.rawValue)" },
+            given: { given in
+                switch given {
+                case .result: "?1"
+                case .detail: "?2"
+                case .at: "?3"
+                case .messageId: "json_extract(finished.value, '$[1]')"
+                case .dueAt, .error: "NULL"
+                }
+            }, greatest: "MAX")
+        return """
+            UPDATE delivery SET \(set)
+            FROM json_each(?4) AS finished
+            WHERE delivery.id = json_extract(finished.value, '$[0]') AND +delivery.state = 'pending'
+            """
+    }
+    private static let answerRows = finishRowsSQL(.answered)
+    private static let closeRows = finishRowsSQL(.closed)
+
+    /// The delivery `id` while it is pending; `nil` when it is gone or already finished (an
+    /// outcome recorded twice is recorded once).
+    static func pending(_ db: Database, id: Int64) throws -> DeliveryRecord? {
         guard
-            var record = try DeliveryRecord.fetchOne(
+            let record = try DeliveryRecord.fetchOne(
                 db.cachedStatement(sql: "SELECT * FROM delivery WHERE id = ?"), arguments: [id]),
             record.state == .pending
         else { return nil }
-        record.noteSent(providerMessageId: providerMessageId)
         return record
+    }
+
+    /// `write` (``OutboxMachine/setList(_:target:current:given:greatest:)``) of the pending row `?7`,
+    /// the given values bound as `?1`…`?6` in the order of ``OutboxMachine/Given``.
+    static func writeSQL(_ write: OutboxMachine.RowWrite) -> String {
+        writeStatements[write] ?? renderWrite(write)
+    }
+
+    private static func renderWrite(_ write: OutboxMachine.RowWrite) -> String {
+        let set = OutboxMachine.setList(
+            write, target: \.rawValue, current: \.rawValue,
+            given: { "?\(OutboxMachine.Given.allCases.firstIndex(of: $0)! + 1)" }, greatest: "MAX")
+        return "UPDATE delivery SET \(set) WHERE id = ?7 AND state = 'pending'"
+    }
+
+    /// ``writeSQL(_:)`` of the writes a put-back makes, rendered once.
+    private static let writeStatements = Dictionary(
+        uniqueKeysWithValues: [
+            OutboxMachine.RowWrite.answered, .retried, .suspended, .released, .supersededByNewerTap(sent: true),
+            .supersededByNewerTap(sent: false),
+        ].map { ($0, renderWrite($0)) })
+
+    /// Applies `write` to the pending row `id` (one statement).
+    static func apply(
+        _ write: OutboxMachine.RowWrite, to id: Int64, _ given: OutboxMachine.GivenValues, _ db: Database
+    ) throws {
+        try db.cachedStatement(sql: writeSQL(write)).execute(arguments: given.arguments(id: id))
     }
 
     /// Finishes a delivery as `endpointGone` and deactivates its endpoint (see ``recordOutcomes(_:)``).
     static func finishGone(
-        _ db: Database, id: Int64, detail: String?, goneSince: Date?, at now: Date, providerMessageId: String?
+        _ db: Database, _ record: DeliveryRecord, detail: String?, goneSince: Date?, at now: Date,
+        providerMessageId: String?
     ) throws {
-        guard var record = try sentPending(db, id: id, providerMessageId: providerMessageId) else { return }
-        record.finish(.endpointGone, detail: detail, at: now)
-        try record.update(db)
+        try apply(
+            .answered, to: record.id ?? 0,
+            OutboxMachine.GivenValues(result: .endpointGone, detail: detail, at: now, messageId: providerMessageId), db)
         let key = FeedKey(appId: record.appId, userId: record.userId)
         guard var endpoint = try fetchEndpoint(db, key, id: record.endpointId), endpoint.state == .active else {
             return
@@ -301,58 +332,22 @@ extension SQLiteStore {
         try finishPendingDeliveries(db, of: endpoint, result: superseded.result, detail: superseded.detail, at: now)
     }
 
-    /// Puts a delivery back for another attempt at `dueAt`, or parks it when `suspending` (see
-    /// ``recordOutcomes(_:)``).
-    static func retry(
-        _ db: Database, id: Int64, dueAt: Date?, error: String, at now: Date, suspending: Bool = false,
-        providerMessageId: String? = nil
-    ) throws {
-        guard var record = try sentPending(db, id: id, providerMessageId: providerMessageId) else { return }
-        try putBack(db, &record, dueAt: dueAt, error: error, suspending: suspending, at: now)
-    }
-
     /// Puts a claimed row back as ``OutboxMachine/putBack(kind:newerTapWaits:)`` decides: it
-    /// waits again (lease cleared, due at `dueAt` when given, parked when `suspending`), or, a tap
-    /// whose endpoint has a newer waiting tap, is finished as superseded and passes on to that tap
-    /// (``OutboxMachine/supersede(_:into:)``). With `releasing` it was not sent: it waits again with
-    /// one attempt fewer (the claim counted one).
+    /// waits again as `write` says (``OutboxMachine/waitingAgain(_:)``), or, a tap whose endpoint
+    /// has a newer waiting tap, is finished as superseded and passes on to that tap
+    /// (``OutboxMachine/supersede(_:into:)``).
     static func putBack(
-        _ db: Database, _ record: inout DeliveryRecord, dueAt: Date?, error: String?, suspending: Bool, at now: Date,
-        releasing: Bool = false
+        _ db: Database, _ record: DeliveryRecord, _ write: OutboxMachine.RowWrite, _ given: OutboxMachine.GivenValues
     ) throws {
         let waiting = record.kind == .shoulderTap ? try pendingTap(db, endpointOf: record) : nil
         let newer = waiting.flatMap { $0.id != record.id ? $0 : nil }
-        switch (OutboxMachine.putBack(kind: record.kind, newerTapWaits: newer != nil), newer) {
-        case (.supersedes, var newer?):
+        let decision = OutboxMachine.putBack(kind: record.kind, newerTapWaits: newer != nil)
+        if decision == .supersedes, var newer {
             newer.tap = OutboxMachine.supersede(record.tap, into: newer.tap)
             try newer.update(db)
-            record.lastError = error
-            let superseded = OutboxMachine.supersededByNewerTap
-            record.finish(superseded.result, detail: superseded.detail, at: now)
-        default:
-            record.leaseOwner = nil
-            record.leaseUntil = nil
-            if let dueAt { record.dueAt = dueAt.canonical }
-            record.lastError = error
-            if releasing { record.attempts = OutboxMachine.attempts(afterRelease: record.attempts) }
-            if suspending {
-                record.suspendedAt = now
-                record.suspendedReason = error
-            }
         }
-        try record.update(db)
-    }
-
-    /// Puts a claimed delivery back unsent, due at `dueAt`, one attempt fewer (see
-    /// ``OutboxStore/recordOutcomes(_:)``). A tap whose endpoint got a newer pending tap meanwhile
-    /// is superseded by it, passing on its priority.
-    static func release(_ db: Database, id: Int64, dueAt: Date, at now: Date) throws {
-        guard
-            var record = try DeliveryRecord.fetchOne(
-                db.cachedStatement(sql: "SELECT * FROM delivery WHERE id = ?"), arguments: [id]),
-            record.state == .pending
-        else { return }
-        try putBack(db, &record, dueAt: dueAt, error: record.lastError, suspending: false, at: now, releasing: true)
+        let (write, given) = OutboxMachine.putBackWrite(write, given, decision)
+        try apply(write, to: record.id ?? 0, given, db)
     }
 
     /// Un-parks every suspended delivery, due at once (see ``OutboxStore/resumeSuspended(at:)``).
@@ -369,15 +364,17 @@ extension SQLiteStore {
         }
     }
 
-    /// Puts back the deliveries `owner` had claimed when it stopped without finishing them (a
-    /// crash), so a restarted instance of the same name sends them at once instead of waiting for
-    /// the leases to expire. A released tap whose endpoint has a newer pending tap is superseded.
     /// The pending rows leased to `?`.
     static let leasedByOwnerSQL = """
         SELECT * FROM delivery INDEXED BY delivery_lane
         WHERE state = 'pending' AND suspendedAt IS NULL AND leaseOwner = ?
         """
 
+    /// Puts back the deliveries `owner` had claimed when it stopped without finishing them (a
+    /// crash), so a restarted instance of the same name sends them at once instead of waiting for
+    /// the leases to expire: each like a retry that keeps its due time and last error
+    /// (``OutboxMachine/RowWrite/retried``). A released tap whose endpoint has a newer pending
+    /// tap is superseded.
     public func releaseLeases(owner: String) async throws {
         try await write(.relaxed) { db in
             // A leased row is never suspended (a suspension ends the lease), so the lanes' index has it.
@@ -386,9 +383,17 @@ extension SQLiteStore {
             let leased = try DeliveryRecord.fetchAll(db, sql: Self.leasedByOwnerSQL, arguments: [owner])
                 .sorted { ($0.id ?? 0) < ($1.id ?? 0) }
             let now = Date().canonical
-            for var record in leased {
-                try Self.putBack(db, &record, dueAt: nil, error: record.lastError, suspending: false, at: now)
+            for record in leased {
+                try Self.putBack(db, record, .retried, OutboxMachine.GivenValues(at: now))
             }
         }
+    }
+}
+
+extension OutboxMachine.GivenValues {
+    /// The arguments of ``SQLiteStore/writeSQL(_:)`` for the row `id`: the given values as `?1`…`?6`
+    /// (in the order of ``OutboxMachine/Given``), `id` as `?7`.
+    func arguments(id: Int64) -> StatementArguments {
+        [result?.rawValue, detail, at.canonical.storedSeconds, dueAt?.canonical.storedSeconds, error, messageId, id]
     }
 }

@@ -116,4 +116,41 @@ struct OutboxMachineTests {
                 + "urgency = GREATEST(d.urgency, x.urgency), dueAt = LEAST(d.dueAt, x.dueAt), "
                 + "suspendedAt = NULL, suspendedReason = NULL")
     }
+
+    @Test("An outcome's row write renders as the SET list stores update with; the send is noted except for a release")
+    func rowWrites() {
+        func rendered(_ write: OutboxMachine.RowWrite) -> String {
+            OutboxMachine.setList(
+                write, target: \.rawValue, current: { "d.\($0.rawValue)" }, given: { ":\($0.rawValue)" },
+                greatest: "MAX")
+        }
+        #expect(
+            rendered(.suspended)
+                == "leaseOwner = NULL, leaseUntil = NULL, dueAt = COALESCE(:dueAt, d.dueAt), "
+                + "lastError = COALESCE(:error, d.lastError), firstSentAt = COALESCE(d.firstSentAt, d.claimedAt), "
+                + "providerMessageId = COALESCE(:messageId, d.providerMessageId), suspendedAt = :at, "
+                + "suspendedReason = :error")
+        #expect(
+            rendered(.released)
+                == "leaseOwner = NULL, leaseUntil = NULL, dueAt = :dueAt, attempts = MAX(0, d.attempts - 1)")
+        #expect(
+            rendered(.closed)
+                == "state = 'finished', result = :result, detail = :detail, finishedAt = :at, leaseOwner = NULL, "
+                + "leaseUntil = NULL")
+        let given = OutboxMachine.GivenValues(at: Self.t0, dueAt: Self.t0)
+        let waits = OutboxMachine.putBackWrite(.released, given, .waits)
+        #expect(waits.write == .released && waits.given == given)
+        let superseded = OutboxMachine.putBackWrite(.released, given, .supersedes)
+        #expect(superseded.write == .supersededByNewerTap(sent: false), "a tap released unsent was not sent")
+        #expect(superseded.given.result == .superseded && superseded.given.detail != nil)
+        #expect(OutboxMachine.putBackWrite(.retried, given, .supersedes).write == .supersededByNewerTap(sent: true))
+        #expect(OutboxMachine.waitingAgain(.suspend(reason: "credentials")) == .suspended)
+        #expect(OutboxMachine.waitingAgain(.release(dueAt: Self.t0)) == .released)
+        #expect(
+            OutboxMachine.waitingTapSQL(\.rawValue)
+                == "state = 'pending' AND kind = 'shoulderTap' AND leaseOwner IS NULL")
+        #expect(OutboxMachine.isWaitingTap(pending: true, kind: .shoulderTap, leaseOwner: nil))
+        #expect(!OutboxMachine.isWaitingTap(pending: true, kind: .shoulderTap, leaseOwner: "A"))
+        #expect(!OutboxMachine.isWaitingTap(pending: true, kind: .visible, leaseOwner: nil))
+    }
 }

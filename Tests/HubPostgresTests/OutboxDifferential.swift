@@ -64,7 +64,7 @@ enum OutboxDifferential {
         }
     }
 
-    struct Publish: Hashable {
+    struct Publish: Hashable, CustomStringConvertible {
         var user: String
         var notification: String
         var priority: NotificationPriority
@@ -75,14 +75,23 @@ enum OutboxDifferential {
         /// The hand-off's owner and transports (`nil`: no hand-off).
         var handOff: (owner: String, transports: [TransportID])?
 
-        static func == (a: Self, b: Self) -> Bool { "\(a)" == "\(b)" }
-        func hash(into hasher: inout Hasher) { hasher.combine("\(self)") }
+        static func == (a: Self, b: Self) -> Bool { a.description == b.description }
+        func hash(into hasher: inout Hasher) { hasher.combine(description) }
+
+        var description: String {
+            "\(user)/\(notification) \(priority)\(visible ? " visible" : "")"
+                + "\(platforms.isEmpty ? "" : " to \(platforms)")\(fallback ? " fallback" : "")"
+                + " expiresIn=\(expiresIn)"
+                + (handOff.map { " handOff(\($0.owner), \($0.transports.map(\.rawValue)))" } ?? "")
+        }
     }
 
     enum Action: Hashable, CustomStringConvertible {
         case register(user: String, endpoint: String, transport: TransportID)
         case deleteEndpoint(user: String, endpoint: String)
         case publish(Publish)
+        /// ``FeedStore/publish(batch:)``: batch publishes and broadcast chunks (one hand-off for all).
+        case publishBatch([Publish])
         case delete(user: String, notification: String)
         case updateState(user: String, notification: String, dismiss: Bool, except: String?)
         case claim(Lane, owner: String, limit: Int)
@@ -100,11 +109,8 @@ enum OutboxDifferential {
             switch self {
             case .register(let user, let endpoint, let transport): "register \(user)/\(endpoint) on \(transport)"
             case .deleteEndpoint(let user, let endpoint): "deleteEndpoint \(user)/\(endpoint)"
-            case .publish(let p):
-                "publish \(p.user)/\(p.notification) \(p.priority)\(p.visible ? " visible" : "")"
-                    + "\(p.platforms.isEmpty ? "" : " to \(p.platforms)")\(p.fallback ? " fallback" : "")"
-                    + " expiresIn=\(p.expiresIn)"
-                    + (p.handOff.map { " handOff(\($0.owner), \($0.transports.map(\.rawValue)))" } ?? "")
+            case .publish(let p): "publish \(p)"
+            case .publishBatch(let batch): "publishBatch [\(batch.map { "\($0)" }.joined(separator: "; "))]"
             case .delete(let user, let notification): "delete \(user)/\(notification)"
             case .updateState(let user, let notification, let dismiss, let except):
                 "updateState \(user)/\(notification) \(dismiss ? "dismissed" : "read") except=\(except ?? "-")"
@@ -159,12 +165,24 @@ enum OutboxDifferential {
             let handOff: (String, [TransportID])? =
                 Bool.random(using: &random)
                 ? (pick(owners), pick([[.apns], [fcm], [.apns, fcm]])) : nil
-            return .publish(
+            func publish(_ user: String? = nil) -> Publish {
                 Publish(
-                    user: pick(users), notification: pick(["n1", "n2", "n3"]), priority: pick([.none, .low, .high]),
+                    user: user ?? pick(users), notification: pick(["n1", "n2", "n3"]),
+                    priority: pick([.none, .low, .high]),
                     visible: Int.random(in: 0..<10, using: &random) < 3, platforms: pick([[], [], [.ios], [.android]]),
                     fallback: Int.random(in: 0..<10, using: &random) < 3, expiresIn: pick([120, 86_400]),
-                    handOff: handOff))
+                    handOff: handOff)
+            }
+            // A quarter are batches (one hand-off for the batch, as a hub gives it): two to four
+            // publishes to one feed, or one to each feed. Not both at once: there the stores
+            // number new rows differently (SQLite in request order, PostgreSQL in rounds of
+            // distinct feeds), which claims show when priorities and due times tie.
+            guard roll >= 31 else { return .publish(publish()) }
+            if Bool.random(using: &random) {
+                let user = pick(users)
+                return .publishBatch((0..<Int.random(in: 2...4, using: &random)).map { _ in publish(user) })
+            }
+            return .publishBatch(users.shuffled(using: &random).map { publish($0) })
         case 37..<42:
             return .delete(user: pick(users), notification: pick(["n1", "n2", "n3"]))
         case 42..<48:
@@ -237,6 +255,11 @@ enum OutboxDifferential {
             case .publish(let publish):
                 let result = reference.publish(OutboxDifferential.request(publish, step: step, at: now), step: step.tag)
                 return ["created=\(result.created)"] + result.handed.sorted()
+            case .publishBatch(let batch):
+                let results = batch.map {
+                    reference.publish(OutboxDifferential.request($0, step: step, at: now), step: step.tag)
+                }
+                return results.map { "created=\($0.created)" } + results.flatMap(\.handed).sorted()
             case .delete(let user, let notification):
                 return ["\(reference.delete(user: user, appNotificationId: notification, at: now, step: step.tag))"]
             case .updateState(let user, let notification, let dismiss, let except):

@@ -44,7 +44,7 @@ final class DifferentialSide {
                         pending: record.state == .pending, result: record.result?.rawValue,
                         leaseOwner: record.leaseOwner, leaseUntil: record.leaseUntil.map(OutboxClock.seconds),
                         suspended: record.suspendedAt == nil ? nil : record.suspendedReason,
-                        lastError: record.lastError))
+                        lastError: record.lastError, firstSentAt: record.firstSentAt.map(OutboxClock.seconds)))
             }
         }
     }
@@ -60,7 +60,8 @@ final class DifferentialSide {
             try await store.rows(
                 """
                 SELECT id, user_id, endpoint_id, kind, transport, notification_id, change_version, priority, attempts,
-                    due_at, state, result, lease_owner, lease_until, suspended_at, suspended_reason, last_error
+                    due_at, state, result, lease_owner, lease_until, suspended_at, suspended_reason, last_error,
+                    first_sent_at
                 FROM hub_delivery ORDER BY id
                 """
             ).map { row in
@@ -79,7 +80,8 @@ final class DifferentialSide {
                         result: try row.value("result"), leaseOwner: try row.value("lease_owner"),
                         leaseUntil: try row.value("lease_until", as: Date?.self).map(OutboxClock.seconds),
                         suspended: suspendedAt == nil ? nil : try row.value("suspended_reason", as: String?.self),
-                        lastError: try row.value("last_error")))
+                        lastError: try row.value("last_error"),
+                        firstSentAt: try row.value("first_sent_at", as: Date?.self).map(OutboxClock.seconds)))
             }
         }
     }
@@ -100,6 +102,11 @@ final class DifferentialSide {
             let result = try await store.publish(D.request(publish, step: step, at: now))
             try await learnKeys(step)
             return ["created=\(result.created)"] + result.handedOff.map { keys[$0.delivery.id] ?? "?" }.sorted()
+        case .publishBatch(let batch):
+            let results = try await store.publish(batch: batch.map { D.request($0, step: step, at: now) })
+            try await learnKeys(step)
+            return results.map { "created=\($0.created)" }
+                + results.flatMap(\.handedOff).map { keys[$0.delivery.id] ?? "?" }.sorted()
         case .delete(let user, let notification):
             let deleted = try await store.delete(
                 FeedKey(appId: D.app, userId: user), appNotificationId: notification, at: now)
@@ -150,14 +157,13 @@ final class DifferentialSide {
     func observe(after step: OutboxDifferential.Step, returned: [String]) async throws -> OutboxObservation {
         try await learnKeys(step)
         var observation = OutboxObservation(returned: returned)
-        observation.rows = try await readRows().map { row in
+        let rows = try await readRows().map { row in
             var state = row.state
             state.key = keys[row.id] ?? "?"
             // A finished row's suspension is not observable (receipts show it for pending rows).
             if !state.pending { state.suspended = nil }
             return state
         }
-        .sorted()
         var feeds: [UserNotification] = []
         for user in OutboxDifferential.users {
             let key = FeedKey(appId: OutboxDifferential.app, userId: user)
@@ -165,7 +171,9 @@ final class DifferentialSide {
             feeds += try await store.feed(key, after: 0, limit: 1_000).changes
         }
         observation.endpoints.sort()
-        observation.feeds = feeds.sorted { $0.changeVersion < $1.changeVersion }.map(OutboxObservation.describe)
+        let ranked = OutboxObservation.ranked(rows: rows, feeds)
+        observation.rows = ranked.rows.sorted()
+        observation.feeds = ranked.feeds
         return observation
     }
 }

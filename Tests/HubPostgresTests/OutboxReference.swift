@@ -21,6 +21,8 @@ struct OutboxRowState: Hashable, Comparable, CustomStringConvertible {
     /// A pending row's suspension reason (`nil`: not suspended).
     var suspended: String?
     var lastError: String?
+    /// When the first send an outcome spoke of was claimed (the receipt's first send).
+    var firstSentAt: Int?
 
     static func < (a: Self, b: Self) -> Bool { a.key < b.key }
 
@@ -30,6 +32,7 @@ struct OutboxRowState: Hashable, Comparable, CustomStringConvertible {
         if let leaseOwner { text += " lease=\(leaseOwner)→+\(leaseUntil.map(String.init) ?? "-")" }
         if let suspended { text += " suspended(\(suspended))" }
         if let lastError { text += " lastError=\(lastError)" }
+        if let firstSentAt { text += " firstSent=+\(firstSentAt)" }
         return text
     }
 }
@@ -88,6 +91,7 @@ struct OutboxReference {
         var suspended: String?
         var lastError: String?
         var finishedAt: Date?
+        var firstSentAt: Date?
 
         var isWaitingTap: Bool { pending && kind == .shoulderTap && leaseOwner == nil }
 
@@ -97,7 +101,8 @@ struct OutboxReference {
                 priority: priority.rawValue, attempts: attempts, dueAt: OutboxClock.seconds(dueAt), pending: pending,
                 result: pending ? nil : result?.rawValue, leaseOwner: pending ? leaseOwner : nil,
                 leaseUntil: pending ? leaseUntil.map(OutboxClock.seconds) : nil,
-                suspended: pending ? suspended : nil, lastError: lastError)
+                suspended: pending ? suspended : nil, lastError: lastError,
+                firstSentAt: firstSentAt.map(OutboxClock.seconds))
         }
     }
 
@@ -106,6 +111,9 @@ struct OutboxReference {
     var notifications: [String: UserNotification] = [:]  // "user/appNotificationId"
     var version: Int64 = 0
     var rows: [Row] = []
+    /// Every key given so far: a key a step gives twice (a batch's publishes to one endpoint)
+    /// gets a `+` for each earlier one, as the stores' rows are named in ID order.
+    var keys: Set<String> = []
     let planner = DeliveryPlanner.standard
 
     init(app: String) { self.app = app }
@@ -165,9 +173,12 @@ struct OutboxReference {
                 rows[index] = row
             } else {
                 index = rows.count
+                var key = "\(step):\(notification.userId):\(planned.endpointId):\(planned.kind)"
+                while keys.contains(key) { key += "+" }
+                keys.insert(key)
                 rows.append(
                     Row(
-                        key: "\(step):\(notification.userId):\(planned.endpointId):\(planned.kind)",
+                        key: key,
                         user: notification.userId, endpointId: planned.endpointId, transport: planned.transport,
                         kind: planned.kind, notificationId: notification.id, changeVersion: notification.changeVersion,
                         priority: notification.priority, dueAt: planned.dueAt))
@@ -338,6 +349,7 @@ struct OutboxReference {
         switch change {
         case .finish(let result, _, let goneSince):
             let claimedAt = rows[index].claimedAt
+            noteSent(index)
             finish(index, result, at: now)
             guard result == .endpointGone else { return }
             let row = rows[index]
@@ -382,15 +394,22 @@ struct OutboxReference {
             }
             rows[newer].suspended = nil
             rows[index].lastError = error
+            if !releasing { noteSent(index) }
             finish(index, .superseded, at: now)
             return
         }
+        if !releasing { noteSent(index) }
         rows[index].leaseOwner = nil
         rows[index].leaseUntil = nil
         rows[index].dueAt = dueAt
         rows[index].lastError = error
         if releasing { rows[index].attempts = max(0, rows[index].attempts - 1) }
         if let suspending { rows[index].suspended = suspending }
+    }
+
+    /// What an outcome of a send (not a release) notes for the receipt: the first send's claim.
+    mutating func noteSent(_ index: Int) {
+        rows[index].firstSentAt = rows[index].firstSentAt ?? rows[index].claimedAt
     }
 
     /// ``OutboxStore/resumeSuspended(at:)``.
@@ -413,15 +432,46 @@ struct OutboxReference {
     // MARK: Observation
 
     func observation(returned: [String]) -> OutboxObservation {
-        OutboxObservation(
-            rows: rows.map(\.state).sorted(),
-            endpoints: endpoints.values.map(OutboxObservation.describe).sorted(),
-            feeds: notifications.values.sorted { $0.changeVersion < $1.changeVersion }.map(OutboxObservation.describe),
+        let (rows, feeds) = OutboxObservation.ranked(rows: rows.map(\.state), Array(notifications.values))
+        return OutboxObservation(
+            rows: rows.sorted(), endpoints: endpoints.values.map(OutboxObservation.describe).sorted(), feeds: feeds,
             returned: returned)
     }
 }
 
 extension OutboxObservation {
+    /// `rows` and the feeds of `notifications` with each change version replaced by its rank
+    /// among the versions of its user seen here. A feed's order is what a client sees; how the
+    /// versions of different users interleave is not (a batch may number its feeds in rounds, as
+    /// PostgreSQL's does), so only each user's order is compared.
+    static func ranked(
+        rows: [OutboxRowState], _ notifications: [UserNotification]
+    ) -> (rows: [OutboxRowState], feeds: [String]) {
+        func user(_ row: OutboxRowState) -> String {
+            row.key.split(separator: ":").dropFirst().first.map(String.init) ?? row.key
+        }
+        var versions: [String: Set<Int64>] = [:]
+        for row in rows { versions[user(row), default: []].insert(row.changeVersion) }
+        for notification in notifications {
+            versions[notification.userId, default: []].insert(notification.changeVersion)
+        }
+        let ranks = versions.mapValues { versions in
+            Dictionary(uniqueKeysWithValues: versions.sorted().enumerated().map { ($1, Int64($0 + 1)) })
+        }
+        let rankedRows = rows.map { row in
+            var row = row
+            row.changeVersion = ranks[user(row)]?[row.changeVersion] ?? row.changeVersion
+            return row
+        }
+        let feeds = notifications.map { notification in
+            var notification = notification
+            notification.changeVersion = ranks[notification.userId]?[notification.changeVersion] ?? 0
+            return notification
+        }
+        .sorted { ($0.userId, $0.changeVersion) < ($1.userId, $1.changeVersion) }.map(describe)
+        return (rankedRows, feeds)
+    }
+
     static func describe(_ endpoint: Endpoint) -> String {
         "\(endpoint.userId)/\(endpoint.id) \(endpoint.transport) \(endpoint.state.rawValue)"
             + " since=\(endpoint.inactiveSince.map { String(OutboxClock.seconds($0)) } ?? "-")"
