@@ -15,7 +15,9 @@ extension PostgresStore {
         binds.append(until)
         binds.append(ids)
         binds.append(owner)
-        _ = try await withSession { [binds] session in try await session.run(RenewLeases.self, binds) }
+        _ = try await retrying {
+            try await withSession { [binds] session in try await session.run(RenewLeases.self, binds) }
+        }
     }
 
     enum RenewLeases: NamedStatement {
@@ -49,7 +51,9 @@ extension PostgresStore {
         let (finish, perRow) = Self.split(outcomes)
         guard !perRow.isEmpty else {
             if let finish {
-                _ = try await withSession { session in try await session.run(FinishDeliveries.self, finish) }
+                _ = try await retrying {
+                    try await withSession { session in try await session.run(FinishDeliveries.self, finish) }
+                }
             }
             return
         }
@@ -137,7 +141,8 @@ extension PostgresStore {
             UPDATE hub_delivery d SET state = 'finished', result = o.result,
                 detail = CASE WHEN o.has_detail THEN o.detail END, finished_at = o.at,
                 lease_owner = NULL, lease_until = NULL, first_sent_at = COALESCE(d.first_sent_at, d.claimed_at),
-                provider_message_id = COALESCE(NULLIF(o.message_id, ''), d.provider_message_id)
+                provider_message_id = COALESCE(NULLIF(o.message_id, ''), d.provider_message_id),
+                purge_after = \(purgeAfterSQL("d", finishedAt: "o.at"))
             FROM unnest($1::bigint[], $2::text[], $3::text[], $4::boolean[], $5::timestamptz[], $6::text[])
                 AS o(id, result, detail, has_detail, at, message_id)
             WHERE d.id = o.id AND d.state = 'pending'
@@ -191,7 +196,8 @@ extension PostgresStore {
                 UPDATE hub_delivery SET state = 'finished', result = 'endpointGone', detail = \(detail),
                     finished_at = \(now), lease_owner = NULL, lease_until = NULL,
                     first_sent_at = COALESCE(first_sent_at, claimed_at),
-                    provider_message_id = COALESCE(\(messageId)::text, provider_message_id)
+                    provider_message_id = COALESCE(\(messageId)::text, provider_message_id),
+                    purge_after = GREATEST(\(now)::timestamptz, \(unescaped: Self.notificationExpirySQL("hub_delivery")))
                 WHERE id = \(id) AND state = 'pending'
                 RETURNING app_id, user_id, endpoint_id
             ), deactivated AS (
@@ -203,7 +209,8 @@ extension PostgresStore {
                 RETURNING e.app_id, e.user_id, e.id
             )
             UPDATE hub_delivery d SET state = 'finished', result = \(superseded.result.rawValue),
-                detail = \(superseded.detail), finished_at = \(now), lease_owner = NULL, lease_until = NULL
+                detail = \(superseded.detail), finished_at = \(now), lease_owner = NULL, lease_until = NULL,
+                purge_after = GREATEST(\(now)::timestamptz, \(unescaped: Self.notificationExpirySQL("d")))
             FROM deactivated x
             WHERE d.app_id = x.app_id AND d.user_id = x.user_id AND d.endpoint_id = x.id AND d.state = 'pending'
                 AND d.id <> \(id)
@@ -246,7 +253,8 @@ extension PostgresStore {
                     UPDATE hub_delivery SET state = 'finished', result = \(superseded.result.rawValue),
                         detail = \(superseded.detail), last_error = \(error), finished_at = \(now),
                         lease_owner = NULL, lease_until = NULL, first_sent_at = COALESCE(first_sent_at, claimed_at),
-                        provider_message_id = COALESCE(\(messageId)::text, provider_message_id)
+                        provider_message_id = COALESCE(\(messageId)::text, provider_message_id),
+                        purge_after = GREATEST(\(now)::timestamptz, \(unescaped: Self.notificationExpirySQL("hub_delivery")))
                     WHERE id = \(id) AND state = 'pending'
                     """)
                 return

@@ -54,7 +54,7 @@ final class DifferentialSide {
     static func postgres(_ store: PostgresStore) async throws -> DifferentialSide {
         try await store.migrate()
         try await store.rows(
-            "TRUNCATE hub_delivery, hub_webhook_event, hub_notification, hub_endpoint RESTART IDENTITY")
+            "TRUNCATE hub_delivery, hub_notification, hub_endpoint RESTART IDENTITY")
         try await store.rows("ALTER SEQUENCE hub_change_version RESTART")
         return DifferentialSide(name: "PostgreSQL", store: store) {
             try await store.rows(
