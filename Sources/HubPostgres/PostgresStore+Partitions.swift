@@ -110,6 +110,11 @@ extension PostgresStore {
         """,
         // The finished rows' (versions 9 and 11), on every partition; a finished row by ID; the
         // default partition's purge.
+        // (Made on the default partition first, to name it: the partitioned index adopts it.)
+        """
+        CREATE INDEX hub_delivery_failed_default ON hub_delivery_finished_default (app_id, finished_at)
+            WHERE state = 'finished' AND result IN ('endpointGone', 'rejected', 'gaveUp')
+        """,
         """
         CREATE INDEX hub_delivery_failed ON hub_delivery_finished (app_id, finished_at)
             WHERE state = 'finished' AND result IN ('endpointGone', 'rejected', 'gaveUp')
@@ -217,8 +222,8 @@ extension PostgresStore {
     /// a wanted range that overlaps an existing partition, e.g. after the span was changed, is
     /// left to it), drops the partitions whose whole range is before `purgeBefore`, and deletes
     /// the default partition's rows past it. Several instances may sweep at once: changes run
-    /// under a transaction-level advisory lock, each partition in a transaction of its own. A
-    /// table lock not granted within ``partitionLockTimeout`` postpones that change to the next
+    /// under a transaction-level advisory lock, the creations in one transaction, the drops in
+    /// another. A lock not granted within ``partitionLockTimeout`` postpones them to the next
     /// sweep.
     @discardableResult
     func retireFinished(now: Date, purgeBefore: Date) async throws -> PartitionChanges {
@@ -229,14 +234,23 @@ extension PostgresStore {
             wanted.to > cut && !existing.contains { $0.overlaps(wanted) }
         }
         let expired = existing.filter { $0.to <= cut }
-        for partition in missing {
-            if try await changePartitions({ try await Self.create(partition, $0) }) {
-                changes.created.append(partition.name)
+        // All of each kind in one transaction: one commit, and the locks taken once.
+        if !missing.isEmpty {
+            changes.created = try await changePartitions { db in
+                var created: [String] = []
+                for partition in missing {
+                    if try await Self.create(partition, db) { created.append(partition.name) }
+                }
+                return created
             }
         }
-        for partition in expired {
-            if try await changePartitions({ try await Self.drop(partition, $0) }) {
-                changes.dropped.append(partition.name)
+        if !expired.isEmpty {
+            changes.dropped = try await changePartitions { db in
+                var dropped: [String] = []
+                for partition in expired {
+                    if try await Self.drop(partition, db) { dropped.append(partition.name) }
+                }
+                return dropped
             }
         }
         while true {
@@ -259,8 +273,10 @@ extension PostgresStore {
     }
 
     /// Runs `change` in a transaction under the maintenance lock, with ``partitionLockTimeout``.
-    /// - Returns: what `change` returned; `false` when a table lock was not granted in time.
-    private func changePartitions(_ change: @escaping @Sendable (Session) async throws -> Bool) async throws -> Bool {
+    /// - Returns: the partitions `change` changed; none when a lock was not granted in time.
+    private func changePartitions(
+        _ change: @escaping @Sendable (Session) async throws -> [String]
+    ) async throws -> [String] {
         let schema = configuration.schema ?? ""
         do {
             return try await transaction { db in
@@ -270,7 +286,7 @@ extension PostgresStore {
             }
         } catch let error as PostgresStoreError where error.sqlState == "55P03" {
             logger.info("a partition change waits for the next sweep: its table is busy")
-            return false
+            return []
         }
     }
 
