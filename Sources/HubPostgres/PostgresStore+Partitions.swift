@@ -237,6 +237,10 @@ extension PostgresStore {
         // All of each kind in one transaction: one commit, and the locks taken once.
         if !missing.isEmpty {
             changes.created = try await changePartitions { db in
+                // Holds off statements that would route a finished row meanwhile: routed to the
+                // default partition by the partitions they saw, such a row would then violate the
+                // default partition's new bounds (SQLSTATE 23514). Readers go on.
+                try await db.rows("LOCK TABLE hub_delivery_finished IN SHARE ROW EXCLUSIVE MODE")
                 var created: [String] = []
                 for partition in missing {
                     if try await Self.create(partition, db) { created.append(partition.name) }
