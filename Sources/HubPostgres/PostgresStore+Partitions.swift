@@ -222,8 +222,8 @@ extension PostgresStore {
     /// a wanted range that overlaps an existing partition, e.g. after the span was changed, is
     /// left to it), drops the partitions whose whole range is before `purgeBefore`, and deletes
     /// the default partition's rows past it. Several instances may sweep at once: changes run
-    /// under a transaction-level advisory lock, the creations in one transaction, the drops in
-    /// another. A lock not granted within ``partitionLockTimeout`` postpones them to the next
+    /// under a transaction-level advisory lock: the new tables in one transaction, their
+    /// attachment in another, the drops in a third. A lock not granted within ``partitionLockTimeout`` postpones them to the next
     /// sweep.
     @discardableResult
     func retireFinished(now: Date, purgeBefore: Date) async throws -> PartitionChanges {
@@ -236,6 +236,19 @@ extension PostgresStore {
         let expired = existing.filter { $0.to <= cut }
         // All of each kind in one transaction: one commit, and the locks taken once.
         if !missing.isEmpty {
+            // The tables and their indexes first, with no lock on the partitions (the slow part:
+            // new files, synced at commit); then, briefly, attached.
+            _ = try await changePartitions { db in
+                for partition in missing {
+                    try await db.rows(
+                        PostgresQuery(
+                            unsafeSQL: """
+                                CREATE TABLE IF NOT EXISTS "\(partition.name)" (LIKE hub_delivery_finished
+                                    INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES)
+                                """))
+                }
+                return []
+            }
             changes.created = try await changePartitions { db in
                 // Holds off statements that would route a finished row meanwhile: routed to the
                 // default partition by the partitions they saw, such a row would then violate the
@@ -243,7 +256,7 @@ extension PostgresStore {
                 try await db.rows("LOCK TABLE hub_delivery_finished IN SHARE ROW EXCLUSIVE MODE")
                 var created: [String] = []
                 for partition in missing {
-                    if try await Self.create(partition, db) { created.append(partition.name) }
+                    if try await Self.attach(partition, db) { created.append(partition.name) }
                 }
                 return created
             }
@@ -294,14 +307,14 @@ extension PostgresStore {
         }
     }
 
-    /// Creates `partition` and attaches it, with the default partition's rows of its range.
-    /// - Returns: whether it created it (another instance may have meanwhile).
-    private static func create(_ partition: FinishedPartition, _ db: Session) async throws -> Bool {
+    /// Attaches the table made for `partition` (with the indexes of the partitions, so that
+    /// attaching builds none), with the default partition's rows of its range.
+    /// - Returns: whether it attached it (another instance may have meanwhile).
+    private static func attach(_ partition: FinishedPartition, _ db: Session) async throws -> Bool {
         guard !(try await finishedPartitions(db)).contains(where: { $0.overlaps(partition) }) else { return false }
         let name = "\"\(partition.name)\""
         let range = "purge_after >= to_timestamp(\(partition.from)) AND purge_after < to_timestamp(\(partition.to))"
         for statement in [
-            "CREATE TABLE \(name) (LIKE hub_delivery_finished INCLUDING DEFAULTS INCLUDING CONSTRAINTS)",
             """
             WITH moved AS (DELETE FROM hub_delivery_finished_default WHERE \(range) RETURNING *)
             INSERT INTO \(name) SELECT * FROM moved
