@@ -27,18 +27,20 @@ extension PostgresStore {
         binds.append(limit)
         binds.append(owner)
         binds.append(leaseUntil)
-        let claimed = try await withSession { [binds] session in
-            switch lane {
-            case .all:
-                return try await session.run(ClaimAll.self, binds)
-            case .transport(let id):
-                var binds = binds
-                binds.append(id.rawValue)
-                return try await session.run(ClaimTransport.self, binds)
-            case .otherThan(let ids):
-                var binds = binds
-                binds.append(ids.map(\.rawValue))
-                return try await session.run(ClaimOthers.self, binds)
+        let claimed = try await retrying {
+            try await withSession { [binds] session in
+                switch lane {
+                case .all:
+                    return try await session.run(ClaimAll.self, binds)
+                case .transport(let id):
+                    var binds = binds
+                    binds.append(id.rawValue)
+                    return try await session.run(ClaimTransport.self, binds)
+                case .otherThan(let ids):
+                    var binds = binds
+                    binds.append(ids.map(\.rawValue))
+                    return try await session.run(ClaimOthers.self, binds)
+                }
             }
         }
         return try claimed.map { row in
@@ -76,15 +78,15 @@ extension PostgresStore {
         ), due AS (
             SELECT p.id, p.taken_over, coalesce(e.state = 'active', false) AS deliverable
             FROM (SELECT id, true AS taken_over FROM taken_over UNION ALL SELECT id, false FROM fresh) p
-            JOIN hub_delivery d ON d.id = p.id
+            JOIN hub_delivery d ON d.id = p.id AND d.state = 'pending'
             LEFT JOIN hub_endpoint e ON e.app_id = d.app_id AND e.user_id = d.user_id AND e.id = d.endpoint_id
         ), superseded AS (
             UPDATE hub_delivery d SET \(supersededAtClaim)
-            FROM due WHERE d.id = due.id AND NOT due.deliverable
+            FROM due WHERE d.id = due.id AND d.state = 'pending' AND NOT due.deliverable
         ), claimed AS (
             UPDATE hub_delivery d SET \(OutboxMachine.leaseSQL(
                 target: DeliveryColumns.name, current: column("d"), owner: "$3", until: "$4", now: "$1"))
-            FROM due WHERE d.id = due.id AND due.deliverable
+            FROM due WHERE d.id = due.id AND d.state = 'pending' AND due.deliverable
             RETURNING due.taken_over, d.urgency, \(qualified(DeliveryColumns.list, "d"))
         )
         SELECT c.*, \(EndpointColumns.joined), \(NotificationColumns.joined)

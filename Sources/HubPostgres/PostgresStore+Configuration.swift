@@ -60,6 +60,16 @@ extension PostgresStore {
         /// statistics say, to analyze it before autovacuum does (`PostgresStore+Statistics.swift`);
         /// `nil` leaves statistics to autovacuum alone.
         public var statisticsInterval: Duration? = .seconds(2)
+        /// The time span of one partition of finished deliveries (`PostgresStore+Partitions.swift`).
+        /// The sweep drops a partition once its whole span is past the retention, so a finished
+        /// delivery leaves between the retention and the retention plus this span after it may.
+        /// One day by default; whole seconds.
+        public var retentionPartition: Duration = .seconds(86_400)
+        /// How many partitions of ``retentionPartition`` the sweep keeps created from now on. They
+        /// should cover the longest lifetime of a notification (`limits.maxLifetime`, 30 days) and a
+        /// little more: a finished delivery of a notification that expires later waits in the
+        /// default partition until its partition is created (it is moved then).
+        public var retentionPartitionsAhead: Int = 40
         /// The hub's clock (``HubCore/Hub/clock``): the dates the store writes on its own (a put-back
         /// delivery's finish time in ``PostgresStore/releaseLeases(owner:)``) and the pauses of its
         /// background work (the wake-up relay's reconnect back-off and heartbeat, the statistics

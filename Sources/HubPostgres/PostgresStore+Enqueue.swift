@@ -124,7 +124,8 @@ extension PostgresStore {
     }
 
     /// The one statement that writes a plan: taps upsert, the rest insert; it returns the ID and
-    /// due time of each row written.
+    /// due time of each row written. It writes into the pending partition, whose index
+    /// `hub_delivery_pending_tap` finds the conflict (`PostgresStore+Partitions.swift`).
     enum Enqueue: NamedStatement {
         static let name = "hub_enqueue"
         static let sql = enqueueSQL
@@ -137,7 +138,7 @@ extension PostgresStore {
                 AS p(app_id, user_id, endpoint_id, transport, kind, notification_id, change_version, priority,
                     urgency, due_at, coalesces, position)
         )
-        INSERT INTO hub_delivery AS d (app_id, user_id, endpoint_id, transport, kind, notification_id,
+        INSERT INTO hub_delivery_pending AS d (app_id, user_id, endpoint_id, transport, kind, notification_id,
             change_version, priority, urgency, state, created_at, due_at)
         SELECT app_id, user_id, endpoint_id, transport, kind, notification_id, change_version, priority, urgency,
             'pending', $12, due_at

@@ -24,6 +24,7 @@ extension PostgresStore {
         Migration(version: 9, name: "console indexes", statements: schemaV9),
         Migration(version: 10, name: "badge counters", statements: schemaV10),
         Migration(version: 11, name: "webhook events", statements: schemaV11),
+        Migration(version: 12, name: "retention by partitions", statements: schemaV12),
         Migration(version: 13, name: "publishes lock and read in one round trip", statements: schemaV13),
     ]
 
@@ -35,6 +36,12 @@ extension PostgresStore {
     /// applies the migrations not recorded there in order, and records them. A database that
     /// records a version this build does not know is refused with `schemaTooNew`.
     public func migrate() async throws {
+        try await migrate(through: nil)
+    }
+
+    /// ``migrate()``, stopping after version `last` when given (tests that write data as an
+    /// older schema held it, then migrate it).
+    func migrate(through last: Int?) async throws {
         let schema = configuration.schema
         let logger = self.logger
         try await withDedicatedConnection(role: "migrations") { connection in
@@ -61,7 +68,8 @@ extension PostgresStore {
                         .schemaTooNew,
                         "the database has schema version \(unknown), newer than this build knows; upgrade the hub")
                 }
-                for migration in Self.migrations where !applied.contains(migration.version) {
+                for migration in Self.migrations
+                where !applied.contains(migration.version) && migration.version <= last ?? .max {
                     for statement in migration.statements {
                         try await connection.rows(PostgresQuery(unsafeSQL: statement))
                     }

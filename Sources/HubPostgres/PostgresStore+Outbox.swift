@@ -15,7 +15,9 @@ extension PostgresStore {
         binds.append(until)
         binds.append(ids)
         binds.append(owner)
-        _ = try await withSession { [binds] session in try await session.run(RenewLeases.self, binds) }
+        _ = try await retrying {
+            try await withSession { [binds] session in try await session.run(RenewLeases.self, binds) }
+        }
     }
 
     enum RenewLeases: NamedStatement {
@@ -42,7 +44,9 @@ extension PostgresStore {
         let (finish, perRow) = Self.split(outcomes)
         guard !perRow.isEmpty else {
             if let finish {
-                _ = try await withSession { session in try await session.run(FinishDeliveries.self, finish) }
+                _ = try await retrying {
+                    try await withSession { session in try await session.run(FinishDeliveries.self, finish) }
+                }
             }
             return
         }

@@ -166,7 +166,7 @@ extension PostgresStore {
         /// claimed at `$35` (they merge into rows that exist, so they number nothing).
         private static func merge(hand: Bool) -> String {
             """
-            INSERT INTO hub_delivery AS d (\(insertedColumns))
+            INSERT INTO hub_delivery_pending AS d (\(insertedColumns))
             SELECT \(hand ? unleasedValues : insertedValues) FROM planned
             WHERE \(hand ? "merges AND hand" : "NOT (merges AND hand)") ORDER BY ord
             ON CONFLICT (app_id, user_id, endpoint_id) WHERE \(DeliveryColumns.waitingTap)

@@ -8,15 +8,16 @@ extension PostgresStore {
     /// Releases scheduled notifications whose `scheduledDateTime <= now` (active, a new version
     /// each, and the deliveries `planner` plans for a publish), expires active notifications whose
     /// `expirationDateTime <= now` (a new version each, and the taps `planner` plans for their
-    /// user's endpoints), deletes tombstones last modified before `purgeBefore`, and deletes
-    /// deliveries finished before `purgeBefore`, and statistics buckets older than their
-    /// resolution's retention before `now`.
+    /// user's endpoints), deletes tombstones last modified before `purgeBefore`, retires finished
+    /// deliveries by partitions (`retireFinished(now:purgeBefore:)`: those finished before
+    /// `purgeBefore` whose notification expired before it leave when their partition is dropped),
+    /// and deletes statistics buckets older than their resolution's retention before `now`.
     ///
     /// Release and expiry run in batches of at most ``sweepBatch`` feeds, one transaction each, with those
     /// feeds locked (see `PostgresStore+Versions.swift`): a sweep after a broadcast to 100 000
     /// users must not hold 100 000 advisory locks at once. Each batch is complete on its own
-    /// (a notification's expiry commits together with its taps). The purge follows, in
-    /// statements of at most ``purgeBatch`` rows.
+    /// (a notification's expiry commits together with its taps). The purge of tombstones follows,
+    /// in statements of at most ``purgeBatch`` rows.
     ///
     /// - Returns: the feeds that got a new change version.
     public func sweep(now: Date, purgeBefore: Date, planner: DeliveryPlanner) async throws -> Set<FeedKey> {
@@ -44,39 +45,13 @@ extension PostgresStore {
             SELECT count(*) FROM purged
             """) == Self.purgeBatch
         {}
-        var cut = PostgresBindings(capacity: 1)
-        cut.append(purgeBefore)
-        while try await purge(PostgresQuery(unsafeSQL: Self.purgeDeliveriesSQL, binds: cut)) == Self.purgeBatch {}
+        try await retireFinished(now: now, purgeBefore: purgeBefore)
         try await purgeStatistics(now: now)
         return changed
     }
 
     /// Rows one purge statement deletes at most.
     static let purgeBatch = 5_000
-
-    /// Deletes at most ``purgeBatch`` of the finished deliveries the sweep purges
-    /// (``HubCore/OutboxMachine/purgeableSQL(_:before:notificationExpiringFrom:)``), the
-    /// retention's cut bound as `$1`, and counts them.
-    static let purgeDeliveriesSQL = """
-        WITH purged AS (
-            DELETE FROM hub_delivery WHERE id IN (
-                SELECT d.id FROM hub_delivery d
-                WHERE \(OutboxMachine.purgeableSQL(
-                    { "d.\(DeliveryColumns.name($0))" }, before: "$1", notificationExpiringFrom: notificationRow))
-                LIMIT \(purgeBatch))
-            RETURNING 1
-        )
-        SELECT count(*) FROM purged
-        """
-
-    /// The notification of the delivery `d` if it expires at or after `cut`.
-    private static func notificationRow(expiringFrom cut: String) -> String {
-        """
-        SELECT 1 FROM hub_notification n
-        WHERE n.app_id = d.app_id AND n.user_id = d.user_id AND n.id = d.notification_id
-            AND n.expiration_date_time >= \(cut)
-        """
-    }
 
     /// Runs one purge statement.
     /// - Returns: how many rows it deleted.

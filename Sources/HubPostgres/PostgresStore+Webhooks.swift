@@ -6,7 +6,8 @@ import PostgresNIO
 // order per user, and the console's summary. Their outcomes are the outbox's (PostgresStore+Outbox.swift).
 extension PostgresStore {
     /// Version 11: webhook events. Their outbox rows are `hub_delivery` rows of transport `webhooks`;
-    /// `hub_webhook_event` holds each row's event and goes with its row (`ON DELETE CASCADE`).
+    /// `hub_webhook_event` held each row's event and went with its row (`ON DELETE CASCADE`);
+    /// since version 12 the event is the row's `event_id`, `event_type` and `event_body`.
     /// `hub_delivery_endpoint` finds the older pending events of a user and webhook
     /// (``HubCore/OutboxMachine/webhookOrder(table:row:column:)``); `hub_delivery_webhook` serves
     /// the summary per webhook.
@@ -54,24 +55,18 @@ extension PostgresStore {
         return binds
     }
 
-    /// Inserts one pending outbox row and its event per element of the arrays, in their order
-    /// (IDs drawn from the outbox's identity in that order), due at `$7`.
+    /// Inserts one pending outbox row with its event per element of the arrays, in their order
+    /// (IDs drawn from the outbox's sequence in that order), due at `$7`.
     enum InsertWebhookEvents: NamedStatement {
-        static let name = "hub_insert_webhook_events"
+        static let name = "hub_insert_webhook_events_v2"
         static let sql = """
-            WITH r AS (
-                SELECT nextval(pg_get_serial_sequence('hub_delivery', 'id')) AS id, r.*
-                FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY
-                    AS r(app_id, user_id, endpoint_id, event_id, type, body, n)
-                ORDER BY r.n
-            ), d AS (
-                INSERT INTO hub_delivery (id, app_id, user_id, endpoint_id, transport, kind, notification_id,
-                    change_version, priority, urgency, state, attempts, created_at, due_at)
-                OVERRIDING SYSTEM VALUE
-                SELECT id, app_id, user_id, endpoint_id, 'webhooks', 'webhook', NULL, 0, 'none', 0, 'pending', 0, $7, $7
-                FROM r
-            )
-            INSERT INTO hub_webhook_event (delivery_id, event_id, type, body) SELECT id, event_id, type, body FROM r
+            INSERT INTO hub_delivery (app_id, user_id, endpoint_id, transport, kind, notification_id,
+                change_version, priority, urgency, state, attempts, created_at, due_at, event_id, event_type, event_body)
+            SELECT app_id, user_id, endpoint_id, 'webhooks', 'webhook', NULL, 0, 'none', 0, 'pending', 0, $7, $7,
+                event_id, type, body
+            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY
+                AS r(app_id, user_id, endpoint_id, event_id, type, body, n)
+            ORDER BY r.n
             """
     }
 
@@ -84,7 +79,9 @@ extension PostgresStore {
         binds.append(limit)
         binds.append(owner)
         binds.append(leaseUntil)
-        let rows = try await withSession { [binds] session in try await session.run(ClaimWebhookEvents.self, binds) }
+        let rows = try await retrying {
+            try await withSession { [binds] session in try await session.run(ClaimWebhookEvents.self, binds) }
+        }
         return try rows.map { row in
             let row = row.makeRandomAccess()
             let delivery = try Delivery(row: row)
@@ -101,7 +98,7 @@ extension PostgresStore {
     /// with `FOR UPDATE SKIP LOCKED` like the outbox's claims (an event another instance holds
     /// also holds back its user's later ones: they are not the oldest).
     enum ClaimWebhookEvents: NamedStatement {
-        static let name = "hub_claim_webhook_events"
+        static let name = "hub_claim_webhook_events_v2"
         static let sql = """
             WITH due AS (
                 SELECT d.id FROM hub_delivery d
@@ -113,10 +110,10 @@ extension PostgresStore {
                 FOR UPDATE OF d SKIP LOCKED
             ), claimed AS (
                 UPDATE hub_delivery d SET lease_owner = $3, lease_until = $4, claimed_at = $1, attempts = d.attempts + 1
-                FROM due WHERE d.id = due.id
+                FROM due WHERE d.id = due.id AND d.state = 'pending'
                 RETURNING d.*
             )
-            SELECT c.*, w.event_id, w.type, w.body FROM claimed c JOIN hub_webhook_event w ON w.delivery_id = c.id
+            SELECT c.*, c.event_type AS type, c.event_body AS body FROM claimed c
             ORDER BY c.due_at, c.id
             """
     }

@@ -134,10 +134,19 @@ public final class PostgresStore: Store, Service {
     func transaction<Result: Sendable>(
         _ body: @escaping @Sendable (Session) async throws -> Result
     ) async throws -> Result {
+        try await retrying { try await self.withSession { session in try await Self.inTransaction(session, body) } }
+    }
+
+    /// Runs `body` (a transaction, or one statement on its own) again when PostgreSQL aborted it
+    /// for a deadlock or a serialization failure, at most 3 times in all. A single statement meets
+    /// the latter in any isolation level when a row it would lock or update was moved to another
+    /// partition by a concurrent statement (a delivery that finished: `hub_delivery` is
+    /// partitioned by state, see `PostgresStore+Partitions.swift`).
+    func retrying<Result: Sendable>(_ body: () async throws -> Result) async throws -> Result {
         var attempt = 1
         while true {
             do {
-                return try await withSession { session in try await Self.inTransaction(session, body) }
+                return try await body()
             } catch {
                 guard attempt < 3, Self.isRetryable(error) else { throw error }
                 attempt += 1

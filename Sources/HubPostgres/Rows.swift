@@ -240,9 +240,14 @@ enum DeliveryColumns {
     static let waitingTap = OutboxMachine.waitingTapSQL(name)
 
     /// What `write` sets (``HubCore/OutboxMachine/setList(_:target:current:given:greatest:)``) as
-    /// the `SET` list of an update of the row `d`, each given value as `given` names it.
+    /// the `SET` list of an update of the row `d`, each given value as `given` names it. A write
+    /// that finishes the row also sets its `purge_after` (``PostgresStore/purgeAfterSQL(_:finishedAt:)``:
+    /// the partition of `hub_delivery_finished` it moves to).
     static func writeSQL(_ write: OutboxMachine.RowWrite, given: (OutboxMachine.Given) -> String) -> String {
-        OutboxMachine.setList(write, target: name, current: { "d.\(name($0))" }, given: given, greatest: "GREATEST")
+        let set = OutboxMachine.setList(
+            write, target: name, current: { "d.\(name($0))" }, given: given, greatest: "GREATEST")
+        guard OutboxMachine.columns(write).contains(where: { $0.value == .finished }) else { return set }
+        return set + ", purge_after = \(PostgresStore.purgeAfterSQL("d", finishedAt: given(.at)))"
     }
 
     /// `rules` (``HubCore/OutboxMachine/setList(_:target:current:incoming:greatest:least:)``) as

@@ -245,6 +245,12 @@ enum OutboxDifferential {
 
         /// Applies `step` (which ``admits(_:)`` returned); returns what it returned.
         mutating func apply(_ step: Step) -> [String] {
+            let returned = applyStep(step)
+            reference.notePurgeAfter()
+            return returned
+        }
+
+        private mutating func applyStep(_ step: Step) -> [String] {
             let now = OutboxClock.at(self.now)
             switch step.action {
             case .register(let user, let endpoint, let transport):

@@ -22,12 +22,18 @@ final class DifferentialSide {
     let name: String
     let store: any Store
     let readRows: () async throws -> [StoredOutboxRow]
+    /// When its sweep purges finished rows; the reference model follows the sides' rule.
+    let retention: OutboxReference.Retention
     private var keys: [Int64: String] = [:]
     private var ids: [String: Int64] = [:]
 
-    init(name: String, store: any Store, readRows: @escaping () async throws -> [StoredOutboxRow]) {
+    init(
+        name: String, store: any Store, retention: OutboxReference.Retention = .whileNotificationLives,
+        readRows: @escaping () async throws -> [StoredOutboxRow]
+    ) {
         self.name = name
         self.store = store
+        self.retention = retention
         self.readRows = readRows
     }
 
@@ -54,9 +60,9 @@ final class DifferentialSide {
     static func postgres(_ store: PostgresStore) async throws -> DifferentialSide {
         try await store.migrate()
         try await store.rows(
-            "TRUNCATE hub_delivery, hub_webhook_event, hub_notification, hub_endpoint RESTART IDENTITY")
+            "TRUNCATE hub_delivery, hub_notification, hub_endpoint RESTART IDENTITY")
         try await store.rows("ALTER SEQUENCE hub_change_version RESTART")
-        return DifferentialSide(name: "PostgreSQL", store: store) {
+        return DifferentialSide(name: "PostgreSQL", store: store, retention: .expiryAtFinish) {
             try await store.rows(
                 """
                 SELECT id, user_id, endpoint_id, kind, transport, notification_id, change_version, priority, attempts,
@@ -198,6 +204,9 @@ extension OutboxDifferential {
         let sides = try await makeSides()
         for side in sides { try await side.store.migrate() }
         var model = Model()
+        let retentions = Set(sides.map(\.retention))
+        precondition(retentions.count <= 1, "sides with different retention rules need runs of their own")
+        model.reference.retention = retentions.first ?? .whileNotificationLives
         var ran: [Step] = []
         for step in steps {
             guard let step = model.admits(step) else { continue }

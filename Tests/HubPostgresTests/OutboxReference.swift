@@ -92,6 +92,9 @@ struct OutboxReference {
         var lastError: String?
         var finishedAt: Date?
         var firstSentAt: Date?
+        /// For ``Retention/expiryAtFinish``: the later of its finish and its notification's
+        /// expiry then (``notePurgeAfter()``).
+        var purgeAfter: Date?
 
         var isWaitingTap: Bool { pending && kind == .shoulderTap && leaseOwner == nil }
 
@@ -115,8 +118,30 @@ struct OutboxReference {
     /// gets a `+` for each earlier one, as the stores' rows are named in ID order.
     var keys: Set<String> = []
     let planner = DeliveryPlanner.standard
+    var retention = Retention.whileNotificationLives
+
+    /// When the sweep purges a finished row, once the retention's cut passed its finish.
+    enum Retention: Hashable {
+        /// Once its notification is gone or expired before the cut (SQLite).
+        case whileNotificationLives
+        /// Once the cut passed its notification's expiry as it was when the row finished
+        /// (PostgreSQL's partitions, `PostgresStore+Partitions.swift`).
+        case expiryAtFinish
+    }
 
     init(app: String) { self.app = app }
+
+    /// Sets ``Row/purgeAfter`` of the rows finished since the last call (after every step: a step
+    /// is one transaction, and none changes a notification after finishing a row of it).
+    mutating func notePurgeAfter() {
+        for index in rows.indices where !rows[index].pending && rows[index].purgeAfter == nil {
+            guard let finishedAt = rows[index].finishedAt else { continue }
+            let row = rows[index]
+            let expiry = notifications.values.first { $0.userId == row.user && $0.id == row.notificationId }?
+                .expirationDateTime
+            rows[index].purgeAfter = max(finishedAt, expiry ?? finishedAt)
+        }
+    }
 
     static func urgency(_ priority: NotificationPriority) -> Int {
         switch priority {
@@ -253,8 +278,10 @@ struct OutboxReference {
         notifications = notifications.filter {
             $0.value.status == .active || $0.value.status == .scheduled || $0.value.lastModifiedDateTime >= purgeBefore
         }
+        notePurgeAfter()
         rows.removeAll { row in
             guard !row.pending, let finishedAt = row.finishedAt, finishedAt < purgeBefore else { return false }
+            if retention == .expiryAtFinish { return (row.purgeAfter ?? finishedAt) < purgeBefore }
             let living = notifications.values.contains {
                 $0.userId == row.user && $0.id == row.notificationId && $0.expirationDateTime >= purgeBefore
             }

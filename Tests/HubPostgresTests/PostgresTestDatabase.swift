@@ -26,6 +26,14 @@ enum PostgresTestDatabase {
     static let skipReason: Comment =
         "HUB_TEST_DATABASE_URL is not set: run scripts/test, or scripts/with-postgres swift test"
 
+    /// The conformance checks' store: partitions of finished deliveries a second long (their
+    /// times are whole seconds, so dropping whole partitions retires exactly what the checks
+    /// expect), two of them ahead (a check's times jump; the rest waits in the default partition).
+    static func secondPartitions(_ configuration: inout PostgresStore.Configuration) {
+        configuration.retentionPartition = .seconds(1)
+        configuration.retentionPartitionsAhead = 2
+    }
+
     /// A new schema name, unique to one test.
     static func freshSchema() -> String { "t_" + String(UInt64.random(in: 1 ... .max), radix: 16) }
 
@@ -35,7 +43,7 @@ enum PostgresTestDatabase {
     ///   - clock: the store's clock (the hub's, in a test that drives one).
     static func makeStore(
         schema: String, poolSize: Int = 4, server: TestServer = .shared, logLevel: Logger.Level = .warning,
-        clock: any HubClock = SystemClock()
+        clock: any HubClock = SystemClock(), configure: (inout PostgresStore.Configuration) -> Void = { _ in }
     ) throws -> PostgresStore {
         guard let url = server.url else {
             Issue.record("\(server.variable) is not set although CI=true: .ci/run must start PostgreSQL")
@@ -46,6 +54,10 @@ enum PostgresTestDatabase {
         var configuration = try PostgresStore.Configuration(
             url: Secret(url, source: "env:\(server.variable)"), poolSize: poolSize, schema: schema)
         configuration.clock = clock
+        // Tests make a schema each: 8 partitions of a day ahead (not 40) cover the default
+        // lifetime (7 days) with far less DDL per test.
+        configuration.retentionPartitionsAhead = 8
+        configure(&configuration)
         return PostgresStore(configuration: configuration, logger: logger)
     }
 
@@ -79,9 +91,10 @@ enum PostgresTestDatabase {
 
     /// A running store on a fresh schema (not migrated: the conformance checks migrate).
     static func withStore<Result: Sendable>(
-        clock: any HubClock = SystemClock(), _ body: (PostgresStore) async throws -> Result
+        clock: any HubClock = SystemClock(), configure: (inout PostgresStore.Configuration) -> Void = { _ in },
+        _ body: (PostgresStore) async throws -> Result
     ) async throws -> Result {
-        let store = try makeStore(schema: freshSchema(), clock: clock)
+        let store = try makeStore(schema: freshSchema(), clock: clock, configure: configure)
         return try await running([store]) { try await body(store) }
     }
 }

@@ -19,11 +19,11 @@ struct StatisticsTests {
         try await PostgresTestDatabase.withStore { store in
             #expect(store.configuration.statisticsInterval == .seconds(2))
             try await Self.migrateWithoutAutovacuum(store)
-            try await Self.insertFinishedDeliveries(1_500, store)
+            try await Self.insertPendingDeliveries(1_500, store)
             let analyzed = try await eventually {
-                try await Self.lastAnalyzed("hub_delivery", store) != nil
+                try await Self.lastAnalyzed("hub_delivery_pending", store) != nil
             }
-            #expect(analyzed, "hub_delivery grew by 1,500 rows and was not analyzed")
+            #expect(analyzed, "hub_delivery_pending grew by 1,500 rows and was not analyzed")
             #expect(try await Self.lastAnalyzed("hub_notification", store) == nil)
             #expect(try await Self.lastAnalyzed("hub_endpoint", store) == nil)
         }
@@ -37,20 +37,20 @@ struct StatisticsTests {
         let store = PostgresStore(configuration: configuration)
         try await PostgresTestDatabase.running([store]) {
             try await Self.migrateWithoutAutovacuum(store)
-            try await Self.insertFinishedDeliveries(999, store)
+            try await Self.insertPendingDeliveries(999, store)
             #expect(try await store.analyzeGrownTables() == [])
-            try await Self.insertFinishedDeliveries(1, store)
-            #expect(try await store.analyzeGrownTables() == ["hub_delivery"])
-            #expect(try await Self.lastAnalyzed("hub_delivery", store) != nil)
+            try await Self.insertPendingDeliveries(1, store)
+            #expect(try await store.analyzeGrownTables() == ["hub_delivery_pending"])
+            #expect(try await Self.lastAnalyzed("hub_delivery_pending", store) != nil)
             // 1,000 rows known: 1,500 more changed rows are past both thresholds, 900 are not.
-            try await Self.insertFinishedDeliveries(900, store)
+            try await Self.insertPendingDeliveries(900, store)
             #expect(try await store.analyzeGrownTables() == [])
             try await store.withSession { session in
                 try await session.rows(
                     "UPDATE hub_delivery SET detail = 'changed' WHERE id IN (SELECT id FROM hub_delivery LIMIT 600)")
                 try await session.rows("SELECT pg_stat_force_next_flush()")
             }
-            #expect(try await store.analyzeGrownTables() == ["hub_delivery"])
+            #expect(try await store.analyzeGrownTables() == ["hub_delivery_pending"])
             #expect(try await store.analyzeGrownTables() == [])
         }
     }
@@ -63,16 +63,16 @@ struct StatisticsTests {
         }
     }
 
-    /// Inserts `count` finished deliveries in one statement and has the session report its
-    /// statistics at once (a backend otherwise reports them at most once a second).
-    static func insertFinishedDeliveries(_ count: Int, _ store: PostgresStore) async throws {
+    /// Inserts `count` pending deliveries (visible ones: no tap coalesces them) in one statement
+    /// and has the session report its statistics at once (a backend otherwise reports them at
+    /// most once a second).
+    static func insertPendingDeliveries(_ count: Int, _ store: PostgresStore) async throws {
         try await store.withSession { session in
             try await session.rows(
                 """
                 INSERT INTO hub_delivery (app_id, user_id, endpoint_id, transport, kind, change_version, priority,
-                    urgency, state, created_at, due_at, result, finished_at)
-                SELECT 'notes', 'user-' || n, 'e1', 'apns', 'shoulderTap', n, 'normal', 0, 'finished', now(),
-                    now(), 'delivered', now()
+                    urgency, state, created_at, due_at)
+                SELECT 'notes', 'user-' || n, 'e1', 'apns', 'visible', n, 'normal', 0, 'pending', now(), now()
                 FROM generate_series(1, \(count)) AS n
                 """)
             try await session.rows("SELECT pg_stat_force_next_flush()")
