@@ -8,6 +8,9 @@ public struct BroadcastSettings: Sendable, Equatable {
     public var enabled: Bool = BroadcastConfiguration().enabled
     /// `chunkSize`: users per chunk (what a killed instance publishes twice at most).
     public var chunkSize: Int = BroadcastConfiguration().chunkSize
+    /// `usersPerWrite`: users a chunk publishes per write (a single publish waits for one such
+    /// write at most).
+    public var usersPerWrite: Int = BroadcastConfiguration().usersPerWrite
     /// `lease`: how long a chunk stays leased to its instance before another takes it over.
     public var lease: Duration = BroadcastConfiguration().lease
     /// `pollInterval`: how often an idle expander looks for broadcasts created elsewhere.
@@ -24,6 +27,7 @@ public struct BroadcastSettings: Sendable, Equatable {
         var configuration = configuration
         configuration.enabled = enabled
         configuration.chunkSize = chunkSize
+        configuration.usersPerWrite = usersPerWrite
         configuration.lease = lease
         configuration.pollInterval = pollInterval
         configuration.concurrentChunks = concurrentChunks
@@ -34,7 +38,7 @@ public struct BroadcastSettings: Sendable, Equatable {
 
 extension ConfigReader {
     static let broadcastKeys = [
-        "enabled", "chunkSize", "lease", "pollInterval", "concurrentChunks", "maxUsersPerSecond",
+        "enabled", "chunkSize", "usersPerWrite", "lease", "pollInterval", "concurrentChunks", "maxUsersPerSecond",
     ]
     /// The largest chunk: a chunk is published as one batch, whose limit is 1,000 items.
     static let maxBroadcastChunk = 1_000
@@ -48,6 +52,9 @@ extension ConfigReader {
         }
         if let value = integer(entries["chunkSize"], at: "\(path).chunkSize", in: 1...Self.maxBroadcastChunk) {
             settings.chunkSize = value
+        }
+        if let value = integer(entries["usersPerWrite"], at: "\(path).usersPerWrite", in: 1...Self.maxBroadcastChunk) {
+            settings.usersPerWrite = value
         }
         if let value = duration(
             entries["lease"], at: "\(path).lease", in: .seconds(5) ... .seconds(3600),

@@ -10,6 +10,10 @@ public struct BroadcastConfiguration: Sendable {
     /// Users per chunk: what one chunk's publish holds in memory, and what a killed instance
     /// publishes twice at most.
     public var chunkSize: Int = 500
+    /// Users a chunk publishes per ``Hub/publish(app:batch:)`` (one write transaction on SQLite):
+    /// a chunk is written in parts of this size, one after another, and a single publish that
+    /// arrives meanwhile waits for one part at most, not for the chunk.
+    public var usersPerWrite: Int = 100
     /// How long a chunk stays leased to its instance; a chunk whose lease ended is taken over.
     public var lease: Duration = .seconds(30)
     /// How often an idle expander looks for broadcasts created on other instances (a broadcast
@@ -190,7 +194,8 @@ extension Hub {
 
     /// Leases the next chunk of an open broadcast (or one whose instance died), publishes it
     /// user by user through ``publish(app:batch:)`` (the one publish path: validation, planner,
-    /// outbox, hand-offs) and records its progress.
+    /// outbox, hand-offs), ``BroadcastConfiguration/usersPerWrite`` users a call, and records its
+    /// progress.
     /// - Returns: whether there was a chunk to publish.
     /// - Throws: the store's error; the chunk's lease then ends and it is published again.
     @discardableResult
@@ -212,10 +217,14 @@ extension Hub {
         var published = 0
         var failed = 0
         if router.apps[broadcast.appId] != nil {
-            let outcomes = try await publish(
-                app: broadcast.appId, batch: chunk.users.map { BatchItem(userId: $0, draft: broadcast.draft) })
-            for outcome in outcomes {
-                if case .success = outcome { published += 1 } else { failed += 1 }
+            let part = max(1, settings.usersPerWrite)
+            for start in stride(from: 0, to: chunk.users.count, by: part) {
+                let users = chunk.users[start..<min(start + part, chunk.users.count)]
+                let outcomes = try await publish(
+                    app: broadcast.appId, batch: users.map { BatchItem(userId: $0, draft: broadcast.draft) })
+                for outcome in outcomes {
+                    if case .success = outcome { published += 1 } else { failed += 1 }
+                }
             }
         } else {
             failed = chunk.users.count

@@ -29,6 +29,14 @@ import Synchronization
 /// the queue are concurrent calls that have not returned, so running them in another order
 /// changes nothing a caller can see.
 ///
+/// **Small writes apart from batches.** A durable job is a caller's small write (a publish, a
+/// state change) or a batch (``Size/batch``: a batch publish, a broadcast chunk's users), which
+/// takes a hundred times longer. A transaction runs the queued small writes or the queued
+/// batches, never both, and batches take every other turn while small writes keep coming: a
+/// publish waits for at most the one batch transaction that runs when it arrives, not for the
+/// batches queued with it (measured during a broadcast: a single publish's p99 was 20 times its
+/// p99 alone), and batches are never starved.
+///
 /// **No window but the commit itself.** A transaction never waits for company: the jobs that
 /// arrive while one commits share the next, so the batches grow with the rate and the fsync time
 /// on their own, and a job that finds the commit thread free commits at once. (A fixed window,
@@ -46,9 +54,17 @@ final class GroupCommit: Sendable {
         case relaxed
     }
 
+    /// Whether a durable job is one caller's small write or a batch of many (see the type's
+    /// documentation: a transaction takes the one kind or the other).
+    enum Size: Sendable {
+        case small
+        case batch
+    }
+
     private struct Job: Sendable {
         let work: @Sendable (Database) throws -> any Sendable
         let durability: Durability
+        let size: Size
         let continuation: CheckedContinuation<any Sendable, any Error>
     }
 
@@ -60,6 +76,8 @@ final class GroupCommit: Sendable {
         var waiting = false
         /// The `synchronous` level the connection was last set to by this instance.
         var synchronous: Durability = .durable
+        /// The last transaction passed over queued batches for small writes: the next is theirs.
+        var batchesTurn = false
     }
 
     /// The commit thread's name, as `top -H` and `perf` show it (see `Thread.start(named:_:)`).
@@ -90,13 +108,14 @@ final class GroupCommit: Sendable {
     }
 
     /// Runs `work` in a savepoint of the next group transaction; returns after that transaction
-    /// committed — with an fsync when `durability` is `.durable`.
+    /// committed — with an fsync when `durability` is `.durable`. A `.batch` runs in a
+    /// transaction without small writes.
     func write<T: Sendable>(
-        _ durability: Durability = .durable, _ work: @escaping @Sendable (Database) throws -> T
+        _ durability: Durability = .durable, size: Size = .small, _ work: @escaping @Sendable (Database) throws -> T
     ) async throws -> T {
         let value = try await withCheckedThrowingContinuation {
             (continuation: CheckedContinuation<any Sendable, any Error>) in
-            enqueue(Job(work: { try work($0) }, durability: durability, continuation: continuation))
+            enqueue(Job(work: { try work($0) }, durability: durability, size: size, continuation: continuation))
         }
         guard let typed = value as? T else {
             preconditionFailure("group commit returned \(type(of: value)), not \(T.self)")
@@ -136,7 +155,7 @@ final class GroupCommit: Sendable {
     private func commitLoop() {
         while true {
             let batch = state.withLock { state -> [Job] in
-                let batch = Self.take(&state.queue, maxBatch)
+                let batch = Self.take(&state.queue, maxBatch, batchesTurn: &state.batchesTurn)
                 if batch.isEmpty { state.waiting = true }
                 return batch
             }
@@ -164,15 +183,22 @@ final class GroupCommit: Sendable {
 
     /// Takes up to `limit` jobs off `queue`: relaxed ones first (at most half of `limit` while
     /// durable ones wait, so a crowd of relaxed jobs never starves a publish), then durable ones,
-    /// then more relaxed ones if there is room; each kind in the order it came.
-    private static func take(_ queue: inout [Job], _ limit: Int) -> [Job] {
+    /// then more relaxed ones if there is room; each kind in the order it came. The durable ones
+    /// are the small writes or the batches, not both: the batches when no small write waits or
+    /// when `batchesTurn` (set when small writes went before waiting batches).
+    private static func take(_ queue: inout [Job], _ limit: Int, batchesTurn: inout Bool) -> [Job] {
         let relaxed = queue.filter { $0.durability == .relaxed }
-        let durable = queue.filter { $0.durability == .durable }
+        let small = queue.filter { $0.durability == .durable && $0.size == .small }
+        let batches = queue.filter { $0.durability == .durable && $0.size == .batch }
+        let takesBatches = !batches.isEmpty && (small.isEmpty || batchesTurn)
+        batchesTurn = !takesBatches && !batches.isEmpty
+        let durable = takesBatches ? batches : small
+        let passedOver = takesBatches ? small : batches
         let first = durable.isEmpty ? min(limit, relaxed.count) : min(max(1, limit / 2), relaxed.count)
         let durableTaken = min(limit - first, durable.count)
         let moreRelaxed = min(limit - first - durableTaken, relaxed.count - first)
         let batch = relaxed[..<first] + durable[..<durableTaken] + relaxed[first..<(first + moreRelaxed)]
-        queue = Array(relaxed[(first + moreRelaxed)...] + durable[durableTaken...])
+        queue = Array(relaxed[(first + moreRelaxed)...] + durable[durableTaken...] + passedOver)
         return Array(batch)
     }
 

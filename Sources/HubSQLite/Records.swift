@@ -118,6 +118,12 @@ struct NotificationRecord: FetchableRecord {
     /// One notification by the publisher's ID (`appId`, `userId`, `appNotificationId`).
     static let byAppNotificationIdQuery =
         "SELECT \(selection) FROM notification WHERE appId = ? AND userId = ? AND appNotificationId = ?"
+    /// The notifications of many `[userId, appNotificationId]` pairs (`appId`, the pairs as a JSON
+    /// array), each found by the same index as ``byAppNotificationIdQuery``.
+    static let byAppNotificationIdsQuery = """
+        SELECT \(selection) FROM notification WHERE appId = ? AND (userId, appNotificationId) IN (
+            SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
+        """
 
     /// Reads a row selected with ``selection``.
     init(row: Row) throws {
@@ -269,6 +275,11 @@ struct EndpointRecord: FetchableRecord, PersistableRecord {
     static let activeQuery = """
         SELECT \(positionalColumns) FROM endpoint
         WHERE appId = ? AND userId = ? AND state = 'active' ORDER BY id
+        """
+    /// ``activeQuery`` for many users (`appId`, the user IDs as a JSON array): by user, then ID.
+    static let activeOfUsersQuery = """
+        SELECT \(positionalColumns) FROM endpoint
+        WHERE appId = ? AND state = 'active' AND userId IN (SELECT value FROM json_each(?)) ORDER BY userId, id
         """
 
     /// A row of ``positionalColumns``, read by position (a publish reads every endpoint of its

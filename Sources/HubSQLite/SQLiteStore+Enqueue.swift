@@ -29,14 +29,14 @@ extension SQLiteStore {
     }
 
     /// Plans `change` of `notification` for the user's active endpoints with `planner` and
-    /// persists the plan in one statement per due time, its rows in
-    /// ``OutboxMachine/creationOrder(_:)``: taps merge into their endpoint's pending, unleased tap
-    /// (``OutboxMachine/tapMerge``); visible and fallback deliveries are new rows. With a
-    /// `handOff`, the rows due at once that ``OutboxMachine/handsOff(dueAt:transport:to:at:)``
-    /// picks are leased to its owner, as a claim would lease them: a new row is inserted leased
-    /// in the same statement (the ``Delivery`` values are made here, not read back); a tap that
-    /// merged into a waiting one (``OutboxMachine/mergesOnWrite(coalesces:handedOff:tapWaits:)``)
-    /// is leased after the merge (one more statement).
+    /// persists the plan in one statement, its rows in ``OutboxMachine/creationOrder(_:)``: taps
+    /// merge into their endpoint's pending, unleased tap (``OutboxMachine/tapMerge``); visible and
+    /// fallback deliveries are new rows. With a `handOff`, the rows due at once that
+    /// ``OutboxMachine/handsOff(dueAt:transport:to:at:)`` picks are leased to its owner, as a claim
+    /// would lease them: a new row is inserted leased in the same statement (the ``Delivery``
+    /// values are made here, not read back); a tap that merged into a waiting one
+    /// (``OutboxMachine/mergesOnWrite(coalesces:handedOff:tapWaits:)``) is leased after the merge
+    /// (one more statement).
     @discardableResult
     static func enqueue(
         _ planner: DeliveryPlanner, _ notification: UserNotification, _ change: DeliveryPlanner.Change, now: Date,
@@ -44,48 +44,155 @@ extension SQLiteStore {
     ) throws -> Enqueued {
         let key = FeedKey(appId: notification.appId, userId: notification.userId)
         let endpoints = try activeEndpoints(db, key)
-        let plan = OutboxMachine.creationOrder(planner.plan(notification, change, endpoints: endpoints, now: now))
-        let hands: (PlannedDelivery) -> Bool = {
-            OutboxMachine.handsOff(dueAt: $0.dueAt, transport: $0.transport, to: handOff, at: now)
-        }
-        // Only this transaction writes, so the read holds. A leased tap is outside the index that
-        // finds waiting ones: inserted leased, it merges with nothing.
-        let waiting = plan.contains { $0.coalesces && hands($0) } ? try waitingTaps(db, key) : []
-        let insertsLeased: (PlannedDelivery) -> Bool = {
-            hands($0)
+        let plan = try prepare(
+            planner, notification, change, now: now, handOff: handOff, endpoints: endpoints,
+            waiting: { try waitingTaps(db, key) })
+        return try write([plan], db)[0]
+    }
+
+    /// One change's plan for one user, ready to be written (``prepare(_:_:_:now:handOff:endpoints:waiting:)``).
+    struct PreparedPlan {
+        var notification: UserNotification
+        var endpoints: [Endpoint]
+        /// The planned rows, in ``OutboxMachine/creationOrder(_:)``.
+        var rows: [PlannedDelivery]
+        /// Per row: whether the hand-off takes it (``OutboxMachine/handsOff(dueAt:transport:to:at:)``).
+        var handed: [Bool]
+        /// Per row: whether it is inserted leased to the hand-off's owner.
+        var leasing: [Bool]
+        var handOff: HandOff?
+        var now: Date
+    }
+
+    /// Plans `change` of `notification` for `endpoints` (the user's active ones) and decides which
+    /// rows are inserted leased; `waiting` (the endpoints with a pending, unleased tap) is read
+    /// only when a handed-off tap needs it. Only the caller's transaction writes, so the read
+    /// holds. A leased tap is outside the index that finds waiting ones: inserted leased, it
+    /// merges with nothing.
+    static func prepare(
+        _ planner: DeliveryPlanner, _ notification: UserNotification, _ change: DeliveryPlanner.Change, now: Date,
+        handOff: HandOff?, endpoints: [Endpoint], waiting: () throws -> Set<String>
+    ) rethrows -> PreparedPlan {
+        let rows = OutboxMachine.creationOrder(planner.plan(notification, change, endpoints: endpoints, now: now))
+        let handed = rows.map { OutboxMachine.handsOff(dueAt: $0.dueAt, transport: $0.transport, to: handOff, at: now) }
+        let waiting = zip(rows, handed).contains { $0.0.coalesces && $0.1 } ? try waiting() : []
+        var leasing = zip(rows, handed).map { row, handed in
+            handed
                 && !OutboxMachine.mergesOnWrite(
-                    coalesces: $0.coalesces, handedOff: true, tapWaits: waiting.contains($0.endpointId))
+                    coalesces: row.coalesces, handedOff: true, tapWaits: waiting.contains(row.endpointId))
         }
-        var mergedDueNow: [Int64] = []
-        var leftForClaim = 0
-        var leased: [Delivery] = []
-        // One statement per due time (a plan has one or two: now, and its fallbacks' time).
-        var groups: [(dueAt: Date, rows: [PlannedDelivery])] = []
-        for row in plan {
-            if groups.last?.dueAt == row.dueAt {
-                groups[groups.count - 1].rows.append(row)
-            } else {
-                groups.append((row.dueAt, [row]))
-            }
-        }
-        for (dueAt, planned) in groups {
-            var leasing = planned.map(insertsLeased)
-            let direct = zip(planned, leasing).filter(\.1).map {
-                DirectKey(endpointId: $0.0.endpointId, kind: $0.0.kind)
+        // Rows leased in one statement are matched back by endpoint and kind. Not in a plan
+        // today: when two of a due time's would share them, none of that due time's is leased
+        // (a claim takes them).
+        for group in dueTimeGroups(rows) {
+            let direct = group.filter { leasing[$0] }.map {
+                DirectKey(endpointId: rows[$0].endpointId, kind: rows[$0].kind)
             }
             if Set(direct).count != direct.count {
-                // Not in a plan today: their IDs could not be matched back; a claim takes them.
-                leasing = planned.map { _ in false }
+                for index in group { leasing[index] = false }
             }
-            let written = try upsert(
-                planned, leasing: leasing, of: notification, dueAt: dueAt, now: now, handOff: handOff, db)
-            leased += written.leased
-            guard dueAt <= now else { continue }
-            if handOff != nil && zip(planned, leasing).contains(where: { hands($0.0) && !$0.1 }) {
-                mergedDueNow += written.waiting
-            } else {
-                leftForClaim += written.waiting.count
+        }
+        return PreparedPlan(
+            notification: notification, endpoints: endpoints, rows: rows, handed: handed, leasing: leasing,
+            handOff: handOff, now: now)
+    }
+
+    /// The indices of `rows` (in creation order) by due time: one run of indices per due time.
+    private static func dueTimeGroups(_ rows: [PlannedDelivery]) -> [Range<Int>] {
+        var groups: [Range<Int>] = []
+        var start = 0
+        for index in rows.indices.dropFirst() where rows[index].dueAt != rows[start].dueAt {
+            groups.append(start..<index)
+            start = index
+        }
+        if !rows.isEmpty { groups.append(start..<rows.count) }
+        return groups
+    }
+
+    /// Writes `plans` (of one app, distinct users, one time and hand-off) in their order, each
+    /// plan's rows in creation order, so the rows are numbered as one ``enqueue(_:_:_:now:_:handOff:)``
+    /// per plan would number them. One upsert for all when every row is told apart by its user,
+    /// endpoint and kind and the plans have at most ``maxDueTimes`` due times (a batch of distinct
+    /// users, a broadcast chunk); otherwise one upsert per plan and due time. Then one update
+    /// leases the handed-off taps that merged into waiting ones.
+    /// - Returns: what each plan handed off and left for a claim, in plan order.
+    static func write(_ plans: [PreparedPlan], _ db: Database) throws -> [Enqueued] {
+        guard let first = plans.first else { return [] }
+        let now = first.now
+        let handOff = first.handOff
+        precondition(
+            plans.allSatisfy {
+                $0.now == now && $0.handOff == handOff && $0.notification.appId == first.notification.appId
+            },
+            "plans written together share their time, hand-off and app")
+        // Per plan: the IDs of its rows (nil where the upsert returned none: not expected).
+        var ids: [[Int64?]] = plans.map { Array(repeating: nil, count: $0.rows.count) }
+        let keys = plans.flatMap { plan in
+            plan.rows.map { RowKey(userId: plan.notification.userId, endpointId: $0.endpointId, kind: $0.kind) }
+        }
+        let dueTimes = Array(Set(plans.flatMap { $0.rows.map(\.dueAt) })).sorted()
+        if Set(keys).count == keys.count && dueTimes.count <= maxDueTimes {
+            let returned = try upsert(
+                plans.map { ($0, $0.rows.indices) }, dueTimes: dueTimes, now: now, handOff: handOff, db)
+            var byKey: [RowKey: Int64] = [:]
+            for row in returned { byKey[row.key] = row.id }
+            for (p, plan) in plans.enumerated() {
+                for (r, row) in plan.rows.enumerated() {
+                    ids[p][r] =
+                        byKey[RowKey(userId: plan.notification.userId, endpointId: row.endpointId, kind: row.kind)]
+                }
             }
+        } else {
+            for (p, plan) in plans.enumerated() {
+                for group in dueTimeGroups(plan.rows) {
+                    let returned = try upsert(
+                        [(plan, group)], dueTimes: [plan.rows[group.lowerBound].dueAt], now: now, handOff: handOff, db)
+                    // Leased rows are told apart by endpoint and kind (see `prepare`); the waiting
+                    // ones only count, in any order.
+                    var leased: [DirectKey: Int64] = [:]
+                    var waiting = returned.filter { !$0.leased }.map(\.id)[...]
+                    for row in returned where row.leased {
+                        leased[DirectKey(endpointId: row.key.endpointId, kind: row.key.kind)] = row.id
+                    }
+                    for r in group {
+                        ids[p][r] =
+                            plan.leasing[r]
+                            ? leased[DirectKey(endpointId: plan.rows[r].endpointId, kind: plan.rows[r].kind)]
+                            : waiting.popFirst()
+                    }
+                }
+            }
+        }
+        let leasedAttempts = OutboxMachine.attempts(afterLease: 0)
+        var results: [Enqueued] = []
+        var leased: [[Delivery]] = []
+        var mergedDueNow: [Int64] = []
+        var mergedPlan: [Int64: Int] = [:]
+        for (p, plan) in plans.enumerated() {
+            let n = plan.notification
+            var result = Enqueued()
+            var delivered: [Delivery] = []
+            for group in dueTimeGroups(plan.rows) {
+                for r in group where plan.leasing[r] {
+                    guard let id = ids[p][r] else { continue }
+                    let row = plan.rows[r]
+                    delivered.append(
+                        Delivery(
+                            id: id, appId: n.appId, userId: n.userId, endpointId: row.endpointId, kind: row.kind,
+                            notificationId: n.id, changeVersion: n.changeVersion, priority: n.priority,
+                            attempts: leasedAttempts, createdAt: now.canonical, dueAt: row.dueAt.canonical))
+                }
+                guard plan.rows[group.lowerBound].dueAt <= now else { continue }
+                let waiting = group.filter { !plan.leasing[$0] }.compactMap { ids[p][$0] }
+                if handOff != nil && group.contains(where: { plan.handed[$0] && !plan.leasing[$0] }) {
+                    mergedDueNow += waiting
+                    for id in waiting { mergedPlan[id] = p }
+                } else {
+                    result.leftForClaim += waiting.count
+                }
+            }
+            leased.append(delivered)
+            results.append(result)
         }
         if let handOff, !mergedDueNow.isEmpty {
             let merged = try DeliveryRecord.fetchAll(
@@ -101,13 +208,21 @@ extension SQLiteStore {
                     JSONText.array(mergedDueNow.map(JSONText.number)),
                     JSONText.array(handOff.transports.map { JSONText.string($0.rawValue) }),
                 ])
-            leased += merged.map(\.delivery)
-            leftForClaim += mergedDueNow.count - merged.count
+            var mergedLeased = Array(repeating: 0, count: plans.count)
+            for record in merged {
+                guard let p = record.id.flatMap({ mergedPlan[$0] }) else { continue }
+                leased[p].append(record.delivery)
+                mergedLeased[p] += 1
+            }
+            var mergedCount = Array(repeating: 0, count: plans.count)
+            for p in mergedPlan.values { mergedCount[p] += 1 }
+            for p in plans.indices { results[p].leftForClaim += mergedCount[p] - mergedLeased[p] }
         }
-        let handedOff =
-            leased.isEmpty
-            ? [] : HandOff.claimed(leased, endpoints: endpoints, notification: Self.canonical(notification))
-        return Enqueued(handedOff: handedOff, leftForClaim: leftForClaim)
+        for (p, plan) in plans.enumerated() where !leased[p].isEmpty {
+            results[p].handedOff = HandOff.claimed(
+                leased[p], endpoints: plan.endpoints, notification: Self.canonical(plan.notification))
+        }
+        return results
     }
 
     /// ``OutboxMachine/leaseSQL(target:current:owner:until:now:)`` with the owner, the lease's
@@ -140,76 +255,86 @@ extension SQLiteStore {
                 arguments: [key.appId, key.userId]))
     }
 
-    /// Writes `planned` (due at `dueAt`) in their order: those `leasing` marks are inserted
-    /// leased to `handOff`'s owner as a claim at `now` would lease them; the others are inserted
-    /// waiting, each tap merging into its endpoint's waiting tap (a leased row is outside the
-    /// index the conflict is found by, so it never merges).
-    /// - Returns: the rows leased (their ``Delivery`` values made from what was inserted, matched
-    ///   to the returned IDs by endpoint and kind, unique among them), and the IDs of the others,
-    ///   new or merged into.
-    private static func upsert(
-        _ planned: [PlannedDelivery], leasing: [Bool], of n: UserNotification, dueAt: Date, now: Date,
-        handOff: HandOff?, _ db: Database
-    ) throws -> (leased: [Delivery], waiting: [Int64]) {
-        let leasedAttempts = OutboxMachine.attempts(afterLease: 0)
-        let written = try Row.fetchAll(
-            db.cachedStatement(
-                sql: """
-                    INSERT INTO delivery (appId, userId, endpointId, transport, kind, notificationId, changeVersion,
-                        priority, urgency, state, attempts, createdAt, dueAt, leaseOwner, leaseUntil, claimedAt)
-                    SELECT ?1, ?2, json_extract(value, '$[0]'), json_extract(value, '$[1]'),
-                        json_extract(value, '$[2]'), ?3, ?4, ?5, ?6, 'pending',
-                        CASE WHEN json_extract(value, '$[3]') THEN ?7 ELSE 0 END, ?8, ?9,
-                        CASE WHEN json_extract(value, '$[3]') THEN ?10 END,
-                        CASE WHEN json_extract(value, '$[3]') THEN ?11 END,
-                        CASE WHEN json_extract(value, '$[3]') THEN ?8 END
-                    FROM json_each(?12) WHERE true
-                    ON CONFLICT (appId, userId, endpointId) WHERE \(waitingTapSQL)
-                    DO UPDATE SET \(tapMergeSQL)
-                    RETURNING id, endpointId, kind, leaseOwner IS NOT NULL
-                    """),
-            arguments: [
-                n.appId, n.userId, n.id, n.changeVersion, n.priority.rawValue, n.priority.urgency, leasedAttempts,
-                now.canonical.storedSeconds, dueAt.canonical.storedSeconds, handOff?.owner,
-                handOff?.leaseUntil.canonical.storedSeconds, rows(planned, leasing: leasing),
-            ])
-        var ids: [DirectKey: Int64] = [:]
-        var waiting: [Int64] = []
-        for row in written {
-            if row[3] {
-                ids[DirectKey(endpointId: row[1], kind: DeliveryKind(rawValue: row[2]))] = row[0]
-            } else {
-                waiting.append(row[0])
-            }
-        }
-        let leased = zip(planned, leasing).compactMap { planned, leasing -> Delivery? in
-            guard leasing, let id = ids[DirectKey(endpointId: planned.endpointId, kind: planned.kind)] else {
-                return nil
-            }
-            return Delivery(
-                id: id, appId: n.appId, userId: n.userId, endpointId: planned.endpointId, kind: planned.kind,
-                notificationId: n.id, changeVersion: n.changeVersion, priority: n.priority,
-                attempts: leasedAttempts, createdAt: now.canonical, dueAt: dueAt.canonical)
-        }
-        return (leased, waiting)
-    }
+    /// The most distinct due times one upsert of ``write(_:_:)`` binds.
+    static let maxDueTimes = 4
 
-    /// A row inserted leased, as its ID is matched back.
-    private struct DirectKey: Hashable {
+    /// A row of a batch's upsert, as its returned ID is matched back.
+    private struct RowKey: Hashable {
+        var userId: String
         var endpointId: String
         var kind: DeliveryKind
     }
 
-    /// `planned` as the JSON array the upsert reads with `json_each`:
-    /// `[endpoint, transport, kind, leased]`.
-    private static func rows(_ planned: [PlannedDelivery], leasing: [Bool]) -> String {
-        JSONText.array(
-            zip(planned, leasing).map { planned, leasing in
-                JSONText.array([
-                    JSONText.string(planned.endpointId), JSONText.string(planned.transport.rawValue),
-                    JSONText.string(planned.kind.rawValue), leasing ? "1" : "0",
-                ])
-            })
+    /// Writes the rows `parts` select of their plans (all of one time and hand-off), in that
+    /// order, in one statement: those a plan's `leasing` marks are inserted leased to `handOff`'s
+    /// owner as a claim at `now` would lease them; the others are inserted waiting, each tap
+    /// merging into its endpoint's waiting tap (a leased row is outside the index the conflict is
+    /// found by, so it never merges). Each row's due time is one of `dueTimes` (at most
+    /// ``maxDueTimes``), bound as parameters so they keep every bit.
+    /// - Returns: a returned row per row written: its ID, user, endpoint and kind, and whether it
+    ///   is leased.
+    private static func upsert(
+        _ parts: [(plan: PreparedPlan, rows: Range<Int>)], dueTimes: [Date], now: Date, handOff: HandOff?,
+        _ db: Database
+    ) throws -> [(key: RowKey, id: Int64, leased: Bool)] {
+        precondition(dueTimes.count <= maxDueTimes, "an upsert binds at most \(maxDueTimes) due times")
+        let dueIndex = Dictionary(uniqueKeysWithValues: dueTimes.enumerated().map { ($0.element, $0.offset) })
+        var json: [String] = []
+        for (plan, range) in parts {
+            let n = plan.notification
+            let common = [
+                JSONText.string(n.userId), JSONText.string(n.id), JSONText.number(n.changeVersion),
+                JSONText.string(n.priority.rawValue), JSONText.number(Int64(n.priority.urgency)),
+            ]
+            for r in range {
+                let row = plan.rows[r]
+                json.append(
+                    JSONText.array(
+                        common + [
+                            JSONText.string(row.endpointId), JSONText.string(row.transport.rawValue),
+                            JSONText.string(row.kind.rawValue), plan.leasing[r] ? "1" : "0",
+                            JSONText.number(Int64(dueIndex[row.dueAt]!)),
+                        ]))
+            }
+        }
+        guard !json.isEmpty else { return [] }
+        var due: [Double?] = dueTimes.map { $0.canonical.storedSeconds }
+        due += Array(repeating: nil, count: maxDueTimes - due.count)
+        let written = try Row.fetchCursor(
+            db.cachedStatement(
+                sql: """
+                    INSERT INTO delivery (appId, userId, endpointId, transport, kind, notificationId, changeVersion,
+                        priority, urgency, state, attempts, createdAt, dueAt, leaseOwner, leaseUntil, claimedAt)
+                    SELECT ?1, json_extract(value, '$[0]'), json_extract(value, '$[5]'), json_extract(value, '$[6]'),
+                        json_extract(value, '$[7]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+                        json_extract(value, '$[3]'), json_extract(value, '$[4]'), 'pending',
+                        CASE WHEN json_extract(value, '$[8]') THEN ?2 ELSE 0 END, ?3,
+                        CASE json_extract(value, '$[9]') WHEN 0 THEN ?4 WHEN 1 THEN ?5 WHEN 2 THEN ?6 ELSE ?7 END,
+                        CASE WHEN json_extract(value, '$[8]') THEN ?8 END,
+                        CASE WHEN json_extract(value, '$[8]') THEN ?9 END,
+                        CASE WHEN json_extract(value, '$[8]') THEN ?3 END
+                    FROM json_each(?10) WHERE true
+                    ON CONFLICT (appId, userId, endpointId) WHERE \(waitingTapSQL)
+                    DO UPDATE SET \(tapMergeSQL)
+                    RETURNING id, userId, endpointId, kind, leaseOwner IS NOT NULL
+                    """),
+            arguments: [
+                parts[0].plan.notification.appId, OutboxMachine.attempts(afterLease: 0),
+                now.canonical.storedSeconds, due[0], due[1], due[2], due[3], handOff?.owner,
+                handOff?.leaseUntil.canonical.storedSeconds, JSONText.array(json),
+            ])
+        var returned: [(key: RowKey, id: Int64, leased: Bool)] = []
+        while let row = try written.next() {
+            returned.append(
+                (RowKey(userId: row[1], endpointId: row[2], kind: DeliveryKind(rawValue: row[3])), row[0], row[4]))
+        }
+        return returned
+    }
+
+    /// A row inserted leased, as its ID is matched back within one plan and due time.
+    private struct DirectKey: Hashable {
+        var endpointId: String
+        var kind: DeliveryKind
     }
 
     /// Finishes every pending delivery of `endpoint` with `result`, unsent
@@ -268,5 +393,4 @@ extension DeliveryRecord {
             }
         }
     }
-
 }

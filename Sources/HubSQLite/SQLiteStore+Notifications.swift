@@ -19,17 +19,19 @@ extension SQLiteStore {
 
     /// Publishes `requests` in one transaction (one commit, one fsync, however many), each as
     /// ``publish(_:)`` would, in order: a later request for the same notification finds what an
-    /// earlier one stored and updates it. The change versions are taken in one statement.
+    /// earlier one stored and updates it. The change versions are taken in one statement, and a
+    /// batch of distinct users reads and writes its deliveries in set-based statements
+    /// (``publish(batch:contents:firstVersion:_:)``). A batch of several is a
+    /// ``GroupCommit/Size/batch`` job: single publishes do not wait for the batches queued with
+    /// them.
     public func publish(batch requests: [PublishRequest]) async throws -> [PublishResult] {
         guard !requests.isEmpty else { return [] }
         for request in requests { try Identifier.checkBeforeStoring(request) }
         let contents = try requests.map(Self.content(of:))
-        return try await write { db in
+        return try await write(size: requests.count > 1 ? .batch : .small) { db in
             let last = try Self.nextChangeVersions(db, count: requests.count)
-            let first = last - Int64(requests.count) + 1
-            return try zip(requests, contents).enumerated().map { offset, item in
-                try Self.publish(item.0, content: item.1, version: first + Int64(offset), db)
-            }
+            return try Self.publish(
+                batch: requests, contents: contents, firstVersion: last - Int64(requests.count) + 1, db)
         }
     }
 
@@ -41,16 +43,28 @@ extension SQLiteStore {
     }
 
     /// One publish inside a write transaction, with change version `version`.
-    private static func publish(
+    static func publish(
         _ request: PublishRequest, content: NotificationRecord.EncodedContent, version: Int64, _ db: Database
     ) throws -> PublishResult {
-        let draft = request.draft
-        let key = request.key
-        let now = request.now.canonical
-        let existing = try fetchNotification(db, key, appNotificationId: draft.appNotificationId)
+        let existing = try fetchNotification(db, request.key, appNotificationId: request.draft.appNotificationId)
+        let (notification, created) = try store(request, content: content, version: version, existing: existing, db)
+        let enqueued = try enqueue(
+            request.planner, notification, .published(mode: request.deliveryMode), now: request.now.canonical, db,
+            handOff: request.handOff)
+        return PublishResult(
+            notification: canonical(notification), created: created, handedOff: enqueued.handedOff,
+            leftForClaim: enqueued.leftForClaim)
+    }
 
+    /// Stores the notification a publish leaves (``PublishRequest/outcome(existing:)`` of
+    /// `existing`, the stored one with the request's `appNotificationId`) with change version
+    /// `version`, and counts it for the badge.
+    static func store(
+        _ request: PublishRequest, content: NotificationRecord.EncodedContent, version: Int64,
+        existing: UserNotification?, _ db: Database
+    ) throws -> (notification: UserNotification, created: Bool) {
         var request = request
-        request.now = now
+        request.now = request.now.canonical
         var (notification, created) = request.outcome(existing: existing)
         notification.changeVersion = version
         if existing == nil {
@@ -59,13 +73,7 @@ extension SQLiteStore {
             try NotificationRecord.update(notification, content: content, db, published: true)
         }
         try countBadge(from: existing, to: notification, db)
-
-        let enqueued = try enqueue(
-            request.planner, notification, .published(mode: request.deliveryMode), now: now, db,
-            handOff: request.handOff)
-        return PublishResult(
-            notification: canonical(notification), created: created, handedOff: enqueued.handedOff,
-            leftForClaim: enqueued.leftForClaim)
+        return (notification, created)
     }
 
     /// Marks the notification (by `appNotificationId`, else by hub ID) deleted: a tombstone with a

@@ -125,10 +125,11 @@ public final class SQLiteStore: Store {
     /// a power cut only means a delivery is sent again (outcomes, leases, sync times) pass
     /// `.relaxed`: they commit without an fsync of their own.
     func write<T: Sendable>(
-        _ durability: GroupCommit.Durability = .durable, _ updates: @escaping @Sendable (Database) throws -> T
+        _ durability: GroupCommit.Durability = .durable, size: GroupCommit.Size = .small,
+        _ updates: @escaping @Sendable (Database) throws -> T
     ) async throws -> T {
         let groupCommit = self.groupCommit
-        return try await Self.translatingErrors { try await groupCommit.write(durability, updates) }
+        return try await Self.translatingErrors { try await groupCommit.write(durability, size: size, updates) }
     }
 
     /// Runs `value` in one read transaction (a snapshot), translating busy errors.

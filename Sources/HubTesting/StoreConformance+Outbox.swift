@@ -246,4 +246,32 @@ extension StoreConformance {
             claimed.map(\.delivery.endpointId), ["a1", "f1"],
             "equal priority and due time: claimed in plan order (endpoints by ID), the released one too")
     }
+
+    /// A batch numbers its rows as publishing its items one by one would: the items in order,
+    /// each item's rows in creation order, whether a hand-off leases them or not (a store that
+    /// writes a batch's rows together must not number its leased rows apart from the others).
+    public static func batchKeepsCreationOrder(_ store: any Store) async throws {
+        let expect = Expect()
+        try await store.migrate()
+        let carol = FeedKey(appId: Fixture.app, userId: "carol")
+        for (prefix, key) in [("a", Fixture.alice), ("b", Fixture.bob), ("c", carol)] {
+            _ = try await store.upsertEndpoint(Fixture.endpoint("\(prefix)1", of: key))
+            _ = try await store.upsertEndpoint(
+                Fixture.endpoint("\(prefix)2", of: key, platform: .android, transport: .fcm))
+        }
+        let handOff = HandOff(owner: "worker-a", leaseUntil: Fixture.at(10), transports: [.fcm])
+        let results = try await store.publish(
+            batch: [Fixture.alice, Fixture.bob, carol].enumerated().map { index, key in
+                Fixture.request(Fixture.draft("order"), for: key, newId: "order-\(index)", handOff: handOff)
+            })
+        try expect.equal(
+            results.map { $0.handedOff.map(\.delivery.endpointId) }, [["a2"], ["b2"], ["c2"]],
+            "each item's FCM tap is handed off")
+        try await store.releaseLeases(owner: "worker-a")
+        let claimed = try await store.claimDeliveries(
+            limit: 10, now: Fixture.at(1), owner: "worker-b", leaseUntil: Fixture.at(31))
+        try expect.equal(
+            claimed.map(\.delivery.endpointId), ["a1", "a2", "b1", "b2", "c1", "c2"],
+            "equal priority and due time: claimed in item order, then plan order, the released ones too")
+    }
 }

@@ -90,6 +90,7 @@ public enum StoreConformance {
             Check(name: "userDataExportedAndErased", run: userDataExportedAndErased),
             Check(name: "badgeCounts", run: badgeCounts),
             Check(name: "handOffKeepsCreationOrder", run: handOffKeepsCreationOrder),
+            Check(name: "batchKeepsCreationOrder", run: batchKeepsCreationOrder),
         ] + webhookChecks
 
     /// The checks of each protocol ``Store`` is composed of, by name: what a store written one
@@ -116,7 +117,7 @@ public enum StoreConformance {
             [
                 "claimLeaseAndTakeover", "claimOrder", "handOff", "retryAfterNewerTap",
                 "endpointGoneDeactivatesUnlessReRegistered", "suspendParksUntilResumed", "releaseUncounted",
-                "handOffKeepsCreationOrder", "claimTakesOverFirst",
+                "handOffKeepsCreationOrder", "batchKeepsCreationOrder", "claimTakesOverFirst",
             ]
         ),
         ("DeliveryReportStore", ["statistics", "receiptsTrace", "receiptsKeptForLifetime"]),

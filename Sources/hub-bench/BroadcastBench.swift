@@ -31,6 +31,8 @@ struct BroadcastBench: AsyncParsableCommand {
 
     @Option(help: "Users in the audience, one APNs endpoint each.") var users = 100_000
     @Option(help: "Users per chunk (hub.yaml broadcasts.chunkSize).") var chunk = 500
+    @Option(help: "Users per write of a chunk (hub.yaml broadcasts.usersPerWrite).")
+    var usersPerWrite = BroadcastConfiguration().usersPerWrite
     @Option(help: "Single publishes per second to the probe user, alone and during the broadcast.")
     var probeRate = 100
     @Option(help: "Seconds of single publishes alone.") var probeSeconds = 5
@@ -41,8 +43,11 @@ struct BroadcastBench: AsyncParsableCommand {
     var killHalfway = false
 
     func validate() throws {
-        guard users >= 1, (1...1000).contains(chunk), probeRate >= 1, probeSeconds >= 1, connections >= 1 else {
-            throw ValidationError("--users, --probe-rate, --probe-seconds, --connections ≥ 1; --chunk 1 to 1000")
+        guard users >= 1, (1...1000).contains(chunk), (1...1000).contains(usersPerWrite), probeRate >= 1,
+            probeSeconds >= 1, connections >= 1
+        else {
+            throw ValidationError(
+                "--users, --probe-rate, --probe-seconds, --connections ≥ 1; --chunk, --users-per-write 1 to 1000")
         }
     }
 
@@ -57,7 +62,7 @@ struct BroadcastBench: AsyncParsableCommand {
         let outcome: Result<Void, any Error>
         do {
             emit(
-                "hub-bench broadcast — \(users) users × 1 APNs endpoint, chunks of \(chunk), SQLite (WAL, synchronous=FULL)"
+                "hub-bench broadcast — \(users) users × 1 APNs endpoint, chunks of \(chunk) written \(usersPerWrite) users at a time, SQLite (WAL, synchronous=FULL)"
             )
             emit("  figures of one run: on a shared machine compare the ratios, not the rates")
             let seeding = ContinuousClock.now
@@ -68,7 +73,8 @@ struct BroadcastBench: AsyncParsableCommand {
                     (ContinuousClock.now - seeding).seconds))
             try workspace.writeConfig(
                 postgresPoolSize: nil,
-                extra: "broadcasts: { chunkSize: \(chunk) }\n", instanceID: "bench-broadcast")
+                extra: "broadcasts: { chunkSize: \(chunk), usersPerWrite: \(usersPerWrite) }\n",
+                instanceID: "bench-broadcast")
 
             let transport = await TransportAlone.measure(
                 emulator: apns.emulator, key: workspace.key, seconds: transportSeconds,

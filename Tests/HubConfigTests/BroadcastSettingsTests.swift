@@ -13,6 +13,7 @@ struct BroadcastSettingsTests {
         let defaults = BroadcastConfiguration()
         #expect(configuration.enabled == defaults.enabled)
         #expect(configuration.chunkSize == defaults.chunkSize)
+        #expect(configuration.usersPerWrite == defaults.usersPerWrite)
         #expect(configuration.lease == defaults.lease)
         #expect(configuration.pollInterval == defaults.pollInterval)
         #expect(configuration.concurrentChunks == 1)
@@ -25,6 +26,7 @@ struct BroadcastSettingsTests {
             broadcasts:
               enabled: false
               chunkSize: 1_000
+              usersPerWrite: 250
               lease: 2m
               pollInterval: 5s
               concurrentChunks: 4
@@ -34,6 +36,7 @@ struct BroadcastSettingsTests {
         let configuration = try load(text + app).get().hubConfiguration().broadcasts
         #expect(configuration.enabled == false)
         #expect(configuration.chunkSize == 1_000)
+        #expect(configuration.usersPerWrite == 250)
         #expect(configuration.lease == .seconds(120))
         #expect(configuration.pollInterval == .seconds(5))
         #expect(configuration.concurrentChunks == 4)
@@ -51,6 +54,7 @@ struct BroadcastSettingsTests {
               concurrentChunks: 0
               maxUsersPerSecond: fast
               chunk: 5
+              usersPerWrite: 0
 
             """
         let lines = errorLines(load(text + app))
@@ -62,6 +66,7 @@ struct BroadcastSettingsTests {
             "hub.yaml:6:21: error: 'broadcasts.concurrentChunks' must be a whole number from 1 to 16",
             "hub.yaml:7:22: error: 'broadcasts.maxUsersPerSecond' must be a whole number from 1 to 10000000",
             "hub.yaml:8:3: error: unknown key 'chunk' in 'broadcasts'",
+            "hub.yaml:9:18: error: 'broadcasts.usersPerWrite' must be a whole number from 1 to 1000",
         ]
         for line in expected { #expect(lines.contains { $0.hasPrefix(line) }, "\(line) in \(lines)") }
         #expect(lines.count == expected.count, "\(lines)")

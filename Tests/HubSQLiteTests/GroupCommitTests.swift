@@ -273,4 +273,57 @@ struct GroupCommitSchedulingTests {
         #expect(commits.load(ordering: .relaxed) == 2)
         #expect(try await database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM item") } == 7)
     }
+
+    @Test("queued small writes commit in a transaction of their own, before the batches queued with them")
+    func smallWritesApartFromBatches() async throws {
+        let commits = Ran()
+        let commit = GroupCommit(writer: try itemsDatabase(), afterCommit: { commits.append("commit") })
+        let release = DispatchSemaphore(value: 0)
+        let blocker = await hold(commit, until: release)
+        let ran = Ran()
+        let batch = Task {
+            try await commit.write(size: .batch) { _ in ran.append("batch after \(commits.all.count)") }
+        }
+        #expect(await eventually { commit.queued == 1 })
+        let small = Task { try await commit.write { _ in ran.append("small after \(commits.all.count)") } }
+        #expect(await eventually { commit.queued == 2 })
+        release.signal()
+        try await blocker.value
+        try await batch.value
+        try await small.value
+        // The blocker's transaction, then the small write alone although it came last, then the batch.
+        #expect(ran.all == ["small after 1", "batch after 2"])
+    }
+
+    @Test("a batch passed over for small writes takes the next transaction, though more small writes wait")
+    func batchesTakeTurns() async throws {
+        let commit = GroupCommit(writer: try itemsDatabase())
+        let release = DispatchSemaphore(value: 0)
+        let blocker = await hold(commit, until: release)
+        let ran = Ran()
+        let batch = Task { try await commit.write(size: .batch) { _ in ran.append("batch") } }
+        #expect(await eventually { commit.queued == 1 })
+        let (started, signal) = AsyncStream.makeStream(of: Void.self)
+        let releaseFirst = DispatchSemaphore(value: 0)
+        let first = Task {
+            try await commit.write { _ in
+                ran.append("small-1")
+                signal.yield()
+                releaseFirst.wait()
+            }
+        }
+        #expect(await eventually { commit.queued == 2 })
+        release.signal()
+        var iterator = started.makeAsyncIterator()
+        _ = await iterator.next()
+        // small-1's transaction runs and passed the batch over; another small write comes.
+        let second = Task { try await commit.write { _ in ran.append("small-2") } }
+        #expect(await eventually { commit.queued == 2 })
+        releaseFirst.signal()
+        try await blocker.value
+        try await first.value
+        try await batch.value
+        try await second.value
+        #expect(ran.all == ["small-1", "batch", "small-2"])
+    }
 }

@@ -58,7 +58,7 @@ struct Harness: Sendable {
         storePath: String? = nil, statisticsFlushInterval: Duration = .seconds(5),
         sweepInterval: Duration = DispatcherConfiguration().sweepInterval, rateLimits: RateLimits = RateLimits(),
         maxBatchBodyBytes: Int? = nil, broadcasts: Bool = true,
-        broadcastChunkSize: Int = 3,
+        broadcastChunkSize: Int = 3, broadcastUsersPerWrite: Int = 2,
         maxEndpointsPerUser: Int? = EndpointLimit.defaultMaxPerUser
     ) async throws {
         let key = ES256PrivateKey()
@@ -115,6 +115,8 @@ struct Harness: Sendable {
         hubConfiguration.statisticsFlushInterval = statisticsFlushInterval
         hubConfiguration.broadcasts.enabled = broadcasts
         hubConfiguration.broadcasts.chunkSize = broadcastChunkSize
+        // Chunks of 3 written 2 users at a time: every broadcast test publishes chunks in parts.
+        hubConfiguration.broadcasts.usersPerWrite = broadcastUsersPerWrite
         hubConfiguration.maxEndpointsPerUser = maxEndpointsPerUser
         let store = try storePath.map(SQLiteStore.init(path:)) ?? SQLiteStore.inMemory()
         hub = try Hub(
