@@ -15,11 +15,23 @@ public import HubCore
 /// await HubCLI.main(plugins: [PollingPlugin(), WebhookPlugin()])
 /// ```
 public enum HubCLI {
+    /// What the running command was given (set by ``run(plugins:arguments:errors:)``), in one
+    /// task-local value: two nested `withValue`s of the top-level task crashed the release build
+    /// in `swift_task_localValuePush` (Swift 6.3.1), while one push works.
+    struct Context: Sendable {
+        /// The transport plugins.
+        var plugins: [any TransportPlugin] = []
+        /// Where error messages go: standard error when `nil`.
+        var errorSink: (@Sendable (String) -> Void)?
+    }
+
+    @TaskLocal static var context = Context()
+
     /// The plugins of the running command (set by ``main(plugins:arguments:)``).
-    @TaskLocal static var plugins: [any TransportPlugin] = []
+    static var plugins: [any TransportPlugin] { context.plugins }
 
     /// Where error messages go: standard error unless ``run(plugins:arguments:errors:)`` was given a sink.
-    @TaskLocal static var errorSink: (@Sendable (String) -> Void)?
+    static var errorSink: (@Sendable (String) -> Void)? { context.errorSink }
 
     /// Parses the arguments (the process's by default) and runs the command with `plugins`: the
     /// transports `serve` runs, `config check` and `map-app` read, and `emulate` offers. Exits the
@@ -42,22 +54,20 @@ public enum HubCLI {
     public static func run(
         plugins: [any TransportPlugin], arguments: [String]? = nil, errors: (@Sendable (String) -> Void)? = nil
     ) async -> Int32 {
-        await $errorSink.withValue(errors) {
-            await $plugins.withValue(plugins) {
-                do {
-                    var command = try HubCommand.parseAsRoot(arguments)
-                    if var command = command as? any AsyncParsableCommand {
-                        try await command.run()
-                    } else {
-                        try command.run()
-                    }
-                    return 0
-                } catch {
-                    let message = HubCommand.fullMessage(for: error)
-                    let status = HubCommand.exitCode(for: error).rawValue
-                    if !message.isEmpty { status == 0 ? print(message) : printError(message) }
-                    return status
+        await $context.withValue(Context(plugins: plugins, errorSink: errors)) {
+            do {
+                var command = try HubCommand.parseAsRoot(arguments)
+                if var command = command as? any AsyncParsableCommand {
+                    try await command.run()
+                } else {
+                    try command.run()
                 }
+                return 0
+            } catch {
+                let message = HubCommand.fullMessage(for: error)
+                let status = HubCommand.exitCode(for: error).rawValue
+                if !message.isEmpty { status == 0 ? print(message) : printError(message) }
+                return status
             }
         }
     }
