@@ -39,6 +39,7 @@ let package = Package(
         .library(name: "HubServer", targets: ["HubServer"]),
         .library(name: "HubTesting", targets: ["HubTesting"]),
         .library(name: "HubEmulators", targets: ["HubEmulators"]),
+        .library(name: "HubEmulatorKit", targets: ["HubEmulatorKit"]),
         .library(name: "HubPolling", targets: ["HubPolling"]),
         .library(name: "HubAPNS", targets: ["HubAPNS"]),
         .library(name: "HubHTTP2", targets: ["HubHTTP2"]),
@@ -151,9 +152,16 @@ let package = Package(
             dependencies: [
                 "HubCore", "HubTransportKit", "HubHTTPSupport",
                 "HubHTTP2",
+                "HubEmulatorKit",  // its emulator (Emulator/), `hub emulate apns`
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -193,6 +201,8 @@ let package = Package(
                 "HubCore", "HubTransportKit",
                 "HubHTTP2",
                 "HubHTTPSupport",
+                "HubEmulatorKit",  // its emulator (Emulator/), `hub emulate fcm`
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -208,6 +218,8 @@ let package = Package(
             dependencies: [
                 "HubCore", "HubTransportKit",
                 "HubHTTPSupport",
+                "HubEmulatorKit",  // its emulator (Emulator/), `hub emulate wns`
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -221,6 +233,8 @@ let package = Package(
             dependencies: [
                 "HubCore", "HubTransportKit",
                 "HubHTTP2",
+                "HubEmulatorKit",  // its emulator (Emulator/), `hub emulate webpush`
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
@@ -236,6 +250,8 @@ let package = Package(
             name: "HubUnifiedPush",
             dependencies: [
                 "HubCore", "HubWebPush", "HubTransportKit",
+                "HubEmulatorKit",  // `hub emulate unifiedpush` (the Web Push emulator as a distributor)
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Plugins/UnifiedPush",
@@ -245,6 +261,10 @@ let package = Package(
             name: "HubWebhooks",
             dependencies: [
                 "HubCore", "HubTransportKit", "HubHTTPSupport",
+                "HubEmulatorKit",  // its receiver (Emulator/), `hub emulate webhook`
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -277,19 +297,31 @@ let package = Package(
             dependencies: ["HubCore", "HubPolling", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictness
         ),
+        // What the emulators share (a test CA, TLS servers on loopback, files, the console of
+        // `hub emulate`); each plugin's emulator lives in its folder (Plugins/<provider>/Emulator).
         .target(
-            name: "HubEmulators",
+            name: "HubEmulatorKit",
             dependencies: [
-                // The emulators speak the plugins' types (APNs environments, credentials).
-                "HubCore", "HubAPNS", "HubFCM", "HubWebhooks",
+                "HubCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ],
+            swiftSettings: strictness
+        ),
+        // The emulators in one import for tests and benchmarks: re-exports the plugins' emulator
+        // types and HubEmulatorKit, and adds TestUserClaims.
+        .target(
+            name: "HubEmulators",
+            dependencies: [
+                "HubEmulatorKit", "HubAPNS", "HubFCM", "HubWNS", "HubWebPush", "HubWebhooks",
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: strictness
@@ -297,10 +329,9 @@ let package = Package(
         .target(
             name: "HubCLI",
             dependencies: [
-                // HubEmulators, HubAPNS and HubWebhooks for `hub emulate`; `serve`, `config check` and
-                // `map-app` (its flags and questions) know the plugins they are given.
-                "HubCore", "HubConfig", "HubSQLite", "HubServer", "HubEmulators", "HubAPNS", "HubPostgres",
-                "HubWebhooks", "HubPolling",
+                // `serve`, `config check`, `map-app` (its flags and questions) and `emulate` (the
+                // plugins' emulators) know the plugins they are given.
+                "HubCore", "HubConfig", "HubSQLite", "HubServer", "HubPostgres", "HubPolling",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

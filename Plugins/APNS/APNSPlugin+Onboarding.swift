@@ -1,4 +1,5 @@
 public import HubCore
+import HubEmulatorKit
 
 import struct Foundation.Data
 import class Foundation.FileManager
@@ -56,6 +57,7 @@ extension APNSPlugin {
                 }
                 if let environment = answers["environment"] { entries.append(("environment", environment)) }
                 return entries
-            })
+            },
+            emulator: .command(APNSEmulatorCommand.self, name: "apns"))
     }
 }

@@ -1,4 +1,5 @@
 public import HubCore
+import HubEmulatorKit
 
 extension FCMPlugin {
     /// `hub map-app --fcm-service-account service-account.json`, and the wizard's FCM question for an
@@ -13,6 +14,7 @@ extension FCMPlugin {
             credentials: { answers in
                 try answers.require("service-account")
                 return [("serviceAccount", answers["service-account"]!)]
-            })
+            },
+            emulator: .command(FCMEmulatorCommand.self, name: "fcm"))
     }
 }

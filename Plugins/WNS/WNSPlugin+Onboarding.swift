@@ -1,4 +1,5 @@
 public import HubCore
+import HubEmulatorKit
 
 extension WNSPlugin {
     /// `hub map-app --wns-sid ms-app://… --wns-secret env:NAME` (or an Entra ID app with
@@ -31,6 +32,7 @@ extension WNSPlugin {
                     ])
                 }
                 return [("tenantId", tenant), ("clientId", client), ("clientSecret", secret)]
-            })
+            },
+            emulator: .command(WNSEmulatorCommand.self, name: "wns"))
     }
 }

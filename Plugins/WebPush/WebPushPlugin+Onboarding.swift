@@ -1,5 +1,6 @@
 import Foundation
 public import HubCore
+import HubEmulatorKit
 
 extension WebPushPlugin {
     /// `hub map-app --webpush-subject mailto:… [--webpush-key vapid.pem]`, and the wizard's Web Push
@@ -43,7 +44,8 @@ extension WebPushPlugin {
                 }
                 answers.note("webpush: applicationServerKey for pushManager.subscribe: \(key.publicKeyBase64URL)")
                 return [("vapidPrivateKey", answers.fileReference(path)), ("subject", subject)]
-            })
+            },
+            emulator: .command(WebPushEmulatorCommand.self, name: "webpush"))
     }
 
     /// Creates `path` with mode 0600; fails instead of replacing an existing file.

@@ -55,6 +55,13 @@ public enum HubCLI {
         plugins: [any TransportPlugin], arguments: [String]? = nil, errors: (@Sendable (String) -> Void)? = nil
     ) async -> Int32 {
         await $context.withValue(Context(plugins: plugins, errorSink: errors)) {
+            // Plugins that claim the same ID, flag or emulator stop every command: which of them a
+            // flag reaches would otherwise depend on their order.
+            let conflicts = PluginConflicts.problems(plugins, mapAppOptions: MapAppCommand.ownOptions)
+            guard conflicts.isEmpty else {
+                for conflict in conflicts { printError("Error: \(conflict)") }
+                return 1
+            }
             do {
                 var command = try HubCommand.parseAsRoot(arguments)
                 if var command = command as? any AsyncParsableCommand {

@@ -33,6 +33,16 @@ extension MapAppCommand {
             + (transports.isEmpty ? "" : "\n\n" + transports)
     }
 
+    /// The options of `map` itself, such as `--app` and `--dry-run` (not the plugins' flags, which
+    /// its help lists too): a plugin's flag must not be one of them (``PluginConflicts``).
+    static var ownOptions: Set<String> {
+        let help = Map.helpMessage(columns: 200)
+        guard let start = help.range(of: "OPTIONS:") else { return [] }
+        return Set(
+            help[start.upperBound...].split(whereSeparator: { !($0.isLetter || $0 == "-") })
+                .filter { $0.hasPrefix("--") }.map(String.init))
+    }
+
     struct Map: AsyncParsableCommand {
         static var configuration: CommandConfiguration {
             CommandConfiguration(

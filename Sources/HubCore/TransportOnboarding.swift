@@ -56,6 +56,15 @@ public struct TransportOnboarding: Sendable {
     }
 }
 
+extension TransportOnboarding {
+    /// The onboarding of a transport whose apps need no credentials of their own (`map-app` has no
+    /// flags or questions for it), only an emulator for `hub emulate`.
+    /// - Parameter emulator: the transport's emulator.
+    public init(emulator: TransportEmulator) {
+        self.init(fields: [], credentials: { _ in [] }, emulator: emulator)
+    }
+}
+
 /// One credential of a transport: a `map-app` flag, a wizard question, and its check.
 public struct CredentialField: Sendable {
     /// How the value is given.
@@ -196,15 +205,20 @@ public struct CredentialProblems: Error, Sendable, CustomStringConvertible {
 }
 
 /// A transport's emulator: a stand-in for the provider on loopback, run by `hub emulate <name>`.
+///
+/// The first-party plugins bring theirs (`hub emulate apns|fcm|wns|webpush|unifiedpush|webhook`);
+/// `hub emulate` offers exactly the emulators of the plugins the command line was given, and says
+/// so in `hub emulate --help`.
 public struct TransportEmulator: Sendable {
     /// The name after `hub emulate`.
     public var name: String
     /// One line for `hub emulate --help`.
     public var abstract: String
-    /// Runs the emulator with the arguments after its name until the process is stopped.
+    /// Runs the emulator with what `hub emulate <name>` was given until the process is stopped.
     /// - Throws: when the arguments are wrong or it cannot start; the message says what to fix.
-    public var run: @Sendable (_ arguments: [String]) async throws -> Void
+    public var run: @Sendable (_ context: EmulatorContext) async throws -> Void
 
+    /// An emulator that needs only the arguments after its name.
     /// - Parameters:
     ///   - name: the name after `hub emulate`.
     ///   - abstract: one line for `hub emulate --help`.
@@ -212,8 +226,50 @@ public struct TransportEmulator: Sendable {
     public init(
         name: String, abstract: String, run: @escaping @Sendable (_ arguments: [String]) async throws -> Void
     ) {
+        self.init(name: name, abstract: abstract, runWith: { context in try await run(context.arguments) })
+    }
+
+    /// An emulator that reads more of what the command line knows (hub.yaml's apps, say).
+    /// - Parameters:
+    ///   - name: the name after `hub emulate`.
+    ///   - abstract: one line for `hub emulate --help`.
+    ///   - run: runs the emulator with the arguments after its name and the command line's context.
+    public init(
+        name: String, abstract: String,
+        runWith run: @escaping @Sendable (_ context: EmulatorContext) async throws -> Void
+    ) {
         self.name = name
         self.abstract = abstract
         self.run = run
+    }
+}
+
+/// What `hub emulate <name>` hands a plugin's emulator.
+public struct EmulatorContext: Sendable {
+    /// The arguments after the emulator's name.
+    public var arguments: [String]
+    /// Reads hub.yaml at a path with the command line's plugins and prints its problems (file:line:
+    /// column) to standard error; returns its apps, or `nil` when it could not be read at all.
+    public var apps: @Sendable (_ configPath: String) -> [CrossDeviceApp]?
+    /// Prints a line where the command line prints its errors (standard error).
+    public var printError: @Sendable (_ line: String) -> Void
+
+    /// - Parameters:
+    ///   - arguments: the arguments after the emulator's name.
+    ///   - apps: reads the apps of a hub.yaml; none by default.
+    ///   - printError: prints a line of error output; to standard error by default.
+    public init(
+        arguments: [String], apps: @escaping @Sendable (_ configPath: String) -> [CrossDeviceApp]? = { _ in nil },
+        printError: @escaping @Sendable (_ line: String) -> Void = EmulatorContext.writeToStandardError
+    ) {
+        self.arguments = arguments
+        self.apps = apps
+        self.printError = printError
+    }
+
+    /// Writes a line to standard error.
+    /// - Parameter line: the line, without its line feed.
+    public static func writeToStandardError(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 }

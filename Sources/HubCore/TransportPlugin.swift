@@ -72,7 +72,10 @@ public protocol TransportPlugin: Sendable {
 
     /// How `hub map-app` onboards an app onto this transport (its credential flags, the wizard's
     /// questions, the `credentials.<id>` they make) and its emulator for `hub emulate`; `nil` (the
-    /// default) when it has none: its credentials are then given as `--credentials <id>='{…}'`.
+    /// default) when it has none: its credentials are then given as `--credentials <id>='{…}'`. A
+    /// transport whose apps need no credentials but that has an emulator returns
+    /// ``TransportOnboarding/init(emulator:)``. Two plugins must not make the same flag or emulator
+    /// name, nor a flag that is one of `map-app`'s own options: the command line refuses to start.
     /// What `hub map-app` and `hub config check` verify beyond reading the credentials is
     /// ``checkCredentials(_:settings:online:)``.
     var onboarding: TransportOnboarding? { get }

@@ -166,7 +166,9 @@ struct MapAppPluginFlagsTests {
         #expect(typo.stderr.contains("did you mean '--apns-key-id'?"), "\(typo.stderr)")
     }
 
-    @Test("hub emulate <name> runs the plugin's emulator with the arguments after its name; a typo is named")
+    @Test(
+        "hub emulate <name> runs the plugin's emulator with the arguments after its name; a typo is named; the list is the plugins'"
+    )
     func emulator() async throws {
         let workspace = try makeWorkspace()
         let out = workspace.appendingPathComponent("pager.out").path
@@ -176,7 +178,35 @@ struct MapAppPluginFlagsTests {
         let typo = await hub(["emulate", "pagr", "--out", out, "x"])
         #expect(typo.status != 0)
         #expect(typo.errors.contains("no emulator named 'pagr'; did you mean 'pager'?"), "\(typo.errors)")
-        #expect(typo.errors.contains("apns"), "the first-party emulators are listed: \(typo.errors)")
+        // Only this command line's plugins bring emulators: none of hub's is built in.
+        #expect(typo.errors.contains("(this hub has pager)"), "\(typo.errors)")
+        let none = await HubCLI.run(plugins: [], arguments: ["emulate", "apns"], errors: { _ in })
+        #expect(none != 0, "hub emulate apns without the APNs plugin")
+
+        // hub's own plugins bring the six first-party emulators.
+        let help = try await HubProcess.run(["emulate", "--help"], in: workspace)
+        #expect(help.status == 0, "\(help.stderr)")
+        for name in ["apns", "fcm", "wns", "webpush", "unifiedpush", "webhook"] {
+            #expect(help.stdout.contains("\n  \(name) "), "\(name): \(help.stdout)")
+        }
+        let unknown = try await HubProcess.run(["emulate", "apn"], in: workspace)
+        #expect(
+            unknown.stderr.contains(
+                "did you mean 'apns'? (this hub has apns, fcm, wns, webpush, unifiedpush, webhook)"),
+            "\(unknown.stderr)")
+    }
+
+    @Test("hub emulate <name> --help is the plugin emulator's own help; a wrong option shows its usage")
+    func emulatorHelp() async throws {
+        let workspace = try makeWorkspace()
+        let help = try await HubProcess.run(["emulate", "apns", "--help"], in: workspace)
+        #expect(help.status == 0, "\(help.stderr)")
+        #expect(help.stdout.contains("USAGE: hub emulate apns"), "\(help.stdout)")
+        #expect(help.stdout.contains("--unregistered <unregistered>"), "\(help.stdout)")
+        let wrong = try await HubProcess.run(["emulate", "fcm", "--port", "many"], in: workspace)
+        #expect(wrong.status == 64, "\(wrong.stdout)\n\(wrong.stderr)")
+        #expect(wrong.stderr.contains("'many'"), "\(wrong.stderr)")
+        #expect(wrong.stderr.contains("hub emulate fcm"), "the usage of the emulator: \(wrong.stderr)")
     }
 
     @Test("the wizard asks a plugin's fields (WNS for Windows) and checks each answer by the flags' rules")

@@ -1,6 +1,5 @@
 import Foundation
 import HubCore
-import HubFCM
 import HubPolling
 import HubTesting
 import JWTKit
@@ -9,6 +8,7 @@ import Synchronization
 import Testing
 
 @testable import HubEmulators
+@testable import HubFCM
 
 @Suite("FCM: OAuth service-account flow against the emulator's token endpoint")
 struct FCMAuthenticationTests {

@@ -1,10 +1,10 @@
 import Foundation
 import HubCore
-import HubFCM
 import HubTesting
 import Testing
 
 @testable import HubEmulators
+@testable import HubFCM
 
 @Suite("FCM: content that fits, localisation keys and badge count")
 struct FCMContentFitTests {

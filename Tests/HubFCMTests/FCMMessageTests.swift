@@ -1,9 +1,9 @@
 import Foundation
 import HubCore
-import HubFCM
 import Testing
 
 @testable import HubEmulators
+@testable import HubFCM
 
 @Suite("FCM: message JSON over the wire")
 struct FCMMessageTests {

@@ -1,8 +1,8 @@
 import HubCore
-import HubWNS
 import Testing
 
 @testable import HubEmulators
+@testable import HubWNS
 
 @Suite("WNS: status codes map to outcomes, with WNS's headers kept in the reason")
 struct WNSOutcomeTests {

@@ -1,84 +1,27 @@
 import ArgumentParser
-import Foundation
+import HubConfig
 import HubCore
-import Logging
-import ServiceLifecycle
 
-/// `hub emulate …`: local emulators of the push providers, for development against a hub.
+/// `hub emulate <name> [arguments]`: the emulators the transport plugins bring in their onboarding
+/// (``TransportOnboarding/emulator``): `apns`, `fcm`, `wns`, `webpush`, `unifiedpush` and `webhook`
+/// for `hub`'s plugins, and those of an embedder's own. The command holds no emulator of its own.
 struct EmulateCommand: AsyncParsableCommand {
-    // Computed: the emulators of the running command's plugins are listed too.
+    // Computed: the emulators are those of the running command's plugins.
     static var configuration: CommandConfiguration {
-        let plugins = EmulatePlugin.emulators.map {
+        let emulators = EmulatePlugin.emulators.map {
             "  \($0.name.padding(toLength: 14, withPad: " ", startingAt: 0)) \($0.abstract)"
         }
         return CommandConfiguration(
             commandName: "emulate",
             abstract:
-                "Run a local emulator of APNs, FCM, WNS, Web Push, a UnifiedPush distributor or a webhook receiver that enforces what the real service enforces.",
-            discussion: plugins.isEmpty
-                ? ""
-                : "The transport plugins of this hub bring these emulators too (hub emulate <name> [arguments]):\n"
-                    + plugins.joined(separator: "\n"),
-            subcommands: [
-                EmulateAPNS.self, EmulateFCM.self, EmulateWNS.self, EmulateWebPush.self, EmulateUnifiedPush.self,
-                EmulateWebhook.self, EmulatePlugin.self,
-            ],
+                "Run a local emulator of a push provider (or a webhook receiver) that enforces what the real service enforces.",
+            discussion: emulators.isEmpty
+                ? "This hub's transport plugins bring no emulator."
+                : "The emulators of this hub's transport plugins (hub emulate <name> --help for each one's options):\n"
+                    + emulators.joined(separator: "\n"),
+            subcommands: [EmulatePlugin.self],
             defaultSubcommand: EmulatePlugin.self
         )
-    }
-
-    /// Writes `line` to standard output at once: `print` is block-buffered when stdout is a file or a
-    /// pipe (`| tee`, a test), where the banner and each request would only show up much later.
-    static func emit(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
-    }
-
-    /// Prints `banner` once SIGTERM and SIGINT are handled (so a caller that waits for the banner can
-    /// signal at once), runs `body` (which reports what the emulator receives) until one arrives, then
-    /// returns, so the command can shut its emulator down and exit 0 instead of dying of the signal.
-    static func runUntilTerminated(
-        banner: String, _ body: @escaping @Sendable () async throws -> Void
-    ) async throws {
-        var logger = Logger(label: "hub.emulate")
-        logger.logLevel = .warning
-        let group = ServiceGroup(
-            services: [UntilTerminated(banner: banner, body: body)], gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger)
-        try await group.run()
-    }
-
-    /// Until SIGTERM or SIGINT, prints a line for each new element of `items` (polled every 100 ms).
-    static func printUntilTerminated<Item>(
-        banner: String, _ items: @escaping @Sendable () -> [Item], line: @escaping @Sendable (Item) -> String
-    ) async throws {
-        try await runUntilTerminated(banner: banner) {
-            var shown = 0
-            while !Task.isCancelled {
-                let current = items()
-                for item in current.dropFirst(shown) { emit(line(item)) }
-                shown = current.count
-                try await Task.sleep(for: .milliseconds(100))
-            }
-        }
-    }
-}
-
-/// The one service of an emulator command: `body`, cancelled when a signal asks for shutdown.
-private struct UntilTerminated: Service {
-    let banner: String
-    let body: @Sendable () async throws -> Void
-
-    func run() async throws {
-        EmulateCommand.emit(banner)
-        do {
-            try await cancelWhenGracefulShutdown {
-                try await body()
-                // A body that returns early still waits for the signal.
-                try await gracefulShutdown()
-            }
-        } catch is CancellationError {
-            // The signal arrived.
-        }
     }
 }
 
@@ -92,24 +35,33 @@ struct EmulatePlugin: AsyncParsableCommand {
     @Argument(help: "The emulator's name.") var name: String?
     @Argument(parsing: .captureForPassthrough, help: "Its arguments.") var arguments: [String] = []
 
-    /// The emulators of the running command's plugins.
+    /// The emulators of the running command's plugins, in the plugins' order.
     static var emulators: [TransportEmulator] { HubCLI.plugins.compactMap { $0.onboarding?.emulator } }
 
     func run() async throws {
         let emulators = Self.emulators
-        var names: [String] = []
-        for command in EmulateCommand.configuration.subcommands where command != EmulatePlugin.self {
-            if let name = command.configuration.commandName { names.append(name) }
-        }
-        names += emulators.map { $0.name }
-        guard let name else {
-            throw ValidationError("name an emulator: \(names.joined(separator: ", "))")
-        }
+        let names = emulators.map(\.name)
+        let listed = names.isEmpty ? "none" : names.joined(separator: ", ")
+        guard let name else { throw ValidationError("name an emulator: \(listed)") }
         guard let emulator = emulators.first(where: { $0.name == name }) else {
             let nearest = TransportFlags.nearest(to: name, in: names).map { "; did you mean '\($0)'?" } ?? ""
-            throw ValidationError(
-                "no emulator named '\(name)'\(nearest) (this hub has \(names.joined(separator: ", ")))")
+            throw ValidationError("no emulator named '\(name)'\(nearest) (this hub has \(listed))")
         }
-        try await emulator.run(arguments)
+        // Captured: an emulator may print from a task of its own, where the command's task-local
+        // context is not set.
+        let plugins = HubCLI.plugins
+        let errorSink = HubCLI.errorSink
+        let report: @Sendable (String) -> Void = { line in
+            if let errorSink { errorSink(line) } else { printError(line) }
+        }
+        let context = EmulatorContext(
+            arguments: arguments,
+            apps: { path in
+                let result = ConfigLoader(plugins: plugins).load(path: path)
+                for diagnostic in result.diagnostics { report(diagnostic.description) }
+                return result.file?.apps
+            },
+            printError: report)
+        try await emulator.run(context)
     }
 }

@@ -1,4 +1,3 @@
-import HubAPNS
 import HubCore
 import NIOCore
 import NIOHTTP2

@@ -5,47 +5,58 @@ import NIOPosix
 import NIOSSL
 import Synchronization
 
-// The HTTPS server under both provider emulators (FCM here, WNS reuses it). It lives in an FCM*
-// file only because of file ownership in this repository; it is provider-neutral.
+// The HTTPS server under the FCM, WNS and Web Push emulators.
 
 /// One HTTP request as an emulator sees it: method, target, lower-cased header names, whole body.
-struct EmulatorRequest: Sendable {
-    var method: String
+package struct EmulatorRequest: Sendable {
+    package var method: String
     /// The path without the query string.
-    var path: String
-    var query: String?
-    var headers: [(name: String, value: String)]
-    var body: [UInt8]
+    package var path: String
+    package var query: String?
+    package var headers: [(name: String, value: String)]
+    package var body: [UInt8]
     /// `HTTP/2.0` or `HTTP/1.1`.
-    var version: String
+    package var version: String
+
+    package init(
+        method: String, path: String, query: String?, headers: [(name: String, value: String)], body: [UInt8],
+        version: String
+    ) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.version = version
+    }
 
     /// The first value of a header, by case-insensitive name.
-    func header(_ name: String) -> String? {
+    package func header(_ name: String) -> String? {
         let lower = name.lowercased()
         return headers.first { $0.name == lower }?.value
     }
 
     /// Every value of a header, by case-insensitive name.
-    func headers(named name: String) -> [String] {
+    package func headers(named name: String) -> [String] {
         let lower = name.lowercased()
         return headers.filter { $0.name == lower }.map(\.value)
     }
 }
 
 /// A response an emulator sends; `content-length` is added by the server.
-struct EmulatorResponse: Sendable {
-    var status: Int
-    var headers: [(String, String)]
-    var body: [UInt8]
+package struct EmulatorResponse: Sendable {
+    package var status: Int
+    package var headers: [(String, String)]
+    package var body: [UInt8]
 
-    init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
+    package init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
     }
 
     /// A JSON response with the given text as body.
-    static func json(_ status: Int, _ text: String, headers: [(String, String)] = []) -> EmulatorResponse {
+    package static func json(_ status: Int, _ text: String, headers: [(String, String)] = []) -> EmulatorResponse {
         EmulatorResponse(
             status: status, headers: [("content-type", "application/json; charset=UTF-8")] + headers,
             body: Array(text.utf8))
@@ -53,7 +64,7 @@ struct EmulatorResponse: Sendable {
 }
 
 /// What a route answers: a response at once (the hot path), or work that needs `await`.
-enum EmulatorReply: Sendable {
+package enum EmulatorReply: Sendable {
     case now(EmulatorResponse)
     case later(@Sendable () async -> EmulatorResponse)
 }

@@ -1,15 +1,13 @@
 import ArgumentParser
 import Foundation
-import HubAPNS
-import HubConfig
 import HubCore
-import HubEmulators
+import HubEmulatorKit
 
 /// `hub emulate apns`: Apple's HTTP/2 provider API on 127.0.0.1, enforcing what APNs enforces
 /// (provider tokens, headers, topics, payloads), for developing against a hub without Apple.
-struct EmulateAPNS: AsyncParsableCommand {
+struct APNSEmulatorCommand: EmulatorCommand {
     static let configuration = CommandConfiguration(
-        commandName: "apns",
+        commandName: "hub emulate apns",
         abstract: "Run an APNs emulator (HTTP/2 over TLS) on 127.0.0.1 that checks what Apple checks.",
         discussion: """
             Registers the token keys (.p8) and iOS bundle IDs of the apps in --config, or makes a \
@@ -17,7 +15,7 @@ struct EmulateAPNS: AsyncParsableCommand {
             the hub at it, then prints every request it answers until interrupted (Ctrl-C).
             """)
 
-    @OptionGroup var options: ConfigOption
+    @Option(help: "Path of hub.yaml.") var config = "hub.yaml"
     @Option(help: "Port on 127.0.0.1; 0 picks a free one.") var port = 0
     @Option(help: "Folder for ca.pem (and a generated AuthKey .p8).") var directory = ".hub-emulator/apns"
     @Option(help: "The environment it plays: production or development.") var environment = "production"
@@ -33,12 +31,12 @@ struct EmulateAPNS: AsyncParsableCommand {
     @Option(help: "A PEM CA file that client certificates (.p12 credentials) must chain to.") var clientCA: String?
     @Flag(help: "Do not print each request.") var quiet = false
 
-    func run() async throws {
+    func run(in context: EmulatorContext) async throws {
         guard let environment = APNSEnvironment.known.first(where: { $0.rawValue == self.environment }) else {
             throw ValidationError("--environment must be production or development")
         }
         let folder = URL(fileURLWithPath: directory, isDirectory: true).standardizedFileURL
-        try PrivateFiles.createDirectory(folder)
+        try EmulatorFiles.createDirectory(folder)
         var settings = APNSEmulator.Configuration()
         settings.environment = environment
         settings.port = port
@@ -52,7 +50,7 @@ struct EmulateAPNS: AsyncParsableCommand {
                 let token = "\(request.deviceToken.prefix(8))…(\(request.deviceToken.count))"
                 let outcome = request.reason.map { "\(request.status) \($0)" } ?? "\(request.status)"
                 let note = request.note.map { " — \($0)" } ?? ""
-                EmulateCommand.emit(
+                EmulatorConsole.emit(
                     "\(outcome) \(request.header("apns-push-type") ?? "-") \(request.header("apns-topic") ?? "-") "
                         + "→ \(token) (\(request.payload.count) bytes)\(note)")
             }
@@ -68,8 +66,8 @@ struct EmulateAPNS: AsyncParsableCommand {
         }
         let caPath = folder.appendingPathComponent("ca.pem").path
         try emulator.certificateAuthority.writeCertificatePEM(to: caPath)
-        try PrivateFiles.restrict(caPath)
-        let registered = try register(on: emulator, folder: folder)
+        try EmulatorFiles.restrict(caPath)
+        let registered = try register(on: emulator, folder: folder, context: context)
 
         let banner =
             ("""
@@ -78,26 +76,25 @@ struct EmulateAPNS: AsyncParsableCommand {
             \(registered.joined(separator: "\n"))
 
             Point a hub at it (both environments go to the emulator):
-                HUB_TRANSPORTS_APNS_SERVER=127.0.0.1:\(emulator.port) HUB_TRANSPORTS_APNS_TRUST_ROOTS=\(caPath) hub serve --config \(options.config)
+                HUB_TRANSPORTS_APNS_SERVER=127.0.0.1:\(emulator.port) HUB_TRANSPORTS_APNS_TRUST_ROOTS=\(caPath) hub serve --config \(config)
 
             Requests follow (Ctrl-C or SIGTERM stops the emulator).
             """)
-        try await EmulateCommand.runUntilTerminated(banner: banner) {}
+        try await EmulatorConsole.runUntilTerminated(banner: banner) {}
         await emulator.shutdown()
     }
 
     /// Registers the token keys of hub.yaml's apps, or a new development key; returns lines to print.
-    private func register(on emulator: APNSEmulator, folder: URL) throws -> [String] {
+    private func register(on emulator: APNSEmulator, folder: URL, context: EmulatorContext) throws -> [String] {
         var apps: [CrossDeviceApp] = []
         var referenced: Set<String> = []
-        if FileManager.default.fileExists(atPath: options.config) {
-            let result = ConfigLoader(plugins: HubCLI.plugins).load(path: options.config)
-            for diagnostic in result.diagnostics { printError(diagnostic.description) }
-            apps = result.file?.apps ?? []
-            referenced = PrivateFiles.referencedFiles(inConfig: options.config)
-            if result.file == nil {
-                printError(
-                    "\(options.config) has errors (above): its apps' keys are not registered until they are fixed")
+        if FileManager.default.fileExists(atPath: config) {
+            let read = context.apps(config)
+            apps = read ?? []
+            referenced = EmulatorFiles.referencedFiles(inConfig: config)
+            if read == nil {
+                context.printError(
+                    "\(config) has errors (above): its apps' keys are not registered until they are fixed")
             }
         }
         var lines: [String] = []
@@ -126,17 +123,17 @@ struct EmulateAPNS: AsyncParsableCommand {
             made = "reusing the development key \(keyPath)"
         } else if referenced.contains(keyPath) {
             throw ValidationError(
-                "\(options.config) refers to \(keyPath), which is missing; restore it or fix hub.yaml")
+                "\(config) refers to \(keyPath), which is missing; restore it or fix hub.yaml")
         } else {
             key = APNSTestKey(keyID: "EMULATOR01", teamID: "EMULATORTM")
-            try PrivateFiles.create(keyPath, contents: Data(key.privateKeyPEM.utf8))
+            try EmulatorFiles.create(keyPath, contents: Data(key.privateKeyPEM.utf8))
             made = "made a development key"
         }
         let bundles = apps.flatMap { $0.platforms[.ios] ?? [] }
         let bundleIDs = bundles.isEmpty ? ["com.example.app"] : bundles
         emulator.register(key, bundleIDs: bundleIDs)
         return [
-            "  no app in \(options.config) has a token key; \(made) for \(bundleIDs.joined(separator: ", ")):",
+            "  no app in \(config) has a token key; \(made) for \(bundleIDs.joined(separator: ", ")):",
             "    credentials: { apns: { teamId: \(key.teamID), keyId: \(key.keyID), privateKey: file:\(keyPath) } }",
         ]
     }

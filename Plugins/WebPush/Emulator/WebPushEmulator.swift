@@ -1,5 +1,6 @@
 import Crypto
 public import Foundation
+public import HubEmulatorKit
 import Synchronization
 
 /// A local stand-in for a browser push service (RFC 8030) on 127.0.0.1, over TLS (HTTP/2, and
@@ -162,7 +163,7 @@ public final class WebPushEmulator: Sendable {
     /// - Parameter applicationServerKey: the VAPID public key (65 bytes) sends must use; `nil` accepts any.
     public func makeSubscription(applicationServerKey: [UInt8]? = nil) -> Subscription {
         let privateKey = P256.KeyAgreement.PrivateKey()
-        let id = FCMEmulator.randomHex(12)
+        let id = EmulatorText.randomHex(12)
         let subscription = Subscription(
             id: id, endpoint: "\(origin)/push/\(id)", p256dh: Array(privateKey.publicKey.x963Representation),
             auth: (0..<16).map { _ in UInt8.random(in: 0...255) }, privateKey: privateKey,

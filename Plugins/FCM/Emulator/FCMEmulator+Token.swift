@@ -1,4 +1,5 @@
 import Foundation
+import HubEmulatorKit
 import JWTKit
 
 /// The claims of a Google service-account assertion, as the token endpoint reads them.
@@ -26,18 +27,21 @@ extension FCMEmulator {
 
     /// `POST /token`: the OAuth 2.0 JWT-bearer grant.
     func tokenEndpoint(_ request: EmulatorRequest) -> EmulatorReply {
-        guard request.method == "POST" else { return .now(Self.oauthError(405, "invalid_request", "Use POST.")) }
+        guard request.method == "POST" else {
+            return .now(EmulatorText.oauthError(405, "invalid_request", "Use POST."))
+        }
         guard request.header("content-type")?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true
         else {
-            return .now(Self.oauthError(400, "invalid_request", "Send the grant form-encoded."))
+            return .now(EmulatorText.oauthError(400, "invalid_request", "Send the grant form-encoded."))
         }
-        let form = Self.parseForm(request.body)
+        let form = EmulatorText.parseForm(request.body)
         guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
             return .now(
-                Self.oauthError(400, "unsupported_grant_type", "Invalid grant_type: \(form["grant_type"] ?? "")"))
+                EmulatorText.oauthError(
+                    400, "unsupported_grant_type", "Invalid grant_type: \(form["grant_type"] ?? "")"))
         }
         guard let assertion = form["assertion"], !assertion.isEmpty else {
-            return .now(Self.oauthError(400, "invalid_request", "Missing required parameter: assertion"))
+            return .now(EmulatorText.oauthError(400, "invalid_request", "Missing required parameter: assertion"))
         }
         return .later { await self.exchange(assertion) }
     }
@@ -46,7 +50,7 @@ extension FCMEmulator {
         switch await check(assertion) {
         case .failure(let problem):
             state.withLock { $0.rejectedAssertions.append(problem.description) }
-            return Self.oauthError(400, problem.error, problem.description)
+            return EmulatorText.oauthError(400, problem.error, problem.description)
         case .success(let project):
             let token = issueAccessToken(project: project)
             let lifetime = state.withLock { state in
@@ -130,34 +134,10 @@ extension FCMEmulator {
         return .success(account.projectID)
     }
 
-    /// An OAuth error body, `{"error", "error_description"}`.
-    static func oauthError(_ status: Int, _ error: String, _ description: String) -> EmulatorResponse {
-        .json(status, #"{"error":\#(jsonString(error)),"error_description":\#(jsonString(description))}"#)
-    }
-
-    /// Decodes an `application/x-www-form-urlencoded` body.
-    static func parseForm(_ body: [UInt8]) -> [String: String] {
-        var form: [String: String] = [:]
-        for pair in String(decoding: body, as: UTF8.self).split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func decode(_ text: Substring) -> String {
-                text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(text)
-            }
-            form[decode(parts[0])] = parts.count > 1 ? decode(parts[1]) : ""
-        }
-        return form
-    }
-
     static func base64URLDecode(_ text: Substring) -> Data? {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
         return Data(base64Encoded: base64)
     }
 
-    /// `text` as a JSON string literal.
-    static func jsonString(_ text: String) -> String {
-        let data = try? JSONSerialization.data(withJSONObject: [text], options: [.withoutEscapingSlashes])
-        let array = data.map { String(decoding: $0, as: UTF8.self) } ?? "[\"\"]"
-        return String(array.dropFirst().dropLast())
-    }
 }

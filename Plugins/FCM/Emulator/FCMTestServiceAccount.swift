@@ -1,6 +1,5 @@
 import Foundation
 import HubCore
-public import HubFCM
 
 /// A Google service account for tests and `hub emulate fcm`: a project, a client e-mail, a key ID and
 /// an RSA-2048 key whose public half the ``FCMEmulator`` checks assertions against.

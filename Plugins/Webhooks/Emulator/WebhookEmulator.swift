@@ -1,5 +1,4 @@
 public import Foundation
-import HubWebhooks
 import NIOCore
 import NIOHTTP1
 import NIOPosix

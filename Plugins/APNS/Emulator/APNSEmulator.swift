@@ -1,5 +1,5 @@
-public import HubAPNS
 import HubCore
+public import HubEmulatorKit
 public import NIOCore
 import NIOHTTP2
 import NIOPosix

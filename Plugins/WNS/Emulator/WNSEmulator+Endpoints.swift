@@ -1,4 +1,5 @@
 import Foundation
+import HubEmulatorKit
 
 extension WNSEmulator {
     static let roots = ["wns/toast": "toast", "wns/tile": "tile", "wns/badge": "badge"]
@@ -13,12 +14,12 @@ extension WNSEmulator {
     // MARK: Token endpoints
 
     private func classicToken(_ request: EmulatorRequest) -> EmulatorResponse {
-        let form = FCMEmulator.parseForm(request.body)
+        let form = EmulatorText.parseForm(request.body)
         guard request.method == "POST", form["grant_type"] == "client_credentials" else {
-            return FCMEmulator.oauthError(400, "unsupported_grant_type", "grant_type must be client_credentials")
+            return EmulatorText.oauthError(400, "unsupported_grant_type", "grant_type must be client_credentials")
         }
         guard ["notify.windows.com", "s.notify.live.net"].contains(form["scope"] ?? "") else {
-            return FCMEmulator.oauthError(
+            return EmulatorText.oauthError(
                 400, "invalid_scope", "The provided value for the input parameter 'scope' is not valid.")
         }
         return grant(app: form["client_id"], secret: form["client_secret"], tenant: nil, entra: false)
@@ -26,20 +27,20 @@ extension WNSEmulator {
 
     private func entraToken(_ request: EmulatorRequest) -> EmulatorResponse {
         let tenant = request.path.split(separator: "/").first.map(String.init) ?? ""
-        let form = FCMEmulator.parseForm(request.body)
+        let form = EmulatorText.parseForm(request.body)
         guard request.method == "POST", form["grant_type"] == "client_credentials" else {
-            return FCMEmulator.oauthError(
+            return EmulatorText.oauthError(
                 400, "unsupported_grant_type", "AADSTS70003: grant_type must be client_credentials")
         }
         guard form["scope"] == "https://wns.windows.com/.default" else {
-            return FCMEmulator.oauthError(
+            return EmulatorText.oauthError(
                 400, "invalid_scope", "AADSTS70011: The provided value for scope is not valid.")
         }
         return grant(app: form["client_id"], secret: form["client_secret"], tenant: tenant, entra: true)
     }
 
     private func grant(app: String?, secret: String?, tenant: String?, entra: Bool) -> EmulatorResponse {
-        let token = "wns-emulator-" + FCMEmulator.randomHex(24)
+        let token = "wns-emulator-" + EmulatorText.randomHex(24)
         let issued: Bool = state.withLock { state in
             guard let app, let registered = state.apps[app], registered.tenant == tenant,
                 registered.secret == secret
@@ -50,8 +51,8 @@ extension WNSEmulator {
         }
         guard issued else {
             return entra
-                ? FCMEmulator.oauthError(401, "invalid_client", "AADSTS7000215: Invalid client secret provided.")
-                : FCMEmulator.oauthError(400, "invalid_client", "Invalid client id or client secret")
+                ? EmulatorText.oauthError(401, "invalid_client", "AADSTS7000215: Invalid client secret provided.")
+                : EmulatorText.oauthError(400, "invalid_client", "Invalid client id or client secret")
         }
         if entra {
             return .json(
@@ -64,14 +65,15 @@ extension WNSEmulator {
 
     private func send(_ request: EmulatorRequest) -> EmulatorResponse {
         let channelID = String(request.path.dropFirst("/channels/".count))
-        let correlation = request.header("ms-cv") ?? FCMEmulator.randomHex(8)
+        let correlation = request.header("ms-cv") ?? EmulatorText.randomHex(8)
         func answer(
             _ status: Int, _ description: String? = nil, wnsStatus: String? = nil, retryAfter: Int? = nil
         )
             -> EmulatorResponse
         {
             var headers = [
-                ("X-WNS-Msg-ID", FCMEmulator.randomHex(8).uppercased()), ("X-WNS-Debug-Trace", "EMULATOR-\(channelID)"),
+                ("X-WNS-Msg-ID", EmulatorText.randomHex(8).uppercased()),
+                ("X-WNS-Debug-Trace", "EMULATOR-\(channelID)"),
                 ("MS-CV", correlation),
             ]
             if let wnsStatus { headers.append(("X-WNS-Status", wnsStatus)) }

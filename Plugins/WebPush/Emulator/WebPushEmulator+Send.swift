@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HubEmulatorKit
 
 extension WebPushEmulator {
     func route(_ request: EmulatorRequest) -> EmulatorResponse {

@@ -1,5 +1,4 @@
 import Crypto
-public import HubAPNS
 import HubCore
 import JWTKit
 

@@ -1,13 +1,13 @@
 import ArgumentParser
 import Foundation
-import HubEmulators
-import HubWebhooks
+import HubCore
+import HubEmulatorKit
 
 /// `hub emulate webhook`: an app server's webhook receiver on 127.0.0.1 that verifies each
 /// request's signature and prints the events it receives.
-struct EmulateWebhook: AsyncParsableCommand {
+struct WebhookEmulatorCommand: EmulatorCommand {
     static let configuration = CommandConfiguration(
-        commandName: "webhook",
+        commandName: "hub emulate webhook",
         abstract: "Run a webhook receiver on 127.0.0.1 that verifies signatures and prints events.",
         discussion: """
             Prints how to point an app's webhooks at it, then every request it receives: the event's \
@@ -21,7 +21,7 @@ struct EmulateWebhook: AsyncParsableCommand {
     @Option(help: "Answer the first N requests with --fail-status.") var failFirst = 0
     @Option(help: "The status of the first --fail-first requests.") var failStatus = 500
 
-    func run() async throws {
+    func run(in context: EmulatorContext) async throws {
         let secret = secret ?? WebhookSignature.makeSecret()
         if let problem = WebhookSignature.secretProblem(secret) { throw ValidationError("--secret \(problem)") }
         let emulator = try await WebhookEmulator.start(port: port, secret: secret)
@@ -38,7 +38,7 @@ struct EmulateWebhook: AsyncParsableCommand {
 
             Received events follow (Ctrl-C or SIGTERM stops the receiver).
             """
-        try await EmulateCommand.printUntilTerminated(banner: banner, { emulator.received }) { request in
+        try await EmulatorConsole.printUntilTerminated(banner: banner, { emulator.received }) { request in
             let verdict = request.problem.map { "NOT VERIFIED (\($0))" } ?? "signature ok"
             return "\(request.type) \(request.id) \(verdict) -> \(request.status): \(request.body.prefix(400))"
         }

@@ -1,4 +1,5 @@
 import Foundation
+import HubEmulatorKit
 
 extension FCMEmulator {
     /// Accepted spellings of message fields (proto JSON accepts snake_case and lowerCamelCase).
@@ -145,7 +146,8 @@ extension FCMEmulator {
                 #","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\#($0)"}]"#
             } ?? ""
         return .json(
-            code, #"{"error":{"code":\#(code),"message":\#(jsonString(message)),"status":"\#(status)"\#(details)}}"#,
+            code,
+            #"{"error":{"code":\#(code),"message":\#(EmulatorText.jsonString(message)),"status":"\#(status)"\#(details)}}"#,
             headers: headers)
     }
 }

@@ -1,12 +1,14 @@
 import ArgumentParser
 import Foundation
-import HubEmulators
+import HubCore
+import HubEmulatorKit
+import HubWebPush
 
 /// `hub emulate unifiedpush`: a UnifiedPush distributor's push server on 127.0.0.1 that answers
 /// the endpoint check, decrypts the pushes it accepts (RFC 8291) and prints them.
-struct EmulateUnifiedPush: AsyncParsableCommand {
+struct UnifiedPushEmulatorCommand: EmulatorCommand {
     static let configuration = CommandConfiguration(
-        commandName: "unifiedpush",
+        commandName: "hub emulate unifiedpush",
         abstract: "Run a UnifiedPush distributor emulator (endpoint check, aes128gcm, optional VAPID) on 127.0.0.1.",
         discussion: """
             Writes the emulator's CA certificate, creates endpoints as a UnifiedPush connector hands them to \
@@ -29,9 +31,9 @@ struct EmulateUnifiedPush: AsyncParsableCommand {
     @Option(help: "The status of the first --fail-first pushes.") var failStatus = 429
     @Option(help: "Retry-After seconds for the failing pushes.") var retryAfter: Int?
 
-    func run() async throws {
+    func run(in context: EmulatorContext) async throws {
         let folder = URL(fileURLWithPath: directory, isDirectory: true).standardizedFileURL
-        try PrivateFiles.createDirectory(folder)
+        try EmulatorFiles.createDirectory(folder)
         var publicKey: [UInt8]?
         if let vapidKey {
             guard let pem = FileManager.default.contents(atPath: vapidKey),
@@ -46,7 +48,7 @@ struct EmulateUnifiedPush: AsyncParsableCommand {
         let made = (0..<max(endpoints, 0)).map { _ in emulator.makeSubscription(applicationServerKey: publicKey) }
         let caPath = folder.appendingPathComponent("ca.pem").path
         try emulator.authority.writeCertificatePEM(to: caPath)
-        try PrivateFiles.restrict(caPath)
+        try EmulatorFiles.restrict(caPath)
 
         let banner =
             ("""
@@ -61,7 +63,7 @@ struct EmulateUnifiedPush: AsyncParsableCommand {
 
             Accepted pushes follow, decrypted (Ctrl-C or SIGTERM stops the emulator).
             """)
-        try await EmulateCommand.printUntilTerminated(banner: banner, { emulator.received }) { message in
+        try await EmulatorConsole.printUntilTerminated(banner: banner, { emulator.received }) { message in
             "accepted on \(message.subscriptionID) ttl \(message.timeToLive) urgency \(message.urgency ?? "-") "
                 + "vapid \(message.subject.isEmpty ? "-" : message.subject): \(message.text.prefix(200))"
         }

@@ -1,3 +1,4 @@
+public import HubEmulatorKit
 import JWTKit
 import Synchronization
 
@@ -191,7 +192,7 @@ public final class FCMEmulator: Sendable {
 
     /// Issues an access token for `project` without an assertion (for load generators such as h2load).
     public func issueAccessToken(project: String) -> String {
-        let token = "ya29.emulator-" + Self.randomHex(24)
+        let token = "ya29.emulator-" + EmulatorText.randomHex(24)
         state.withLock { state in
             state.accessTokens[token] = (project, now().addingTimeInterval(Double(state.accessTokenLifetime)))
         }
@@ -229,10 +230,4 @@ public final class FCMEmulator: Sendable {
         return .now(Self.googleError(404, "NOT_FOUND", "The requested URL \(request.path) was not found."))
     }
 
-    static func randomHex(_ bytes: Int) -> String {
-        (0..<bytes).map { _ in
-            let byte = UInt8.random(in: 0...255)
-            return (byte < 16 ? "0" : "") + String(byte, radix: 16)
-        }.joined()
-    }
 }

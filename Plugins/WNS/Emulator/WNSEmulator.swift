@@ -1,3 +1,4 @@
+public import HubEmulatorKit
 import Synchronization
 
 public import struct Foundation.Date
@@ -147,9 +148,9 @@ public final class WNSEmulator: Sendable {
 
     /// A new channel owned by `app` (a package SID or Entra client ID). - Returns: its channel URI.
     public func makeChannel(forApp app: String) -> String {
-        let id = FCMEmulator.randomHex(8)
+        let id = EmulatorText.randomHex(8)
         state.withLock { $0.channels[id] = Channel(app: app) }
-        return "\(baseURL)/channels/\(id)?token=\(FCMEmulator.randomHex(16))"
+        return "\(baseURL)/channels/\(id)?token=\(EmulatorText.randomHex(16))"
     }
 
     /// Makes the channel answer 410 Gone from now on.

@@ -1,22 +1,24 @@
 import ArgumentParser
-import Foundation
-import HubConfig
+public import Foundation
 
-/// Files the emulators write: folders 0700 and files 0600 (private keys live there), created
-/// without replacing what is already there.
-enum PrivateFiles {
-    static func createDirectory(_ folder: URL) throws {
+/// Files the emulators of `hub emulate` write: folders 0700 and files 0600 (private keys live
+/// there), created without replacing what is already there.
+public enum EmulatorFiles {
+    /// Creates `folder` (and its parents) with mode 0700, or sets an existing one to 0700.
+    public static func createDirectory(_ folder: URL) throws {
         try FileManager.default.createDirectory(
             at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: folder.path)
     }
 
-    static func restrict(_ path: String) throws {
+    /// Sets `path` to mode 0600.
+    public static func restrict(_ path: String) throws {
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
     }
 
     /// Creates `path` with mode 0600; fails instead of replacing an existing file.
-    static func create(_ path: String, contents: Data) throws {
+    /// - Throws: `ValidationError` naming the file.
+    public static func create(_ path: String, contents: Data) throws {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         guard descriptor >= 0 else {
             throw ValidationError("\(path) could not be created: \(String(cString: strerror(errno)))")
@@ -28,7 +30,8 @@ enum PrivateFiles {
 
     /// Writes `path` (0600) when it does not exist or holds `marker` (the emulator's own earlier
     /// output); refuses to replace any other file.
-    static func replaceIfOwn(_ path: String, contents: Data, marker: String) throws {
+    /// - Throws: `ValidationError` naming the file when it is not the emulator's.
+    public static func replaceIfOwn(_ path: String, contents: Data, marker: String) throws {
         if let existing = FileManager.default.contents(atPath: path) {
             guard String(decoding: existing, as: UTF8.self).contains(marker) else {
                 throw ValidationError(
@@ -43,7 +46,7 @@ enum PrivateFiles {
 
     /// Absolute paths of every `file:` reference in hub.yaml's text, read without loading it, so an
     /// unrelated error in the file does not hide them.
-    static func referencedFiles(inConfig config: String) -> Set<String> {
+    public static func referencedFiles(inConfig config: String) -> Set<String> {
         guard let data = FileManager.default.contents(atPath: config) else { return [] }
         let base = URL(fileURLWithPath: config).deletingLastPathComponent().standardizedFileURL.path
         var paths: Set<String> = []

@@ -173,7 +173,7 @@ public struct TestCertificateError: Error, Sendable, CustomStringConvertible {
     /// What went wrong.
     public let description: String
 
-    init(_ description: String) {
+    package init(_ description: String) {
         self.description = description
     }
 }

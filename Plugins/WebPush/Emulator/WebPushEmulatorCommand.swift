@@ -1,12 +1,13 @@
 import ArgumentParser
 import Foundation
-import HubEmulators
+import HubCore
+import HubEmulatorKit
 
 /// `hub emulate webpush`: a browser push service (RFC 8030) on 127.0.0.1 that verifies VAPID,
 /// decrypts what it accepts (RFC 8291) and prints it, with subscriptions ready for web endpoints.
-struct EmulateWebPush: AsyncParsableCommand {
+struct WebPushEmulatorCommand: EmulatorCommand {
     static let configuration = CommandConfiguration(
-        commandName: "webpush",
+        commandName: "hub emulate webpush",
         abstract: "Run a Web Push service emulator (VAPID, aes128gcm) on 127.0.0.1.",
         discussion: """
             Writes the emulator's CA certificate and, unless it exists, a VAPID key (vapid.pem), creates \
@@ -23,9 +24,9 @@ struct EmulateWebPush: AsyncParsableCommand {
     @Option(help: "The status of the first --fail-first sends.") var failStatus = 503
     @Option(help: "Retry-After seconds for the failing sends.") var retryAfter: Int?
 
-    func run() async throws {
+    func run(in context: EmulatorContext) async throws {
         let folder = URL(fileURLWithPath: directory, isDirectory: true).standardizedFileURL
-        try PrivateFiles.createDirectory(folder)
+        try EmulatorFiles.createDirectory(folder)
         let keyPath = vapidKey ?? folder.appendingPathComponent("vapid.pem").path
         let publicKey: [UInt8]
         if let existing = FileManager.default.contents(atPath: keyPath) {
@@ -35,7 +36,7 @@ struct EmulateWebPush: AsyncParsableCommand {
             publicKey = key
         } else {
             let key = WebPushEmulator.makeVAPIDKey()
-            try PrivateFiles.create(keyPath, contents: Data(key.privateKeyPEM.utf8))
+            try EmulatorFiles.create(keyPath, contents: Data(key.privateKeyPEM.utf8))
             publicKey = key.publicKey
         }
         let emulator = try await WebPushEmulator.start(port: port)
@@ -44,7 +45,7 @@ struct EmulateWebPush: AsyncParsableCommand {
         }
         let caPath = folder.appendingPathComponent("ca.pem").path
         try emulator.authority.writeCertificatePEM(to: caPath)
-        try PrivateFiles.restrict(caPath)
+        try EmulatorFiles.restrict(caPath)
 
         let banner =
             ("""
@@ -61,7 +62,7 @@ struct EmulateWebPush: AsyncParsableCommand {
 
             Accepted messages follow, decrypted (Ctrl-C or SIGTERM stops the emulator).
             """)
-        try await EmulateCommand.printUntilTerminated(banner: banner, { emulator.received }) { message in
+        try await EmulatorConsole.printUntilTerminated(banner: banner, { emulator.received }) { message in
             "accepted on \(message.subscriptionID) ttl \(message.timeToLive) urgency \(message.urgency ?? "-") "
                 + "topic \(message.topic ?? "-") sub \(message.subject)\(message.isDeclarative ? " declarative" : ""): "
                 + "\(message.text.prefix(200))"

@@ -1,12 +1,13 @@
 import ArgumentParser
 import Foundation
-import HubEmulators
+import HubCore
+import HubEmulatorKit
 
 /// `hub emulate wns`: WNS's classic and Entra ID token endpoints and channel endpoints on 127.0.0.1,
 /// enforcing what WNS enforces, with channels ready for devices.
-struct EmulateWNS: AsyncParsableCommand {
+struct WNSEmulatorCommand: EmulatorCommand {
     static let configuration = CommandConfiguration(
-        commandName: "wns",
+        commandName: "hub emulate wns",
         abstract: "Run a WNS emulator (token endpoints and channel URIs) on 127.0.0.1.",
         discussion: """
             Registers one Store app (package SID and secret) and one Entra ID app, creates channels for \
@@ -23,7 +24,7 @@ struct EmulateWNS: AsyncParsableCommand {
     @Option(help: "The client ID of the emulated Entra ID app.") var clientId = "00000000-0000-4000-8000-00000000e001"
     @Option(help: "Channels to create for the Store app.") var channels = 3
 
-    func run() async throws {
+    func run(in context: EmulatorContext) async throws {
         let emulator = try await WNSEmulator.start(port: port)
         let secret = clientSecret ?? UUID().uuidString.lowercased()
         emulator.registerPackage(sid: packageSid, secret: secret)
@@ -31,10 +32,10 @@ struct EmulateWNS: AsyncParsableCommand {
         let uris = (0..<max(channels, 0)).map { _ in emulator.makeChannel(forApp: packageSid) }
 
         let folder = URL(fileURLWithPath: directory, isDirectory: true).standardizedFileURL
-        try PrivateFiles.createDirectory(folder)
+        try EmulatorFiles.createDirectory(folder)
         let caPath = folder.appendingPathComponent("ca.pem").path
         try emulator.authority.writeCertificatePEM(to: caPath)
-        try PrivateFiles.restrict(caPath)
+        try EmulatorFiles.restrict(caPath)
 
         let banner =
             ("""
@@ -55,7 +56,7 @@ struct EmulateWNS: AsyncParsableCommand {
 
             Accepted notifications follow (Ctrl-C or SIGTERM stops the emulator).
             """)
-        try await EmulateCommand.printUntilTerminated(banner: banner, { emulator.received }) { notification in
+        try await EmulatorConsole.printUntilTerminated(banner: banner, { emulator.received }) { notification in
             "accepted \(notification.type) on channel \(notification.channelID) ttl \(notification.timeToLive ?? "-") "
                 + "cache \(notification.cachePolicy ?? "-") tag \(notification.tag ?? "-"): \(notification.text.prefix(120))"
         }

@@ -1,12 +1,13 @@
 import ArgumentParser
 import Foundation
-import HubEmulators
+import HubCore
+import HubEmulatorKit
 
 /// `hub emulate fcm`: Google's OAuth token endpoint and FCM HTTP v1 `messages:send` on 127.0.0.1,
 /// enforcing what the real services enforce, with a ready service-account key file for the hub.
-struct EmulateFCM: AsyncParsableCommand {
+struct FCMEmulatorCommand: EmulatorCommand {
     static let configuration = CommandConfiguration(
-        commandName: "fcm",
+        commandName: "hub emulate fcm",
         abstract: "Run an FCM HTTP v1 emulator (OAuth token endpoint and messages:send) on 127.0.0.1.",
         discussion: """
             Writes the emulator's CA certificate and a service-account key file whose token_uri is the \
@@ -28,7 +29,7 @@ struct EmulateFCM: AsyncParsableCommand {
     @Option(help: "Answer the first N sends with 503 UNAVAILABLE (a hub retries them).") var failFirst = 0
     @Option(help: "Retry-After seconds for the --fail-first sends.") var retryAfter: Int?
 
-    func run() async throws {
+    func run(in context: EmulatorContext) async throws {
         let emulator = try await FCMEmulator.start(port: port, http2: !http1Only)
         let account = FCMTestServiceAccount.primary
         try await emulator.register(account)
@@ -39,14 +40,14 @@ struct EmulateFCM: AsyncParsableCommand {
         if failFirst > 0 { emulator.failNextSends(failFirst, retryAfter: retryAfter) }
 
         let folder = URL(fileURLWithPath: directory, isDirectory: true).standardizedFileURL
-        try PrivateFiles.createDirectory(folder)
+        try EmulatorFiles.createDirectory(folder)
         let caPath = folder.appendingPathComponent("ca.pem").path
         let accountPath = folder.appendingPathComponent("service-account.json").path
         try emulator.authority.writeCertificatePEM(to: caPath)
-        try PrivateFiles.restrict(caPath)
+        try EmulatorFiles.restrict(caPath)
         // The account's token URI names this run's port, so the file is rewritten, but only when it
         // is the emulator's own account: a file hub.yaml points at with another key is left alone.
-        try PrivateFiles.replaceIfOwn(
+        try EmulatorFiles.replaceIfOwn(
             accountPath, contents: Data(account.serviceAccountJSON(tokenURI: emulator.tokenURI).utf8),
             marker: account.clientEmail)
 
@@ -65,7 +66,7 @@ struct EmulateFCM: AsyncParsableCommand {
 
             Accepted messages follow (Ctrl-C or SIGTERM stops the emulator).
             """)
-        try await EmulateCommand.printUntilTerminated(banner: banner, { emulator.messages }) { message in
+        try await EmulatorConsole.printUntilTerminated(banner: banner, { emulator.messages }) { message in
             let target = message.token.map { "token \($0)" } ?? message.topic.map { "topic \($0)" } ?? "?"
             let data = message.data.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
             let title = message.notificationTitle.map { " notification \"\($0)\"" } ?? ""
