@@ -6,7 +6,8 @@ import class Foundation.FileManager
 
 extension APNSPlugin {
     /// `hub map-app --apns-key AuthKey.p8 --apns-key-id … --apns-team-id …` (or `--apns-certificate`
-    /// with `--apns-password`), and the wizard's APNs questions for an app that maps iOS.
+    /// with `--apns-password`), and the wizard's APNs questions for an app that maps iOS; its
+    /// emulator is `hub emulate apns` (``APNSEmulator``, Emulator/).
     public var onboarding: TransportOnboarding? {
         let tenCharacters: @Sendable (String) -> String? = { value in
             value.count == 10 && value.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }

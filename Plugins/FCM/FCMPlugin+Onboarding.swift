@@ -3,7 +3,7 @@ import HubEmulatorKit
 
 extension FCMPlugin {
     /// `hub map-app --fcm-service-account service-account.json`, and the wizard's FCM question for an
-    /// app that maps Android.
+    /// app that maps Android; its emulator is `hub emulate fcm` (``FCMEmulator``, Emulator/).
     public var onboarding: TransportOnboarding? {
         TransportOnboarding(
             fields: [

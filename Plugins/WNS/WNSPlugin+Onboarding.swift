@@ -4,7 +4,7 @@ import HubEmulatorKit
 extension WNSPlugin {
     /// `hub map-app --wns-sid ms-app://… --wns-secret env:NAME` (or an Entra ID app with
     /// `--wns-tenant` and `--wns-client-id`), and the wizard's WNS questions for an app that maps
-    /// Windows.
+    /// Windows; its emulator is `hub emulate wns` (``WNSEmulator``, Emulator/).
     public var onboarding: TransportOnboarding? {
         TransportOnboarding(
             fields: [

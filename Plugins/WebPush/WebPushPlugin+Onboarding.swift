@@ -6,7 +6,8 @@ extension WebPushPlugin {
     /// `hub map-app --webpush-subject mailto:… [--webpush-key vapid.pem]`, and the wizard's Web Push
     /// questions for an app that maps the web: `credentials.webpush` with the VAPID key file, made
     /// (a new P-256 key, mode 0600, never printed) when it does not exist; its public key, the
-    /// `applicationServerKey` pages subscribe with, is printed.
+    /// `applicationServerKey` pages subscribe with, is printed. Its emulator is `hub emulate webpush`
+    /// (``WebPushEmulator``, Emulator/).
     public var onboarding: TransportOnboarding? {
         TransportOnboarding(
             fields: [
