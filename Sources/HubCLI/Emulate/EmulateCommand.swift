@@ -8,8 +8,9 @@ import HubCore
 struct EmulateCommand: AsyncParsableCommand {
     // Computed: the emulators are those of the running command's plugins.
     static var configuration: CommandConfiguration {
-        let emulators = EmulatePlugin.emulators.map {
-            "  \($0.name.padding(toLength: 14, withPad: " ", startingAt: 0)) \($0.abstract)"
+        let emulators = EmulatePlugin.emulators.map { emulator in
+            "  \(emulator.name.padding(toLength: 14, withPad: " ", startingAt: 0)) "
+                + wrapped(emulator.abstract, width: 61, indent: 17)
         }
         return CommandConfiguration(
             commandName: "emulate",
@@ -23,6 +24,22 @@ struct EmulateCommand: AsyncParsableCommand {
             defaultSubcommand: EmulatePlugin.self
         )
     }
+}
+
+/// `text` in lines of at most `width` characters (a longer word stays whole), the lines after the
+/// first indented by `indent` spaces: a list of `--help` that ArgumentParser does not wrap again.
+private func wrapped(_ text: String, width: Int, indent: Int) -> String {
+    var lines: [String] = []
+    var line = ""
+    for word in text.split(separator: " ") {
+        if !line.isEmpty && line.count + 1 + word.count > width {
+            lines.append(line)
+            line = ""
+        }
+        line += (line.isEmpty ? "" : " ") + word
+    }
+    lines.append(line)
+    return lines.joined(separator: "\n" + String(repeating: " ", count: indent))
 }
 
 /// `hub emulate <name> [arguments]`: the emulator a transport plugin brings in its onboarding
