@@ -2,9 +2,14 @@ import HubCore
 
 /// What two transport plugins of one command line must not share, checked before any command runs
 /// (``HubCLI/run(plugins:arguments:errors:)``): an ID, a `map-app` flag (`--<id>-<field>`, which
-/// must not be one of `map-app`'s own options either) or an emulator's name. ArgumentParser would
-/// otherwise hand a shared flag to whichever comes first, silently.
+/// must not be one of `map-app`'s own options either) or an emulator's name (which must not be one
+/// `hub emulate` keeps for itself). ArgumentParser would otherwise hand a shared flag to whichever
+/// comes first, silently.
 enum PluginConflicts {
+    /// What `hub emulate <name>` takes for itself: its own subcommand, ArgumentParser's `help`, and
+    /// nothing at all.
+    static let reservedEmulatorNames: Set<String> = ["", "plugin", "help"]
+
     /// One sentence per conflict, naming the plugins and what to rename; empty when there is none.
     /// - Parameters:
     ///   - plugins: the command line's plugins, in order.
@@ -44,7 +49,11 @@ enum PluginConflicts {
                 }
             }
             if let emulator = onboarding.emulator {
-                if let first = emulators[emulator.name] {
+                if reservedEmulatorNames.contains(emulator.name) || emulator.name.hasPrefix("-") {
+                    problems.append(
+                        "the \(plugin.id) plugin's emulator is named '\(emulator.name)', which hub emulate cannot run by name; rename it"
+                    )
+                } else if let first = emulators[emulator.name] {
                     problems.append(
                         "the \(first) and \(plugin.id) plugins both bring an emulator named '\(emulator.name)' (hub emulate \(emulator.name)); rename one"
                     )

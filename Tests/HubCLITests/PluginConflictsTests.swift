@@ -107,6 +107,13 @@ struct PluginConflictsTests {
             sameEmulator.errors.contains(
                 "the pager and buzzer plugins both bring an emulator named 'beeper' (hub emulate beeper); rename one"),
             "\(sameEmulator.errors)")
+
+        let reserved = await hub([ToyPlugin(id: TransportID("pager"), emulator: "help")], ["emulate", "help"])
+        #expect(reserved.status == 1)
+        #expect(
+            reserved.errors.contains(
+                "the pager plugin's emulator is named 'help', which hub emulate cannot run by name; rename it"),
+            "\(reserved.errors)")
     }
 
     @Test("plugins that share nothing run: the same field names under two IDs, one emulator each")
