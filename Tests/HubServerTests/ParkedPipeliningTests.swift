@@ -4,6 +4,8 @@ import HubPolling
 import HubTesting
 import Testing
 
+@testable import HubServer
+
 /// Parked long-polls with other requests pipelined behind them on one keep-alive connection
 /// (HummingbirdTesting's live client sends concurrent requests so): every request behind a parked
 /// one is read and run, and the answers go out in request order (RFC 9112, 9.3.2).
@@ -68,6 +70,33 @@ struct ParkedPipeliningTests {
             #expect(answers[0].body.contains(#""appNotificationId":"late""#), "\(answers[0].body)")
             #expect(answers[1].body.contains(#""changes":[]"#), "\(answers[1].body)")
             #expect(answers[1].body.contains(cursor), "\(answers[1].body)")
+        }
+    }
+
+    @Test("past the answers that may wait behind a parked long-poll, the connection reads no further until one went")
+    func lineIsBounded() async throws {
+        let harness = try await Harness()
+        let alice = try await harness.token(user: "alice")
+        try await harness.run(.live) { client in
+            let port = try #require(client.port)
+            let cursor = try #require(try await client.send(.get, Self.feed, bearer: alice).object.string("cursor"))
+            let connection = try PipelinedConnection(port: port)
+            // The first long-poll waits 2 s; one more than the line holds wait behind it, then a
+            // publish: it is read only once the first one answered (at its wait's end, empty).
+            let behind = ParkingHandler.maxWaitingBehind + 1
+            let requests =
+                Self.poll(wait: 2, cursor: cursor, bearer: alice)
+                + String(repeating: Self.poll(wait: 10, cursor: cursor, bearer: alice), count: behind)
+                + Self.publish("after-the-line")
+            let began = ContinuousClock.now
+            try connection.write(requests)
+            let answers = try await connection.responses(behind + 2)
+            #expect(ContinuousClock.now - began >= .milliseconds(1900))
+            #expect(answers.map(\.status) == Array(repeating: 200, count: behind + 1) + [201])
+            #expect(answers[0].body.contains(#""changes":[]"#), "\(answers[0].body)")
+            for answer in answers.dropFirst().prefix(behind) {
+                #expect(answer.body.contains(#""appNotificationId":"after-the-line""#), "\(answer.body)")
+            }
         }
     }
 
