@@ -49,10 +49,21 @@ final class ParkingHandler: ChannelOutboundHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     /// The parked response being answered (the oldest response not ended) and its template.
     private var current: (id: UInt64, template: HTTPResponse)?
-    /// The placeholder being written (its head went by, its end not yet): nothing of it is sent.
-    private var placeholder: (id: UInt64, template: HTTPResponse)?
-    /// The responses after ``current``, in request order.
-    private var waiting: CircularBuffer<Waiting> = []
+    /// What became of the placeholder being written (its head went by, its end not yet).
+    private enum Placeholder {
+        case none
+        /// Its parked response is ``current`` (or was, and ended).
+        case answering
+        /// Its parked response joined ``waiting``.
+        case waiting
+        /// Its client left before it went by: nothing is answered.
+        case dropped
+    }
+    /// Nothing of a placeholder is sent, from its head to its end.
+    private var placeholder = Placeholder.none
+    /// The responses after ``current``, in request order; `nil` when none (a connection that
+    /// never pipelines behind a parked response allocates nothing for it).
+    private var waiting: CircularBuffer<Waiting>?
     /// How many responses ``waiting`` holds.
     private var waitingResponses = 0
     /// The end of the last response that joined ``waiting`` past ``maxWaitingBehind``: its
@@ -75,11 +86,11 @@ final class ParkingHandler: ChannelOutboundHandler, RemovableChannelHandler {
         _ = Self.handlers.withLock { $0.removeValue(forKey: ObjectIdentifier(context.channel)) }
         self.context = nil
         let (waiting, early, heldEnd, queuedClose) = (self.waiting, self.early, self.heldEnd, self.queuedClose)
-        self.waiting = []
+        self.waiting = nil
         self.early = [:]
         self.heldEnd = nil
         self.queuedClose = nil
-        for case .part(_, let promise) in waiting { promise?.fail(ChannelError.ioOnClosedChannel) }
+        for case .part(_, let promise) in waiting ?? [] { promise?.fail(ChannelError.ioOnClosedChannel) }
         heldEnd?.fail(ChannelError.ioOnClosedChannel)
         for promise in queuedClose ?? [] { promise?.fail(ChannelError.ioOnClosedChannel) }
         for sends in early.values { for send in sends { send.promise?.fail(ChannelError.ioOnClosedChannel) } }
@@ -87,18 +98,19 @@ final class ParkingHandler: ChannelOutboundHandler, RemovableChannelHandler {
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let part = unwrapOutboundIn(data)
-        if let placeholder {
+        if placeholder != .none {
             guard case .end = part else {
                 promise?.succeed()
                 return
             }
-            self.placeholder = nil
-            placeholderEnded(placeholder, promise: promise, context: context)
+            let placeholder = self.placeholder
+            self.placeholder = .none
+            if placeholder == .waiting { release(promise) } else { promise?.succeed() }
             return
         }
         if case .head(let head) = part, let value = head.headerFields.value(Self.marker), let id = UInt64(value) {
-            placeholder = (id, head)
             promise?.succeed()
+            placeholderStarted((id, head), context: context)
             return
         }
         guard isBehind else {
@@ -106,11 +118,12 @@ final class ParkingHandler: ChannelOutboundHandler, RemovableChannelHandler {
             return
         }
         guard case .end = part else {
-            waiting.append(.part(part, promise))
+            append(.part(part, promise))
             return
         }
-        waiting.append(.part(part, nil))
-        joinedLine(promise)
+        append(.part(part, nil))
+        waitingResponses += 1
+        release(promise)
     }
 
     /// Hummingbird half-closes the output after the last request of a connection (`Connection:
@@ -124,32 +137,35 @@ final class ParkingHandler: ChannelOutboundHandler, RemovableChannelHandler {
     }
 
     /// A parked response or its followers are still to be written: what comes now waits.
-    private var isBehind: Bool { current != nil || !waiting.isEmpty }
+    private var isBehind: Bool { current != nil || waiting != nil }
 
-    /// The placeholder of parked response `id` went by: it is answered now or, behind another
-    /// parked one, in its turn; `promise` tells the dispatcher to read on.
-    private func placeholderEnded(
-        _ placeholder: (id: UInt64, template: HTTPResponse), promise: EventLoopPromise<Void>?,
-        context: ChannelHandlerContext
-    ) {
-        if abandoned.remove(placeholder.id) != nil {
-            promise?.succeed()
-            return
-        }
-        guard isBehind else {
-            // Before the promise: the dispatcher may close the output at once (`Connection: close`).
-            begin(placeholder, context: context)
-            advance(context: context)
-            promise?.succeed()
-            return
-        }
-        waiting.append(.parked(id: placeholder.id, template: placeholder.template))
-        joinedLine(promise)
+    private func append(_ entry: Waiting) {
+        if waiting == nil { waiting = CircularBuffer(initialCapacity: 4) }
+        waiting!.append(entry)
     }
 
-    /// A response joined ``waiting``: its request counts as answered unless the line is long.
-    private func joinedLine(_ promise: EventLoopPromise<Void>?) {
-        waitingResponses += 1
+    /// The placeholder of parked response `id` goes by: it is answered now or, behind another
+    /// parked one, in its turn. (Its end tells the dispatcher to read on: `Connection: close`
+    /// closes the output then, after what is answered now.)
+    private func placeholderStarted(
+        _ placeholder: (id: UInt64, template: HTTPResponse), context: ChannelHandlerContext
+    ) {
+        if abandoned.remove(placeholder.id) != nil {
+            self.placeholder = .dropped
+        } else if isBehind {
+            self.placeholder = .waiting
+            append(.parked(id: placeholder.id, template: placeholder.template))
+            waitingResponses += 1
+        } else {
+            self.placeholder = .answering
+            begin(placeholder, context: context)
+            advance(context: context)
+        }
+    }
+
+    /// A response that joined ``waiting`` has ended there: its request counts as answered unless
+    /// the line is long.
+    private func release(_ promise: EventLoopPromise<Void>?) {
         if waitingResponses <= Self.maxWaitingBehind {
             promise?.succeed()
         } else {
@@ -173,7 +189,7 @@ final class ParkingHandler: ChannelOutboundHandler, RemovableChannelHandler {
     /// Writes what waits, in order, until a parked response that has not ended comes first (or
     /// nothing is left); then an output close asked for meanwhile goes.
     private func advance(context: ChannelHandlerContext) {
-        while current == nil, let next = waiting.popFirst() {
+        while current == nil, let next = waiting?.popFirst() {
             switch next {
             case .part(let part, let promise):
                 if case .end = part { waitingResponses -= 1 }
@@ -183,6 +199,7 @@ final class ParkingHandler: ChannelOutboundHandler, RemovableChannelHandler {
                 begin((id, template), context: context)
             }
         }
+        if waiting?.isEmpty == true { waiting = nil }
         context.flush()
         if !isBehind, let closes = queuedClose {
             queuedClose = nil
@@ -250,7 +267,7 @@ final class ParkingHandler: ChannelOutboundHandler, RemovableChannelHandler {
             if let context { advance(context: context) }
             return
         }
-        let index = waiting.firstIndex {
+        let index = waiting?.firstIndex {
             if case .parked(let parked, _) = $0 { parked == id } else { false }
         }
         guard let index else {
@@ -258,7 +275,8 @@ final class ParkingHandler: ChannelOutboundHandler, RemovableChannelHandler {
             abandoned.insert(id)
             return
         }
-        waiting.remove(at: index)
+        waiting!.remove(at: index)
+        if waiting!.isEmpty { waiting = nil }
         waitingResponses -= 1
         if waitingResponses <= Self.maxWaitingBehind, let heldEnd {
             self.heldEnd = nil
