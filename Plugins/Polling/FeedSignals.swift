@@ -18,7 +18,7 @@ import Synchronization
 /// store first (``isCurrent(_:version:)``).
 ///
 /// Costs: a wake-up costs the number of its own waiters; a wait costs no timer of its own (one
-/// task sleeps until the earliest deadline of all waits).
+/// task sleeps until the earliest deadline of all waits: HubCore's `DeadlineReaper`).
 public final class FeedSignals: FeedChangeListener {
     /// Who a wake-up is for (``FeedAudience``).
     public typealias Audience = FeedAudience
@@ -79,22 +79,50 @@ public final class FeedSignals: FeedChangeListener {
         var waiterCount: Int { waiters.values.reduce(0) { $0 + $1.count } }
     }
 
-    private struct State {
+    private struct State: DeadlineWaits {
         var clock: UInt64 = 0
         var feeds: [FeedKey: Feed] = [:]
         /// `feeds` is pruned when it grows past this (amortized: at least doubles in between).
         var pruneAt = 10_000
         var waiterCount = 0
         var nextWaiter: UInt64 = 0
-        /// The deadlines of the waits, earliest first.
-        var deadlines = DeadlineHeap()
-        /// The reaper task that ends waits at their deadline: its generation and when it wakes.
-        var reaper: (generation: UInt64, wakesAt: ContinuousClock.Instant)?
-        var reaperGeneration: UInt64 = 0
+        /// The deadlines of the waits.
+        var deadlines = DeadlineReaper<WaitID>()
         /// Set by ``shutDown()``: every wait returns at once.
         var isShutDown = false
         /// Counts ``forgetVersions()`` calls (wake-ups may have been missed each time).
         var epoch: UInt64 = 0
+
+        func isWaiting(_ wait: WaitID) -> Bool { feeds[wait.key]?.waiters[wait.endpoint]?[wait.id] != nil }
+
+        mutating func endWait(_ wait: WaitID) -> Waiter? {
+            guard let waiter = feeds[wait.key]?.waiters[wait.endpoint]?.removeValue(forKey: wait.id) else { return nil }
+            if feeds[wait.key]?.waiters[wait.endpoint]?.isEmpty == true {
+                feeds[wait.key]?.waiters[wait.endpoint] = nil
+            }
+            waiterCount -= 1
+            return waiter
+        }
+
+        func waitingDeadlines() -> [DeadlineHeap<WaitID>.Entry] {
+            var live: [DeadlineHeap<WaitID>.Entry] = []
+            live.reserveCapacity(waiterCount)
+            for (key, feed) in feeds {
+                for (endpoint, group) in feed.waiters {
+                    for (id, waiter) in group {
+                        live.append(.init(at: waiter.deadline, wait: WaitID(id: id, key: key, endpoint: endpoint)))
+                    }
+                }
+            }
+            return live
+        }
+    }
+
+    /// Names a wait, to find it at its deadline.
+    private struct WaitID {
+        let id: UInt64
+        let key: FeedKey
+        let endpoint: String?
     }
 
     private let state = Mutex(State())
@@ -132,10 +160,7 @@ public final class FeedSignals: FeedChangeListener {
                     endpoint: endpoint, after: ticket, cancelled: Task.isCancelled || timeout <= .zero)
             }
         } onCancel: {
-            let waiter = state.withLock { state -> Waiter? in
-                Self.removeWaiter(id, key: key, endpoint: endpoint, from: &state)
-            }
-            waiter?(false)
+            state.withLock { $0.endWait(WaitID(id: id, key: key, endpoint: endpoint)) }?.callAsFunction(false)
         }
     }
 
@@ -162,9 +187,7 @@ public final class FeedSignals: FeedChangeListener {
     /// - Returns: `false` when the wait had already ended (its callback was or is being called).
     @discardableResult
     public func unpark(_ parking: Parking) -> Bool {
-        state.withLock { state in
-            Self.removeWaiter(parking.id, key: parking.key, endpoint: parking.endpoint, from: &state) != nil
-        }
+        state.withLock { $0.endWait(WaitID(id: parking.id, key: parking.key, endpoint: parking.endpoint)) != nil }
     }
 
     private func nextWaiterID() -> UInt64 {
@@ -179,63 +202,23 @@ public final class FeedSignals: FeedChangeListener {
     private func enqueue(
         _ waiter: Waiter, id: UInt64, key: FeedKey, endpoint: String?, after ticket: UInt64, cancelled: Bool
     ) {
-        let deadline = waiter.deadline
-        let (immediate, reaper) = state.withLock { state -> (Bool?, UInt64?) in
+        let (immediate, sleeper) = state.withLock { state -> (Bool?, DeadlineSleeper?) in
             if state.feeds[key]?.woke(endpoint, after: ticket) == true { return (true, nil) }
             if cancelled || state.isShutDown { return (false, nil) }
             state.feeds[key, default: Feed()].waiters[endpoint, default: [:]][id] = waiter
             state.feeds[key]?.touched = state.clock
             state.waiterCount += 1
-            state.deadlines.push(.init(at: deadline, id: id, key: key, endpoint: endpoint))
-            // Woken and cancelled waits leave their deadline behind; rebuild when most are
-            // stale (amortized: the heap at least halves), also while no deadline comes due.
-            if state.deadlines.count > 2 * state.waiterCount + 1024 { Self.rebuildDeadlines(&state) }
-            if let reaper = state.reaper, reaper.wakesAt <= deadline { return (nil, nil) }
-            state.reaperGeneration += 1
-            state.reaper = (state.reaperGeneration, deadline)
-            return (nil, state.reaperGeneration)
+            return (nil, state.keepDeadline(WaitID(id: id, key: key, endpoint: endpoint), at: waiter.deadline))
         }
         if let immediate { waiter(immediate) }
-        if let reaper { Task { await self.reap(generation: reaper, at: deadline) } }
+        sleeper?.start(clock: clock) { [self] in reap($0, now: $1) }
     }
 
-    /// Ends the waits whose deadline passed, sleeping until the earliest deadline, until no wait
-    /// is left or a reaper with an earlier deadline took over.
-    private func reap(generation: UInt64, at first: ContinuousClock.Instant) async {
-        var wakesAt = first
-        while true {
-            try? await clock.sleep(until: wakesAt, tolerance: nil)
-            let now = clock.now
-            let (expired, next) = state.withLock { state -> ([Waiter], ContinuousClock.Instant?) in
-                guard state.reaper?.generation == generation else { return ([], nil) }
-                var expired: [Waiter] = []
-                while let top = state.deadlines.first, top.at <= now {
-                    state.deadlines.removeFirst()
-                    if let waiter = Self.removeWaiter(top.id, key: top.key, endpoint: top.endpoint, from: &state) {
-                        expired.append(waiter)
-                    }
-                }
-                if state.deadlines.count > 2 * state.waiterCount + 1024 { Self.rebuildDeadlines(&state) }
-                guard let top = state.deadlines.first else {
-                    state.reaper = nil
-                    return (expired, nil)
-                }
-                state.reaper = (generation, top.at)
-                return (expired, top.at)
-            }
-            for waiter in expired { waiter(false) }
-            guard let next else { return }
-            wakesAt = next
-        }
-    }
-
-    private static func removeWaiter(
-        _ id: UInt64, key: FeedKey, endpoint: String?, from state: inout State
-    ) -> Waiter? {
-        guard let waiter = state.feeds[key]?.waiters[endpoint]?.removeValue(forKey: id) else { return nil }
-        if state.feeds[key]?.waiters[endpoint]?.isEmpty == true { state.feeds[key]?.waiters[endpoint] = nil }
-        state.waiterCount -= 1
-        return waiter
+    /// Ends the waits whose deadline passed; when the reaper wakes next.
+    private func reap(_ sleeper: DeadlineSleeper, now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        let (expired, next) = state.withLock { $0.expireDeadlines(for: sleeper, now: now) }
+        for waiter in expired { waiter(false) }
+        return next
     }
 
     // MARK: Shutting down
@@ -255,8 +238,7 @@ public final class FeedSignals: FeedChangeListener {
                 state.feeds[key]?.waiters = [:]
             }
             state.waiterCount = 0
-            state.deadlines = DeadlineHeap()
-            state.reaper = nil
+            state.deadlines.removeAll()
             return waiters
         }
         for waiter in waiters { waiter(false) }
@@ -385,17 +367,4 @@ public final class FeedSignals: FeedChangeListener {
 
     /// How many requests are waiting, for metrics.
     public var waiterCount: Int { state.withLock { $0.waiterCount } }
-
-    private static func rebuildDeadlines(_ state: inout State) {
-        var live: [DeadlineHeap.Entry] = []
-        live.reserveCapacity(state.waiterCount)
-        for (key, feed) in state.feeds {
-            for (endpoint, group) in feed.waiters {
-                for (id, waiter) in group {
-                    live.append(.init(at: waiter.deadline, id: id, key: key, endpoint: endpoint))
-                }
-            }
-        }
-        state.deadlines = DeadlineHeap(entries: live)
-    }
 }

@@ -15,8 +15,9 @@ package struct Bell: Hashable, Sendable {
 /// Race-free use, as with any doorbell: take a ``ticket()`` *before* looking for work; when there
 /// is none, ``wait(_:after:timeout:)`` with that ticket returns at once if the bell rang in between.
 ///
-/// Costs: a ring costs the waiters of its bell; the waits' deadlines cost one task in all, which
-/// sleeps on the clock until the earliest one (a manual clock in tests sees one sleeper).
+/// Costs: a ring costs a look at every waiter (a hub's loops are a handful); the waits' deadlines
+/// cost one task in all, which sleeps on the clock until the earliest one (``DeadlineReaper``; a
+/// manual clock in tests sees one sleeper).
 package final class Bells: Sendable {
     private struct Waiter {
         let bell: Bell
@@ -24,16 +25,26 @@ package final class Bells: Sendable {
         let deadline: ContinuousClock.Instant
     }
 
-    private struct State {
+    private struct State: DeadlineWaits {
         /// Counts rings; a ticket is its value when taken.
         var clock: UInt64 = 0
         /// When each bell last rang (the value of `clock` after that ring).
         var rung: [Bell: UInt64] = [:]
+        /// The waits by ID.
         var waiters: [UInt64: Waiter] = [:]
         var nextWaiter: UInt64 = 0
-        /// The task that ends waits at their deadline: its generation and when it wakes.
-        var reaper: (generation: UInt64, wakesAt: ContinuousClock.Instant)?
-        var reaperGeneration: UInt64 = 0
+        /// The waits' deadlines, by wait ID.
+        var deadlines = DeadlineReaper<UInt64>()
+
+        var waiterCount: Int { waiters.count }
+
+        func isWaiting(_ id: UInt64) -> Bool { waiters[id] != nil }
+
+        mutating func endWait(_ id: UInt64) -> Waiter? { waiters.removeValue(forKey: id) }
+
+        func waitingDeadlines() -> [DeadlineHeap<UInt64>.Entry] {
+            waiters.map { DeadlineHeap.Entry(at: $0.value.deadline, wait: $0.key) }
+        }
     }
 
     private let state = Mutex(State())
@@ -69,46 +80,25 @@ package final class Bells: Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                 let cancelled = Task.isCancelled || timeout <= .zero
-                let (immediate, reaper) = state.withLock { state -> (Bool?, UInt64?) in
+                let (immediate, sleeper) = state.withLock { state -> (Bool?, DeadlineSleeper?) in
                     if (state.rung[bell] ?? 0) > ticket { return (true, nil) }
                     if cancelled { return (false, nil) }
                     state.waiters[id] = Waiter(bell: bell, continuation: continuation, deadline: deadline)
-                    if let reaper = state.reaper, reaper.wakesAt <= deadline { return (nil, nil) }
-                    state.reaperGeneration += 1
-                    state.reaper = (state.reaperGeneration, deadline)
-                    return (nil, state.reaperGeneration)
+                    return (nil, state.keepDeadline(id, at: deadline))
                 }
                 if let immediate { continuation.resume(returning: immediate) }
-                if let reaper { Task { await self.reap(generation: reaper, at: deadline) } }
+                sleeper?.start(clock: clock) { [self] in reap($0, now: $1) }
             }
         } onCancel: {
             state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: false)
         }
     }
 
-    /// Ends the waits whose deadline passed, sleeping until the earliest deadline, until no wait
-    /// is left or a reaper with an earlier deadline took over. (A scan per deadline: a hub's
-    /// loops are a handful of waiters.)
-    private func reap(generation: UInt64, at first: ContinuousClock.Instant) async {
-        var wakesAt = first
-        while true {
-            try? await clock.sleep(until: wakesAt, tolerance: nil)
-            let now = clock.now
-            let (expired, next) = state.withLock { state -> ([Waiter], ContinuousClock.Instant?) in
-                guard state.reaper?.generation == generation else { return ([], nil) }
-                let due = state.waiters.compactMap { $0.value.deadline <= now ? $0.key : nil }
-                let expired = due.compactMap { state.waiters.removeValue(forKey: $0) }
-                guard let next = state.waiters.values.map(\.deadline).min() else {
-                    state.reaper = nil
-                    return (expired, nil)
-                }
-                state.reaper = (generation, next)
-                return (expired, next)
-            }
-            for waiter in expired { waiter.continuation.resume(returning: false) }
-            guard let next else { return }
-            wakesAt = next
-        }
+    /// Ends the waits whose deadline passed; when the reaper wakes next.
+    private func reap(_ sleeper: DeadlineSleeper, now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        let (expired, next) = state.withLock { $0.expireDeadlines(for: sleeper, now: now) }
+        for waiter in expired { waiter.continuation.resume(returning: false) }
+        return next
     }
 
     /// How many loops wait on a bell now.

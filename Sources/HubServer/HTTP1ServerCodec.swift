@@ -22,7 +22,7 @@ import NIOHTTPTypes
 /// ``HTTP1BodyError`` for the ``RequestDispatcher`` (a 400 for the client), and input is dropped
 /// from there on.
 ///
-/// Writing: a response without `Content-Length` or `Transfer-Encoding` (and with a body by its
+/// Writing (``HTTP1ResponseWriter``): a response without `Content-Length` or `Transfer-Encoding` (and with a body by its
 /// status) is sent chunked, as NIO's encoder did. A HEAD request is handed on as a GET, so it is
 /// answered wherever GET is, with the same header fields (`Content-Length` included); its answer,
 /// and one whose status has no content, goes without its body whatever the route wrote. A request with
@@ -57,26 +57,11 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
     private var reading = Reading.head(scanned: 0)
     /// Bytes read but not parsed yet: part of a head, a chunk-size line or trailers.
     private var pending: ByteBuffer?
-    /// How the body of the response being written goes out.
-    private enum ResponseBody {
-        case asIs
-        case chunked
-        /// A response to HEAD, or one whose status has no content (1xx, 204, 304): none is sent.
-        case dropped
-    }
-    private var responseBody = ResponseBody.asIs
-    /// Which of the requests handed on and not answered yet are HEAD requests, oldest in the
-    /// lowest bit (responses go out in request order); past 64 outstanding requests, none is.
-    private var headRequests: UInt64 = 0
-    private var outstanding = 0
-    /// A refused head's stand-in was handed on, or a request's trailers said `Connection: close`:
-    /// the connection closes after the answer to the last request read.
-    private var refused = false
     /// The trailers being read hold `Connection: close`.
     private var trailersClose = false
-    /// Requests handed on, and responses written to their end.
-    private var requests = 0
-    private var answers = 0
+    /// The requests handed on and the responses written to them.
+    private var exchanges = HTTP1Exchanges()
+    private var writer = HTTP1ResponseWriter()
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if case .failed = reading { return }
@@ -198,12 +183,12 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
             var request = head.request
             let isHead = request.method == .head
             if isHead { request.method = .get }
-            expectResponse(head: isHead)
+            exchanges.requestHandedOn(isHead: isHead)
             context.fireChannelRead(wrapInboundOut(.head(request)))
             // `100 Continue` when the client waits for it before its body and no earlier
             // response is still being written (the interim answer would land inside it; the
             // client then sends after its own timeout).
-            if head.expectsContinue, head.framing != .none, head.framing != .length(0), answers == requests - 1 {
+            if head.expectsContinue, head.framing != .none, head.framing != .length(0), exchanges.earlierAnswered {
                 context.writeAndFlush(
                     wrapOutboundOut(ByteBuffer(staticString: "HTTP/1.1 100 Continue\r\n\r\n")), promise: nil)
             }
@@ -250,7 +235,7 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
                 // As llhttp: nothing after a request that said `Connection: close` is read.
                 reading = .failed
                 pending = nil
-                refused = true
+                exchanges.closeAfterLastAnswer()
                 buffer.clear()
                 return false
             }
@@ -280,13 +265,6 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelRead(wrapInboundOut(.end(nil)))
     }
 
-    /// Counts a request handed on: a response is owed to it, without a body when it is a HEAD.
-    private func expectResponse(head: Bool) {
-        requests += 1
-        if head && outstanding < 64 { headRequests |= 1 << UInt64(outstanding) }
-        outstanding += 1
-    }
-
     /// Refuses a head over the limit: 414 when its request line alone is, 431 otherwise.
     private func refuseOversized(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
         let lineEnd = buffer.readableBytesView.firstIndex(of: UInt8(ascii: "\n")).map { $0 - buffer.readerIndex }
@@ -297,8 +275,8 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
     private func refuse(_ error: HTTP1HeadError, context: ChannelHandlerContext) {
         reading = .failed
         pending = nil
-        refused = true
-        expectResponse(head: false)
+        exchanges.closeAfterLastAnswer()
+        exchanges.requestHandedOn(isHead: false)
         let value =
             switch error {
             case .lineTooLong: "414"
@@ -357,83 +335,7 @@ final class HTTP1ServerCodec: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: Writing
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        switch unwrapOutboundIn(data) {
-        case .head(let response):
-            var buffer = context.channel.allocator.buffer(capacity: 256)
-            buffer.writeString("HTTP/1.1 \(response.status.code) \(response.status.reasonPhrase)\r\n")
-            Self.write(response.headerFields, to: &buffer)
-            let code = response.status.code
-            let answersHead = headRequests & 1 == 1
-            headRequests >>= 1
-            outstanding = max(0, outstanding - 1)
-            if answersHead || (100..<200).contains(code) || code == 204 || code == 304 {
-                responseBody = .dropped
-            } else if let encoding = response.headerFields.value(.transferEncoding) {
-                responseBody = encoding.lowercased().contains("chunked") ? .chunked : .asIs
-            } else if response.headerFields.value(.contentLength) == nil {
-                responseBody = .chunked
-                buffer.writeStaticString("Transfer-Encoding: chunked\r\n")
-            } else {
-                responseBody = .asIs
-            }
-            buffer.writeStaticString("\r\n")
-            context.write(wrapOutboundOut(buffer), promise: promise)
-        case .body(let body):
-            if case .dropped = responseBody {
-                context.write(wrapOutboundOut(ByteBuffer()), promise: promise)
-                return
-            }
-            guard case .chunked = responseBody, body.readableBytes > 0 else {
-                context.write(wrapOutboundOut(body), promise: promise)
-                return
-            }
-            let size = String(body.readableBytes, radix: 16)
-            if body.readableBytes <= 4096 {
-                var frame = context.channel.allocator.buffer(capacity: size.utf8.count + body.readableBytes + 4)
-                frame.writeString(size)
-                frame.writeStaticString("\r\n")
-                frame.writeImmutableBuffer(body)
-                frame.writeStaticString("\r\n")
-                context.write(wrapOutboundOut(frame), promise: promise)
-            } else {
-                context.write(wrapOutboundOut(ByteBuffer(string: size + "\r\n")), promise: nil)
-                context.write(wrapOutboundOut(body), promise: nil)
-                context.write(wrapOutboundOut(ByteBuffer(staticString: "\r\n")), promise: promise)
-            }
-        case .end(let trailers):
-            var buffer = ByteBuffer()
-            if case .chunked = responseBody {
-                buffer.writeStaticString("0\r\n")
-                Self.write(trailers ?? [:], to: &buffer)
-                buffer.writeStaticString("\r\n")
-            }
-            responseBody = .asIs
-            answers += 1
-            guard refused, answers >= requests else {
-                context.write(wrapOutboundOut(buffer), promise: promise)
-                return
-            }
-            // The answer to a refused head: the connection closes a little after it went.
-            let channel = context.channel
-            let written = context.eventLoop.makePromise(of: Void.self)
-            written.futureResult.whenComplete { _ in
-                channel.eventLoop.scheduleTask(in: Self.lingering) { channel.close(promise: nil) }
-            }
-            written.futureResult.cascade(to: promise)
-            context.write(wrapOutboundOut(buffer), promise: written)
-        }
-    }
-}
-
-extension HTTP1ServerCodec {
-    /// Writes `fields` as field lines, each ending in CRLF (HTTP types keeps CR and LF out of them).
-    fileprivate static func write(_ fields: HTTPFields, to buffer: inout ByteBuffer) {
-        for field in fields {
-            buffer.writeString(field.name.rawName)
-            buffer.writeStaticString(": ")
-            buffer.writeString(field.value)
-            buffer.writeStaticString("\r\n")
-        }
+        writer.write(unwrapOutboundIn(data), exchanges: &exchanges, context: context, promise: promise)
     }
 }
 
