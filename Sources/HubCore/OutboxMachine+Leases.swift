@@ -17,6 +17,36 @@ extension OutboxMachine {
         plan.enumerated().sorted { ($0.element.dueAt, $0.offset) < ($1.element.dueAt, $1.offset) }.map(\.element)
     }
 
+    /// How a store may group the requests of a batch publish (``FeedStore/publish(batch:)``)
+    /// into statements that write several at once.
+    ///
+    /// A batch is applied in request order, each request as a single publish would be: its
+    /// change version, and the numbers of its new rows (which break ties of priority and due
+    /// time in ``claimOrder``), come after those of every earlier request of the batch, whatever
+    /// its feed. A statement that writes several requests numbers them in request order, and none
+    /// of them sees what another writes; so it may only take consecutive requests of distinct
+    /// feeds (a later request to a feed reads what the earlier one wrote: the notification it
+    /// updates, the tap it merges into). A batch of distinct feeds is one segment.
+    /// - Parameter feeds: each request's feed, in request order.
+    /// - Returns: consecutive ranges of `feeds` covering it in order, each of distinct feeds; a
+    ///   new range starts at the first request whose feed the current one already has (as few
+    ///   ranges as the rule allows).
+    public static func batchSegments(_ feeds: [FeedKey]) -> [Range<Int>] {
+        var segments: [Range<Int>] = []
+        var start = 0
+        var seen: Set<FeedKey> = []
+        for (index, feed) in feeds.enumerated() {
+            if seen.contains(feed) {
+                segments.append(start..<index)
+                start = index
+                seen = []
+            }
+            seen.insert(feed)
+        }
+        if start < feeds.count { segments.append(start..<feeds.count) }
+        return segments
+    }
+
     /// Whether a hand-off leases a planned row to its owner in the publish's transaction: the row
     /// is due at once and goes by a transport the hand-off names (its owner's lanes with room).
     /// - Parameters:

@@ -52,9 +52,11 @@ public protocol FeedStore: Sendable {
 
     /// Publishes several notifications, each exactly as ``publish(_:)`` would, in request order:
     /// a later request for the same `(app, user, appNotificationId)` updates what an earlier one
-    /// stored. Stores write a batch in as few transactions as they can (batch publish and the
-    /// chunks of a broadcast come here); when this returns, every one is durable. The default
-    /// publishes them one by one.
+    /// stored, and every request's change version and new deliveries are numbered after the
+    /// earlier requests', whatever their feeds (``OutboxMachine/batchSegments(_:)`` says which
+    /// requests one statement may write together). Stores write a batch in as few transactions
+    /// as they can (batch publish and the chunks of a broadcast come here); when this returns,
+    /// every one is durable. The default publishes them one by one.
     /// - Returns: one result per request, in request order.
     func publish(batch requests: [PublishRequest]) async throws -> [PublishResult]
 

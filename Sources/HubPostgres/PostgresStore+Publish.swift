@@ -74,8 +74,12 @@ extension PostgresStore {
         }
     }
 
-    static func publish(_ jobs: [PublishRequest], _ db: Session) async throws -> [PublishResult] {
-        let reads = try await readForPublish(jobs, locking: sweepOrder(jobs.map(\.key)), db)
+    /// Locks the feeds `keys` (default: those of `jobs`, in the sweep's order), then reads, plans
+    /// and writes `jobs` (of distinct feeds) in two statements, numbering them in order.
+    static func publish(
+        _ jobs: [PublishRequest], locking keys: [FeedKey]? = nil, _ db: Session
+    ) async throws -> [PublishResult] {
+        let reads = try await readForPublish(jobs, locking: keys ?? sweepOrder(jobs.map(\.key)), db)
         var writes: [PublishWrite] = []
         writes.reserveCapacity(jobs.count)
         for (request, read) in zip(jobs, reads) {

@@ -4,12 +4,17 @@ public import HubCore
 // A batch publish (`Hub.publish(app:batch:)`: the batch route, a broadcast's chunk) is written in
 // one transaction whatever its size, by the statements of concurrent publishes
 // (`PostgresStore+Publish.swift`): lock the feeds, read, write every notification and delivery
-// in one statement. Those statements take one publish per feed, so a batch that publishes to a
-// feed more than once runs in rounds inside the transaction: round k holds each feed's k-th
-// request and reads what the rounds before it wrote (a later request for the same notification
-// updates it). Every feed of every round is locked by the first round, in the sweep's order, so a
-// batch never deadlocks with the sweep or with concurrent publishes. A batch of distinct feeds is
-// four round trips: BEGIN, lock and read, write, COMMIT.
+// in one statement. Those statements take one publish per feed and number what they write in the
+// order of their publishes, so a batch runs in request order as HubCore's batch rule
+// (`OutboxMachine.batchSegments`) splits it: consecutive requests of distinct feeds share a
+// statement pair, and a request to a feed its segment already has starts the next one, which
+// reads what the segments before it wrote (a later request for the same notification updates
+// it). Versions and the rows' numbers (the claim order's last tie-break) are then those of
+// publishing the requests one by one, as on SQLite. Every feed of the batch is locked by the
+// first segment's statement, in the sweep's order; the later segments lock nothing more, so a
+// batch never deadlocks with the sweep or with concurrent publishes. A batch of distinct feeds
+// is one segment: four round trips (BEGIN, lock and read, write, COMMIT), and two more for each
+// further segment.
 extension PostgresStore {
     /// Publishes `requests` in one transaction, each as ``publish(_:)`` would, in request order;
     /// see the comment at the top of this file. The batch commits whole or not at all.
@@ -23,33 +28,16 @@ extension PostgresStore {
         guard Set(requests.compactMap(\.handOff?.owner)).count <= 1 else {
             return try await requests.asyncMapInOrder { try await publish($0) }
         }
-        let rounds = Self.rounds(requests.map(\.key))
+        let keys = requests.map(\.key)
+        let feeds = Self.sweepOrder(Array(Set(keys)))
         return try await transaction { db in
-            var results = [PublishResult?](repeating: nil, count: requests.count)
-            for round in rounds {
-                for (index, result) in zip(round, try await Self.publish(round.map { requests[$0] }, db)) {
-                    results[index] = result
-                }
+            var results: [PublishResult] = []
+            results.reserveCapacity(requests.count)
+            for (number, segment) in OutboxMachine.batchSegments(keys).enumerated() {
+                results += try await Self.publish(Array(requests[segment]), locking: number == 0 ? feeds : [], db)
             }
-            return try results.map { result in
-                guard let result else { throw PostgresStoreError(.server, "a batch publish left a request unanswered") }
-                return result
-            }
+            return results
         }
-    }
-
-    /// The indices of `keys` in rounds of distinct feeds: round k holds each feed's k-th index, in
-    /// order.
-    static func rounds(_ keys: [FeedKey]) -> [[Int]] {
-        var rounds: [[Int]] = []
-        var seen: [FeedKey: Int] = [:]
-        for (index, key) in keys.enumerated() {
-            let round = seen[key, default: 0]
-            seen[key] = round + 1
-            if round == rounds.count { rounds.append([]) }
-            rounds[round].append(index)
-        }
-        return rounds
     }
 }
 

@@ -12,9 +12,10 @@ extension SQLiteStore {
     /// Publishes `requests` inside the caller's write transaction, with change versions from
     /// `firstVersion` on, each as ``publish(_:content:version:_:)`` would in order. When every
     /// request is for another user of one app, at one time and with one hand-off (a broadcast
-    /// chunk, a typical batch), what the items read is read for all of them at once and their
-    /// deliveries are written together (``write(_:_:)``): no item can see another's writes, so the
-    /// outcome is the item-by-item one. Otherwise the items run one by one.
+    /// chunk, a typical batch: one of HubCore's `OutboxMachine.batchSegments`), what the items
+    /// read is read for all of them at once and their deliveries are written together
+    /// (``write(_:_:)``): no item can see another's writes, so the outcome is the item-by-item
+    /// one. Otherwise the items run one by one.
     static func publish(
         batch requests: [PublishRequest], contents: [NotificationRecord.EncodedContent], firstVersion: Int64,
         _ db: Database
@@ -24,7 +25,7 @@ extension SQLiteStore {
             requests.allSatisfy({
                 $0.key.appId == head.key.appId && $0.now.canonical == head.now.canonical && $0.handOff == head.handOff
             }),
-            Set(keys).count == keys.count
+            OutboxMachine.batchSegments(keys).count == 1
         else {
             return try zip(requests, contents).enumerated().map { offset, item in
                 try publish(item.0, content: item.1, version: firstVersion + Int64(offset), db)

@@ -152,6 +152,45 @@ extension StoreConformance {
             ["a1:shoulderTap:m-a", "b1:shoulderTap:m-b", "c1:shoulderTap:m-c"],
             "after the leases, one tap per endpoint: alice's waiting tap took the new one")
     }
+
+    /// A batch that interleaves feeds (alice, alice, bob, carol, alice) is applied in request
+    /// order, as publishing its items one by one would be: each item's change version is newer
+    /// than every earlier item's, whatever its feed, and rows of equal priority and due time are
+    /// claimed in request order (their numbers follow it). A store that writes several items in
+    /// one statement may only group consecutive items of distinct feeds
+    /// (``HubCore/OutboxMachine/batchSegments(_:)``); rounds of distinct feeds (each feed's first
+    /// item, then each feed's second, …) would number bob's and carol's items before alice's second.
+    public static func batchInterleavedFeeds(_ store: any Store) async throws {
+        let expect = Expect()
+        try await store.migrate()
+        let carol = FeedKey(appId: Fixture.app, userId: "carol")
+        _ = try await store.upsertEndpoint(Fixture.endpoint("a1"))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("b1", of: Fixture.bob))
+        _ = try await store.upsertEndpoint(Fixture.endpoint("c1", of: carol))
+        let items = [
+            (Fixture.alice, "i-1"), (Fixture.alice, "i-2"), (Fixture.bob, "i-1"), (carol, "i-1"),
+            (Fixture.alice, "i-3"),
+        ]
+        let results = try await store.publish(
+            batch: items.enumerated().map { index, item in
+                var request = Fixture.request(Fixture.draft(item.1), for: item.0, newId: "i-\(index)")
+                request.deliveryMode = .visible
+                return request
+            })
+        try expect.equal(results.map(\.notification.id), ["i-0", "i-1", "i-2", "i-3", "i-4"], "one result per item")
+        let versions = results.map(\.notification.changeVersion)
+        try expect.equal(
+            versions, versions.sorted(), "each item's version is newer than the earlier items', whatever their feed")
+        try expect.equal(Set(versions).count, items.count, "every item takes a version of its own")
+        let claimed = try await store.claimDeliveries(
+            limit: 10, now: Fixture.t0, owner: "worker-a", leaseUntil: Fixture.at(30))
+        try expect.equal(
+            Fixture.summary(claimed),
+            ["a1:visible:i-0", "a1:visible:i-1", "b1:visible:i-2", "c1:visible:i-3", "a1:visible:i-4"],
+            "equal priority and due time: claimed in request order, as one-by-one publishes would be")
+        try expect.equal(
+            claimed.map(\.delivery.changeVersion), versions, "each delivery announces its item's version")
+    }
 }
 
 extension Fixture {

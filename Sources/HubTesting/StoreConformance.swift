@@ -79,6 +79,7 @@ public enum StoreConformance {
             Check(name: "batchRetried", run: batchRetried),
             Check(name: "batchHandOff", run: batchHandOff),
             Check(name: "batchHandOffMerges", run: batchHandOffMerges),
+            Check(name: "batchInterleavedFeeds", run: batchInterleavedFeeds),
             Check(name: "tagsReplaced", run: tagsReplaced),
             Check(name: "broadcastAllUsersInChunks", run: broadcastAllUsersInChunks),
             Check(name: "broadcastChunkTakenOver", run: broadcastChunkTakenOver),
@@ -104,7 +105,7 @@ public enum StoreConformance {
                 "scheduledCancel", "coalescing", "targetPolicyFilters", "stateChangeTapsOthers", "deleteTombstone",
                 "sweepExpiresAndPurges", "fallbackScheduled", "visibleNotCoalesced",
                 "refusedIdentifiersNeverReachTheStore", "batchMixedAndDuplicates", "batchRetried", "batchHandOff",
-                "batchHandOffMerges", "badgeCounts",
+                "batchHandOffMerges", "batchInterleavedFeeds", "badgeCounts",
             ]
         ),
         ("FeedReader", ["historyFilters", "historyByPlatformAndTime", "feedPaging"]),

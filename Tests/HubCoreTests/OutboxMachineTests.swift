@@ -86,6 +86,23 @@ struct OutboxMachineTests {
         #expect(!result.suspended)
     }
 
+    @Test("A batch is split in request order into segments of distinct feeds, a new one at each repeated feed")
+    func batchSegments() {
+        let (alice, bob, carol) = (
+            FeedKey(appId: "a", userId: "alice"), FeedKey(appId: "a", userId: "bob"),
+            FeedKey(appId: "a", userId: "carol")
+        )
+        let otherApp = FeedKey(appId: "b", userId: "alice")
+        #expect(OutboxMachine.batchSegments([]) == [])
+        #expect(OutboxMachine.batchSegments([alice]) == [0..<1])
+        #expect(OutboxMachine.batchSegments([alice, bob, carol, otherApp]) == [0..<4], "distinct feeds: one segment")
+        #expect(OutboxMachine.batchSegments([alice, alice, alice]) == [0..<1, 1..<2, 2..<3])
+        // Not rounds ([0, 1, 3], [2, 4]): consecutive requests, so each segment numbers in request order.
+        #expect(OutboxMachine.batchSegments([alice, bob, alice, carol, bob]) == [0..<2, 2..<5])
+        #expect(OutboxMachine.batchSegments([alice, bob, alice, carol, carol]) == [0..<2, 2..<4, 4..<5])
+        #expect(OutboxMachine.batchSegments([alice, alice, bob, carol, alice]) == [0..<1, 1..<4, 4..<5])
+    }
+
     @Test("A gone verdict deactivates an endpoint registered at or before its time: the provider's, else the claim's")
     func goneVerdict() {
         let claimed = Self.t0

@@ -468,31 +468,23 @@ struct OutboxReference {
 
 extension OutboxObservation {
     /// `rows` and the feeds of `notifications` with each change version replaced by its rank
-    /// among the versions of its user seen here. A feed's order is what a client sees; how the
-    /// versions of different users interleave is not (a batch may number its feeds in rounds, as
-    /// PostgreSQL's does), so only each user's order is compared.
+    /// among all the versions seen here: a store's counter may skip values, but the order of the
+    /// changes must be the model's, within a feed (what a client sees) and across feeds (a batch
+    /// is numbered in request order, as one-by-one publishes would be: `OutboxMachine.batchSegments`;
+    /// the sweep expires in version order).
     static func ranked(
         rows: [OutboxRowState], _ notifications: [UserNotification]
     ) -> (rows: [OutboxRowState], feeds: [String]) {
-        func user(_ row: OutboxRowState) -> String {
-            row.key.split(separator: ":").dropFirst().first.map(String.init) ?? row.key
-        }
-        var versions: [String: Set<Int64>] = [:]
-        for row in rows { versions[user(row), default: []].insert(row.changeVersion) }
-        for notification in notifications {
-            versions[notification.userId, default: []].insert(notification.changeVersion)
-        }
-        let ranks = versions.mapValues { versions in
-            Dictionary(uniqueKeysWithValues: versions.sorted().enumerated().map { ($1, Int64($0 + 1)) })
-        }
+        let versions = Set(rows.map(\.changeVersion)).union(notifications.map(\.changeVersion))
+        let ranks = Dictionary(uniqueKeysWithValues: versions.sorted().enumerated().map { ($1, Int64($0 + 1)) })
         let rankedRows = rows.map { row in
             var row = row
-            row.changeVersion = ranks[user(row)]?[row.changeVersion] ?? row.changeVersion
+            row.changeVersion = ranks[row.changeVersion] ?? row.changeVersion
             return row
         }
         let feeds = notifications.map { notification in
             var notification = notification
-            notification.changeVersion = ranks[notification.userId]?[notification.changeVersion] ?? 0
+            notification.changeVersion = ranks[notification.changeVersion] ?? 0
             return notification
         }
         .sorted { ($0.userId, $0.changeVersion) < ($1.userId, $1.changeVersion) }.map(describe)
