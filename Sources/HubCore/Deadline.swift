@@ -14,7 +14,9 @@ public struct DeadlineExceeded: Error, Sendable, CustomStringConvertible {
 /// Unlike a task group, this returns at the deadline even when `operation` ignores cancellation
 /// (a query on a connection whose server vanished): the operation is cancelled and left to
 /// finish on its own. Cancelling the caller cancels the operation too. Deadlines are kept by one
-/// shared watchdog (not a timer per call), so a deadline may fire up to 50 ms late.
+/// shared watchdog (not a timer per call), so a deadline may fire up to 50 ms late. The
+/// operation runs with ``DeadlineHold/current`` set: while it holds the deadline off (a commit
+/// on its way), a deadline that passes waits for the hold's end or the operation's result.
 public func withDeadline<T: Sendable>(
     _ timeout: Duration, _ operation: String, _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
@@ -31,11 +33,13 @@ func withDeadline<T: Sendable>(
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             race.begin(continuation)
             let work = Task {
-                let result = await Result(awaiting: body)
+                let result = await DeadlineHold.$current.withValue(DeadlineHold(race)) {
+                    await Result(awaiting: body)
+                }
                 race.finish(result)
             }
             let watch = watchdog.watch(until: watchdog.clock.now + timeout) {
-                if race.finish(.failure(DeadlineExceeded(operation: operation, timeout: timeout))) { work.cancel() }
+                if race.expire(DeadlineExceeded(operation: operation, timeout: timeout)) { work.cancel() }
             }
             race.onFinish {
                 work.cancel()
@@ -114,15 +118,106 @@ final class DeadlineWatchdog: Sendable {
     }
 }
 
+/// What a ``withDeadline(_:_:_:)`` call lets its operation do about the deadline: hold it off
+/// while the operation makes its outcome final, so that a caller answered "did not answer in
+/// time" can rely on it not having happened.
+///
+/// A store's transaction takes ``current`` before it sends `COMMIT`: when ``hold()`` fails the
+/// caller has already been answered (the deadline passed, or the caller went away), so the store
+/// rolls back instead of committing what nobody will hear of; when it succeeds, a deadline
+/// passing during the commit waits for the commit's answer, which then answers the caller (the
+/// store's own statement deadline bounds that wait). Holding covers the innermost
+/// ``withDeadline(_:_:_:)`` only; cancelling the caller ends the call even while held.
+public struct DeadlineHold: Sendable {
+    /// The hold of the deadline the current task runs under: set for the operation of a
+    /// ``withDeadline(_:_:_:)`` call (and the tasks it creates); `nil` outside of one.
+    @TaskLocal public static var current: DeadlineHold?
+
+    private let races: [any DeadlineHoldable]
+
+    init(_ race: any DeadlineHoldable) { races = [race] }
+
+    /// One hold over all of `holds` (several callers' work done in one transaction): it holds
+    /// only when every one of them does.
+    /// - Parameter holds: the holds of the callers whose work is done together.
+    public init(combining holds: [DeadlineHold]) { races = holds.flatMap(\.races) }
+
+    /// Holds the deadline off until ``release()``: a deadline that passes meanwhile no longer
+    /// answers the caller by itself; the operation's result does (or ``release()``, after which
+    /// the deadline answers at once).
+    /// - Returns: `false`, holding nothing, when the call has already ended (its deadline passed
+    ///   or its caller was cancelled): what the operation does now reaches nobody.
+    public func hold() -> Bool {
+        for (index, race) in races.enumerated() where !race.hold() {
+            for held in races[..<index] { held.release() }
+            return false
+        }
+        return true
+    }
+
+    /// Ends the hold: a deadline that passed while held answers the caller now.
+    public func release() {
+        for race in races { race.release() }
+    }
+
+    /// Whether the call has ended (its caller was answered by its deadline or its cancellation,
+    /// or by the operation's result); with ``init(combining:)``, whether any of them has.
+    public var hasEnded: Bool { races.contains { $0.hasEnded } }
+}
+
+/// A deadline race seen without its result type.
+protocol DeadlineHoldable: Sendable {
+    func hold() -> Bool
+    func release()
+    var hasEnded: Bool { get }
+}
+
 /// The first of work, timer and cancellation to finish resumes the caller; the others are ignored.
-private final class DeadlineRace<T: Sendable>: Sendable {
+/// While held (``DeadlineHold``), the timer waits for the work or the release.
+private final class DeadlineRace<T: Sendable>: DeadlineHoldable {
     private struct State {
         var continuation: CheckedContinuation<T, any Error>?
         var pending: Result<T, any Error>?
         var done = false
         var cleanup: (@Sendable () -> Void)?
+        var held = false
+        /// The deadline's error, when it passed while held.
+        var expiredWhileHeld: (any Error)?
     }
     private let state = Mutex(State())
+
+    func hold() -> Bool {
+        state.withLock { state in
+            guard !state.done else { return false }
+            state.held = true
+            return true
+        }
+    }
+
+    func release() {
+        resume(
+            state.withLock { state -> Decision? in
+                state.held = false
+                guard let expired = state.expiredWhileHeld else { return nil }
+                state.expiredWhileHeld = nil
+                return Self.decide(&state, .failure(expired))
+            })
+    }
+
+    var hasEnded: Bool { state.withLock { $0.done } }
+
+    /// The deadline passed: decides the race with `error` unless it is decided or held (then the
+    /// release decides it). Returns whether it did.
+    func expire(_ error: any Error) -> Bool {
+        resume(
+            state.withLock { state -> Decision? in
+                guard !state.held else {
+                    if !state.done { state.expiredWhileHeld = error }
+                    return nil
+                }
+                return Self.decide(&state, .failure(error))
+            })
+    }
 
     func begin(_ continuation: CheckedContinuation<T, any Error>) {
         let early = state.withLock { state -> Result<T, any Error>? in
@@ -146,20 +241,34 @@ private final class DeadlineRace<T: Sendable>: Sendable {
     /// Decides the race with `result` unless it is decided already. Returns whether it did.
     @discardableResult
     func finish(_ result: Result<T, any Error>) -> Bool {
-        let (continuation, cleanup, won) = state.withLock {
-            state -> (CheckedContinuation<T, any Error>?, (@Sendable () -> Void)?, Bool) in
-            guard !state.done else { return (nil, nil, false) }
-            state.done = true
-            defer {
-                state.continuation = nil
-                state.cleanup = nil
-            }
-            if state.continuation == nil { state.pending = result }
-            return (state.continuation, state.cleanup, true)
+        resume(state.withLock { state in Self.decide(&state, result) })
+    }
+
+    /// What deciding the race with `result` leaves to do outside the lock (`nil`: it was decided).
+    private struct Decision {
+        let continuation: CheckedContinuation<T, any Error>?
+        let cleanup: (@Sendable () -> Void)?
+        let result: Result<T, any Error>
+    }
+
+    private static func decide(_ state: inout State, _ result: Result<T, any Error>) -> Decision? {
+        guard !state.done else { return nil }
+        state.done = true
+        defer {
+            state.continuation = nil
+            state.cleanup = nil
         }
-        continuation?.resume(with: result)
-        cleanup?()
-        return won
+        if state.continuation == nil { state.pending = result }
+        return Decision(continuation: state.continuation, cleanup: state.cleanup, result: result)
+    }
+
+    /// Resumes the caller and cleans up after a decision. Returns whether there was one.
+    @discardableResult
+    private func resume(_ decision: Decision?) -> Bool {
+        guard let decision else { return false }
+        decision.continuation?.resume(with: decision.result)
+        decision.cleanup?()
+        return true
     }
 }
 
@@ -176,7 +285,9 @@ extension Result where Failure == any Error {
 ///
 /// A write that missed its deadline may still commit later: callers treat `.unavailable` as
 /// "outcome unknown, retry" (publishes are idempotent by `appNotificationId`; outbox work is
-/// at-least-once).
+/// at-least-once). A store that holds the deadline off before it commits (``DeadlineHold``, as
+/// the PostgreSQL store does) makes that "not stored" instead, and answers a commit sent in time
+/// however late it comes.
 public struct StoreDeadline: StoreInterceptor {
     /// The longest a call may take.
     public let timeout: Duration

@@ -12,7 +12,9 @@ public struct BroadcastConfiguration: Sendable {
     public var chunkSize: Int = 500
     /// Users a chunk publishes per ``Hub/publish(app:batch:)`` (one write transaction on SQLite):
     /// a chunk is written in parts of this size, one after another, and a single publish that
-    /// arrives meanwhile waits for one part at most, not for the chunk.
+    /// arrives meanwhile waits for one part at most, not for the chunk. Only for a store that
+    /// writes one transaction at a time (``FeedStore/writesOneAtATime``); on PostgreSQL a chunk
+    /// is one call.
     public var usersPerWrite: Int = 100
     /// How long a chunk stays leased to its instance; a chunk whose lease ended is taken over.
     public var lease: Duration = .seconds(30)
@@ -194,7 +196,8 @@ extension Hub {
 
     /// Leases the next chunk of an open broadcast (or one whose instance died), publishes it
     /// user by user through ``publish(app:batch:)`` (the one publish path: validation, planner,
-    /// outbox, hand-offs), ``BroadcastConfiguration/usersPerWrite`` users a call, and records its
+    /// outbox, hand-offs), ``BroadcastConfiguration/usersPerWrite`` users a call (the whole chunk
+    /// in one when the store does not write ``FeedStore/writesOneAtATime``), and records its
     /// progress.
     /// - Returns: whether there was a chunk to publish.
     /// - Throws: the store's error; the chunk's lease then ends and it is published again.
@@ -217,7 +220,7 @@ extension Hub {
         var published = 0
         var failed = 0
         if router.apps[broadcast.appId] != nil {
-            let part = max(1, settings.usersPerWrite)
+            let part = store.writesOneAtATime ? max(1, settings.usersPerWrite) : max(1, chunk.users.count)
             for start in stride(from: 0, to: chunk.users.count, by: part) {
                 let users = chunk.users[start..<min(start + part, chunk.users.count)]
                 let outcomes = try await publish(

@@ -33,6 +33,8 @@ public struct InterceptedStore<Interceptor: StoreInterceptor>: Store {
         try await call("publishBatch") { try await $0.publish(batch: requests) }
     }
 
+    public var writesOneAtATime: Bool { base.writesOneAtATime }
+
     public func delete(
         _ key: FeedKey, appNotificationId: String, at now: Date, planner: DeliveryPlanner
     ) async throws -> UserNotification? {

@@ -60,6 +60,13 @@ public protocol FeedStore: Sendable {
     /// - Returns: one result per request, in request order.
     func publish(batch requests: [PublishRequest]) async throws -> [PublishResult]
 
+    /// Whether the store writes one transaction at a time, so that a ``publish(batch:)`` holds
+    /// back every other write while it runs (SQLite's single writer). Then a broadcast chunk is
+    /// published in parts of ``BroadcastConfiguration/usersPerWrite`` users, so that a single
+    /// publish waits for one part at most; otherwise (PostgreSQL, where a batch locks only its
+    /// own users' feeds) a chunk is one call. The default is `true`.
+    var writesOneAtATime: Bool { get }
+
     /// Marks a notification deleted (a tombstone in the feed) and enqueues the planned taps.
     /// - Returns: the tombstone, or `nil` if no such notification.
     func delete(
@@ -94,6 +101,8 @@ public protocol FeedStore: Sendable {
 
 extension FeedStore {
     public func nextScheduledRelease() async throws -> Date? { nil }
+
+    public var writesOneAtATime: Bool { true }
 
     public func badgeCount(_ key: FeedKey, platform: Platform) async throws -> Int {
         throw HubError(.unsupported, "this hub's store keeps no badge counts")

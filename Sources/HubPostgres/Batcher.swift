@@ -54,6 +54,8 @@ final class Batcher<Job: Sendable, Key: Hashable & Sendable, Output: Sendable>: 
     var statistics: Statistics { state.withLock { $0.statistics } }
     /// Jobs waiting for a batch.
     var queued: Int { state.withLock { $0.queue.count } }
+    /// Runners at work: batches running, or about to look for the next one.
+    var running: Int { state.withLock { $0.running } }
 
     /// - Parameters:
     ///   - runners: batches that run at once (at least 1).

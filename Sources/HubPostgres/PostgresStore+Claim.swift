@@ -97,6 +97,25 @@ extension PostgresStore {
         """
     }
 
+    /// Version 14: `hub_delivery_due` and `hub_delivery_lane` without leased rows. A fresh claim
+    /// reads them for `lease_owner IS NULL` rows only (``HubCore/OutboxMachine/waitingSQL(_:now:)``;
+    /// taking over ended leases goes through `hub_delivery_leased`), so a leased row's entries in
+    /// them were never read: a hand-off's insert, a claim's lease and every lease renewal wrote
+    /// 5 index entries, now 3 (`PostgresStoreTests`: both claims still walk these indexes).
+    /// Rebuilt on the pending partition, where migration 12 put them.
+    static let schemaV14 = [
+        "DROP INDEX hub_delivery_due",
+        """
+        CREATE INDEX hub_delivery_due ON hub_delivery_pending (urgency DESC, due_at, id)
+            WHERE state = 'pending' AND lease_owner IS NULL
+        """,
+        "DROP INDEX hub_delivery_lane",
+        """
+        CREATE INDEX hub_delivery_lane ON hub_delivery_pending (transport, urgency DESC, due_at, id)
+            WHERE state = 'pending' AND suspended_at IS NULL AND lease_owner IS NULL
+        """,
+    ]
+
     /// Finishing a row whose endpoint a claim found removed or inactive
     /// (``HubCore/OutboxMachine/RowWrite/closed``, ``HubCore/OutboxMachine/supersededAtClaim``) at `$1`.
     fileprivate static let supersededAtClaim = DeliveryColumns.writeSQL(.closed) { given in

@@ -26,6 +26,7 @@ extension PostgresStore {
         Migration(version: 11, name: "webhook events", statements: schemaV11),
         Migration(version: 12, name: "retention by partitions", statements: schemaV12),
         Migration(version: 13, name: "publishes lock and read in one round trip", statements: schemaV13),
+        Migration(version: 14, name: "claim indexes without leased rows", statements: schemaV14),
     ]
 
     /// Creates or upgrades the schema; safe to call on every start, from every instance at once.

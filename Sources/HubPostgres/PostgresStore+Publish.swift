@@ -27,6 +27,12 @@ import PostgresNIO
 // refuses it (a payload it cannot store, a constraint), each publish of the batch runs again
 // alone, so one bad publish fails only itself; an outage fails them all (each caller gets
 // `HubError(.unavailable)`, as it would alone).
+//
+// Deadlines: each publish carries its caller's `DeadlineHold` (the hub's store deadline). Before
+// `COMMIT` the batch holds all of them off (`inTransaction`): when a caller has already been
+// answered 503, the batch rolls back rather than store a publish reported as not stored, and runs
+// again without it; once `COMMIT` is sent, every caller waits for its answer, so a publish that
+// committed is answered as stored however slow the commit.
 extension PostgresStore {
     /// Upserts the notification `(app, user, appNotificationId)` and enqueues its deliveries, in
     /// one transaction that holds the feed's lock (see `PostgresStore+Versions.swift`), possibly
@@ -39,20 +45,32 @@ extension PostgresStore {
     /// `request.handOff` names are leased to its owner and returned.
     public func publish(_ request: PublishRequest) async throws -> PublishResult {
         try Identifier.checkBeforeStoring(request)
-        return try await publishes.submit(request, key: request.key) { [self] jobs in
+        let job = PublishJob(request: request, hold: DeadlineHold.current)
+        return try await publishes.submit(job, key: request.key) { [self] jobs in
             await publishBatch(jobs)
         }
     }
 
+    /// `false`: transactions run side by side, and a ``publish(batch:)`` locks only its own
+    /// users' feeds, so a broadcast chunk is written in one call (4 round trips) rather than in
+    /// parts of `usersPerWrite` (`PostgresStore+PublishBatch.swift`).
+    public var writesOneAtATime: Bool { false }
+
+    /// A publish waiting for its batch, with its caller's deadline hold (`nil`: no deadline).
+    struct PublishJob: Sendable {
+        var request: PublishRequest
+        var hold: DeadlineHold?
+    }
+
     /// Runs `jobs` (of distinct feeds) in one transaction; see the comment at the top.
-    func publishBatch(_ jobs: [PublishRequest]) async -> [Result<PublishResult, any Error>] {
+    func publishBatch(_ jobs: [PublishJob]) async -> [Result<PublishResult, any Error>] {
         // One hand-off owner per transaction (a store's publishes all come from its hub's
         // dispatcher; a store shared by several hubs in one process is run owner by owner).
-        let owners = Set(jobs.compactMap(\.handOff?.owner))
+        let owners = Set(jobs.compactMap(\.request.handOff?.owner))
         if owners.count > 1 {
             var results = [Result<PublishResult, any Error>?](repeating: nil, count: jobs.count)
             for owner in owners.sorted() + [nil] {
-                let indices = jobs.indices.filter { jobs[$0].handOff?.owner == owner }
+                let indices = jobs.indices.filter { jobs[$0].request.handOff?.owner == owner }
                 guard !indices.isEmpty else { continue }
                 for (index, result) in zip(indices, await publishBatch(indices.map { jobs[$0] })) {
                     results[index] = result
@@ -61,7 +79,25 @@ extension PostgresStore {
             return results.map { $0 ?? .failure(BatchFailure.unanswered) }
         }
         do {
-            return try await transaction { db in try await Self.publish(jobs, db) }.map { .success($0) }
+            // The batch's task is the first caller's: hold every caller's deadline, not its.
+            let hold = DeadlineHold(combining: jobs.compactMap(\.hold))
+            let requests = jobs.map(\.request)
+            return try await DeadlineHold.$current.withValue(hold) {
+                try await transaction { db in try await Self.publish(requests, db) }
+            }.map { .success($0) }
+        } catch let error as CommitWithheld {
+            // Some callers were answered (503) before COMMIT and nothing was stored; the others
+            // run again without them (at least one fewer each time: a hold fails only when ended).
+            var results = [Result<PublishResult, any Error>](repeating: .failure(error), count: jobs.count)
+            let live = jobs.indices.filter { !(jobs[$0].hold?.hasEnded ?? false) }
+            logger.debug(
+                "publishes outlived their callers' deadlines before COMMIT; rolled back",
+                metadata: ["publishes": "\(jobs.count)", "runAgain": "\(live.count)"])
+            guard !live.isEmpty, live.count < jobs.count else { return results }
+            for (index, result) in zip(live, await publishBatch(live.map { jobs[$0] })) {
+                results[index] = result
+            }
+            return results
         } catch let error as PostgresStoreError where jobs.count > 1 {
             logger.debug(
                 "a batch of publishes was refused; running each alone",

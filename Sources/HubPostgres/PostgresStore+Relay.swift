@@ -62,6 +62,14 @@ struct RelayState {
     var dropped = 0
     /// Whether the relay connection's LISTEN is in effect.
     var listening = false
+    /// The other instances heard on this schema's channel whose wake-up connection was not seen
+    /// gone since: wake-ups are sent only while there is one.
+    var peers: Set<String> = []
+    /// Whether this instance owes the others a message (it began listening, or a newcomer spoke).
+    var announce = false
+    /// NOTIFYs sent, and wake-ups left unsent because no other instance listened (diagnostics).
+    var notifies = 0
+    var unsent = 0
 }
 
 // Wake-ups across instances, over PostgreSQL's LISTEN/NOTIFY, on one connection of their own
@@ -73,6 +81,14 @@ struct RelayState {
 // one batch is being sent the next one gathers, so a burst of publishes costs a few NOTIFYs.
 // Incoming: the same connection LISTENs; each notification from another instance wakes the local
 // waiters it names (this instance's own come back too, and are skipped by instance ID).
+// Only while another instance listens: an instance alone on its channel sent a NOTIFY per publish
+// batch that nobody read (a transaction and a WAL flush each). So an instance that begins to
+// listen announces itself with a message of no wake-ups, and one that hears a new instance answers
+// with one; every message names its sender, whom the receiver counts as a peer until the
+// heartbeat no longer finds the peer's wake-up connection in `pg_stat_activity`. Wake-ups are sent
+// while there is a peer and dropped otherwise. A new instance's first wake-ups from the others
+// can be missed for the time its announcement takes to arrive, as those sent before it listened
+// are (an instance of an older version sends no announcement: upgrade all instances together).
 // A lost connection is reopened (100 ms, doubling up to 5 s); a heartbeat query every 15 s
 // notices a connection that died without closing (both pauses on `configuration.clock`, the
 // hub's). Wake-ups queued meanwhile are sent after the
@@ -98,7 +114,8 @@ extension PostgresStore {
     /// Connects `signals` to the other hub instances on this database.
     ///
     /// Sets `signals`' relay so that every local wake-up (a publish, a dismiss, a polling delivery)
-    /// is also sent to the other instances with `NOTIFY`, and, while ``run()`` runs, LISTENs for
+    /// is also sent to the other instances with `NOTIFY` (while another one listens: see
+    /// ``relayPeerCount``), and, while ``run()`` runs, LISTENs for
     /// theirs and wakes the matching local waiters with `FeedSignals.receive`; this instance's
     /// own notifications are recognised by ``instanceID`` and skipped. Call once, with the
     /// `FeedSignals` the hub and the polling transport share; calling again moves the relay to
@@ -167,7 +184,11 @@ extension PostgresStore {
                     self.logger.debug("listening for wake-ups of other instances")
                     // Wake-ups sent while this instance was not listening are lost: what it
                     // knew of the feeds' newest versions may be stale.
-                    self.relayState.withLock { $0.listening = true }
+                    self.relayState.withLock { state in
+                        state.listening = true
+                        state.announce = true
+                    }
+                    self.relayDoorbell.ring(Self.doorbell)
                     self.relayState.withLock { $0.target }?.forgetVersions()
                     for try await notification in notifications { self.received(notification.payload) }
                 }
@@ -186,24 +207,31 @@ extension PostgresStore {
     private func sendWakes(on session: Session) async throws {
         while true {
             let ticket = relayDoorbell.ticket()
-            let (wakes, dropped) = relayState.withLock { state in
+            let (wakes, dropped, announce) = relayState.withLock { state in
                 defer {
                     state.pending.removeAll(keepingCapacity: true)
                     state.pendingSet.removeAll(keepingCapacity: true)
                     state.dropped = 0
+                    state.announce = false
                 }
-                return (state.pending, state.dropped)
+                // Nobody else listens: nothing to send but an announcement.
+                if state.peers.isEmpty { state.unsent += state.pending.count }
+                return (state.peers.isEmpty ? [] : state.pending, state.dropped, state.announce)
             }
             if dropped > 0 {
                 logger.warning("wake-up relay queue full; wake-ups dropped", metadata: ["dropped": "\(dropped)"])
             }
-            for payload in Self.payloads(for: wakes, from: instanceID, logger: logger) {
+            // Any message names its sender: wake-ups announce it as well as an empty one.
+            let payloads =
+                wakes.isEmpty && !announce ? [] : Self.payloads(for: wakes, from: instanceID, logger: logger)
+            for payload in payloads {
                 var binds = PostgresBindings(capacity: 2)
                 binds.append(wakeChannel)
                 binds.append(payload)
                 try await session.run(Notify.self, binds)
+                relayState.withLock { $0.notifies += 1 }
             }
-            if wakes.isEmpty {
+            if wakes.isEmpty && !announce {
                 _ = await relayDoorbell.wait(Self.doorbell, after: ticket, timeout: .seconds(60))
                 try Task.checkCancellation()
             }
@@ -216,9 +244,9 @@ extension PostgresStore {
         static let sql = "SELECT pg_notify($1::text, $2::text)"
     }
 
-    /// The NOTIFY payloads carrying `wakes`, each under ``payloadLimit`` bytes.
+    /// The NOTIFY payloads carrying `wakes`, each under ``payloadLimit`` bytes; for no wake-ups,
+    /// one payload that only names `instance` (an announcement).
     static func payloads(for wakes: [Wake], from instance: String, logger: Logger) -> [String] {
-        guard !wakes.isEmpty else { return [] }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(WakeMessage(from: instance, wakes: wakes)) else { return [] }
@@ -235,20 +263,43 @@ extension PostgresStore {
     /// Checks every ``heartbeatInterval`` that the connection answers within
     /// ``heartbeatTimeout`` (the session's statement deadline, which closes the connection when
     /// missed); throws when it does not: a connection that died without closing never ends a LISTEN.
+    /// Its query lists the instances whose wake-up connection is open: peers no longer among them
+    /// are forgotten (an instance that stopped or lost its connection; it announces itself again
+    /// when it listens again).
     private func heartbeat(_ session: Session) async throws {
         while true {
             try await configuration.clock.sleep(until: configuration.clock.now + Self.heartbeatInterval, tolerance: nil)
-            try await session.rows("SELECT 1")
+            let open = Set(
+                try await session.rows(PostgresQuery(unsafeSQL: Self.wakeConnectionsSQL)).compactMap { row in
+                    try row.decode(String?.self)
+                })
+            relayState.withLock { $0.peers.formIntersection(open) }
         }
     }
 
-    /// Wakes the local waiters a notification from another instance names.
+    /// The instance IDs of the wake-up connections open on the server (their `application_name`
+    /// ends in `[wake-ups ID]`, see ``Configuration/client(connections:role:serverTimeouts:host:)``;
+    /// other schemas' too, which only keeps a peer that left longer).
+    static let wakeConnectionsSQL = """
+        SELECT substring(application_name FROM '\\[wake-ups ([0-9a-z]+)\\]$') FROM pg_stat_activity
+        WHERE application_name LIKE '%[wake-ups %]'
+        """
+
+    /// Wakes the local waiters a notification from another instance names, and counts its sender
+    /// as a peer (answering a new one with a message of its own, so that it learns of this one).
     func received(_ payload: String) {
         guard let message = try? JSONDecoder().decode(WakeMessage.self, from: Data(payload.utf8)) else {
             logger.debug("ignored a malformed wake-up notification")
             return
         }
-        guard message.from != instanceID, let signals = relayState.withLock({ $0.target }) else { return }
+        guard message.from != instanceID else { return }
+        let (signals, newcomer) = relayState.withLock { state in
+            let newcomer = state.peers.insert(message.from).inserted
+            if newcomer { state.announce = true }
+            return (state.target, newcomer)
+        }
+        if newcomer { relayDoorbell.ring(Self.doorbell) }
+        guard let signals else { return }
         for wake in message.wakes { signals.receive(wake.key, wake.audience) }
     }
 }
@@ -267,6 +318,14 @@ extension PostgresStore {
             """
         ).count
     }
+
+    /// How many other instances this store sends wake-ups to: those it heard announce themselves
+    /// on its channel (see ``relay(into:)``). Wake-ups are sent only while there is one; a
+    /// program that starts several instances at once waits for them to know each other.
+    public var relayPeerCount: Int { relayState.withLock { $0.peers.count } }
+
+    /// NOTIFYs this store sent, and wake-ups it left unsent because no other instance listened.
+    var relayCounts: (notifies: Int, unsent: Int) { relayState.withLock { ($0.notifies, $0.unsent) } }
 
     /// How many connections of this store LISTEN for wake-ups right now (0 or 1).
     func wakeConnectionCount() async throws -> Int {

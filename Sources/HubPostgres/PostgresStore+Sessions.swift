@@ -210,13 +210,22 @@ extension PostgresStore {
     }
 
     /// Runs `body` between `BEGIN` and `COMMIT` on `session`; rolls back when it throws.
+    ///
+    /// Under a caller's deadline (`HubCore.DeadlineHold.current`: the hub's store deadline) the
+    /// deadline is held off before `COMMIT` is sent: a caller answered `unavailable` at its
+    /// deadline then never has its transaction committed behind its back (a publish answered 503
+    /// is not stored), and one whose `COMMIT` was sent in time gets the commit's answer, however
+    /// late (bounded by the statement deadline). When the deadline has already passed, the
+    /// transaction rolls back and ``CommitWithheld`` is thrown.
     static func inTransaction<Result: Sendable>(
         _ session: Session, _ body: @Sendable (Session) async throws -> Result
     ) async throws -> Result {
         try await session.run(Begin.self)
         let value: Result
+        let hold = DeadlineHold.current
         do {
             value = try await body(session)
+            guard hold?.hold() ?? true else { throw CommitWithheld() }
         } catch {
             if !session.connection.isClosed {
                 do {
@@ -228,9 +237,21 @@ extension PostgresStore {
             }
             throw error
         }
-        try await session.run(Commit.self)
+        do {
+            try await session.run(Commit.self)
+        } catch {
+            hold?.release()
+            throw error
+        }
         return value
     }
+}
+
+/// A transaction rolled back instead of committed because its caller had already been answered
+/// (its deadline passed, or it went away) before `COMMIT` (``PostgresStore/inTransaction(_:_:)``).
+/// Not a `HubError`: it never reaches a caller, and it says nothing about the server's health.
+struct CommitWithheld: Error, CustomStringConvertible {
+    var description: String { "the caller's deadline passed before the transaction committed; it was rolled back" }
 }
 
 enum Begin: NamedStatement {

@@ -64,7 +64,7 @@ public final class PostgresStore: Store, Service {
     /// Opens when ``run()`` starts the wake-up connection's pool.
     let listenerStarted = Latch()
     /// Concurrent publishes, run several feeds to a transaction (`PostgresStore+Publish.swift`).
-    let publishes: Batcher<PublishRequest, FeedKey, PublishResult>
+    let publishes: Batcher<PublishJob, FeedKey, PublishResult>
     /// `hub_postgres_round_trips_total`: the statements this store ran, each one round trip (made
     /// when the store is, so with the metrics system bootstrapped before it).
     let roundTrips: Counter

@@ -105,6 +105,13 @@ struct PublishBench: AsyncParsableCommand {
                         store.relay(into: signals)
                         return (store as any Store, signals)
                     }
+                    // Wake-ups go only to instances heard on the channel: start once all know each other.
+                    let start = ContinuousClock.now
+                    while stores.contains(where: { $0.relayPeerCount < count - 1 }),
+                        ContinuousClock.now - start < .seconds(10)
+                    {
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
                     let label = "postgres, \(count) instance\(count == 1 ? "" : "s") (pool \(poolSize) each)"
                     return try await body(pairs, label)
                 })

@@ -74,6 +74,57 @@ struct DeadlineTests {
         await calls.value
         #expect(fired.values == [100, 700, 1500])
     }
+
+    @Test("a held deadline waits for the call's answer; a released one answers at once; an ended call cannot be held")
+    func holds() async throws {
+        let clock = ManualClock()
+        let watchdog = DeadlineWatchdog(clock: clock)
+        let seen = HoldsSeen()
+        let held = Task {
+            try await withDeadline(.milliseconds(100), "committing", watchdog: watchdog) {
+                let hold = try #require(DeadlineHold.current)
+                #expect(hold.hold())
+                return await withCheckedContinuation { continuation in seen.add(hold, answer: continuation) }
+            }
+        }
+        #expect(await eventually { seen.count == 1 && clock.sleeperCount == 1 })
+        clock.advance(by: .milliseconds(200))
+        #expect(await eventually { watchdog.count == 0 }, "the deadline passed")
+        seen.answer(7)
+        #expect(try await held.value == 7, "the held call's own answer, not DeadlineExceeded")
+
+        let released = Task {
+            try await withDeadline(.milliseconds(100), "rolled back", watchdog: watchdog) {
+                let hold = try #require(DeadlineHold.current)
+                #expect(hold.hold())
+                seen.add(hold, answer: nil)
+                try await Task.sleep(for: .seconds(30))
+            }
+        }
+        #expect(await eventually { seen.count == 2 && clock.sleeperCount >= 1 })
+        clock.advance(by: .milliseconds(200))
+        #expect(await eventually { watchdog.count == 0 })
+        let second = seen.holds[1]
+        #expect(!second.hasEnded, "held past its deadline")
+        second.release()
+        await #expect(throws: DeadlineExceeded.self) { try await released.value }
+        #expect(second.hasEnded && !second.hold(), "an ended call cannot be held again")
+        #expect(!DeadlineHold(combining: seen.holds).hold(), "a combined hold needs every one")
+    }
+}
+
+/// The holds the calls of a test took, and the answer one of them waits for.
+private final class HoldsSeen: Sendable {
+    private let state = Mutex<(holds: [DeadlineHold], answer: CheckedContinuation<Int, Never>?)>(([], nil))
+    var holds: [DeadlineHold] { state.withLock { $0.holds } }
+    var count: Int { holds.count }
+    func add(_ hold: DeadlineHold, answer: CheckedContinuation<Int, Never>?) {
+        state.withLock { state in
+            state.holds.append(hold)
+            if let answer { state.answer = answer }
+        }
+    }
+    func answer(_ value: Int) { state.withLock { $0.answer }?.resume(returning: value) }
 }
 
 /// The deadlines that fired, in order.

@@ -109,6 +109,43 @@ struct BroadcastInstancesTests {
             #expect(await second.stop(), "B shut down")
         }
     }
+
+    @Test("PostgreSQL publishes a broadcast chunk in one store call, not in parts of usersPerWrite")
+    func chunkInOneCall() async throws {
+        var broadcasts = BroadcastConfiguration()
+        broadcasts.chunkSize = 250
+        broadcasts.usersPerWrite = 100
+        broadcasts.pollInterval = .milliseconds(50)
+        let plug = StorePlug()
+        let a = try HubInstance(
+            "a", schema: PostgresTestDatabase.freshSchema(),
+            dispatcher: HubInstance.dispatcher(idle: .milliseconds(100)),
+            broadcasts: broadcasts, plug: plug)
+        #expect(!a.hub.store.writesOneAtATime, "the deadline wrapper passes the store's answer on")
+        let users = (0..<250).map { "user-\(1000 + $0)" }
+        try await a.store.migrate()
+        try await PostgresTestDatabase.running([a.store]) {
+            let runner = HubRunner([a.hub])
+            let outcome = await Result {
+                for user in users { try await a.register("phone", user: user) }
+                let created = try await a.hub.createBroadcast(
+                    app: HubInstance.app.id, audience: .users(count: users.count), users: users,
+                    draft: NotificationDraft(
+                        appNotificationId: "all-hands", payload: NotificationPayload(rawContent: "x")))
+                #expect(
+                    await eventually(timeout: .seconds(60)) {
+                        (try? await a.hub.broadcast(app: HubInstance.app.id, id: created.id))?.status == .done
+                    })
+                #expect(try await a.hub.broadcast(app: HubInstance.app.id, id: created.id).published == 250)
+                #expect(plug.calls("finishBroadcastChunk") == 1)
+                // SQLite would take 3 (parts of 100); PostgreSQL's batch locks only its users' feeds.
+                #expect(plug.calls("publishBatch") == 1, "store calls for one chunk of 250")
+                #expect(await eventually(timeout: .seconds(30)) { a.apns.deliveries.count == 250 })
+            }
+            #expect(await runner.stop(), "the hub did not shut down")
+            try outcome.get()
+        }
+    }
 }
 
 /// Holds its instance's first ``Store/finishBroadcastChunk(_:published:failed:at:)`` until

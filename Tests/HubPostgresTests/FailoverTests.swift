@@ -62,6 +62,7 @@ struct FailoverTests {
         }
         for store in [a.store, b.store] {
             #expect(await eventually { (try? await store.wakeConnectionCount()) == 1 }, "wake-up relay listening")
+            #expect(await eventually { store.relayPeerCount == 1 }, "wake-up relay knows the other instance")
         }
 
         let load = PublishLoad()
@@ -134,6 +135,7 @@ struct FailoverTests {
             #expect(
                 await eventually(timeout: .seconds(20)) { (try? await store.wakeConnectionCount()) == 1 },
                 "wake-up relay reconnected")
+            #expect(await eventually { store.relayPeerCount == 1 }, "wake-up relay knows the other instance")
         }
         let before = try await b.hub.feed(app: HubInstance.app.id, user: "watcher", after: 0).version
         async let page = b.hub.longPoll(app: HubInstance.app.id, user: "watcher", after: before, wait: .seconds(30))

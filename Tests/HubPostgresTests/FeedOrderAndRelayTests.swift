@@ -59,6 +59,8 @@ struct FeedOrderAndRelayTests {
         try await Self.withRelayingStores { first, firstSignals, second, secondSignals in
             #expect(await eventually { (try? await first.wakeConnectionCount()) == 1 })
             #expect(await eventually { (try? await second.wakeConnectionCount()) == 1 })
+            // Each has heard the other announce itself: wake-ups are sent only to a listener.
+            #expect(await eventually { first.relayPeerCount == 1 && second.relayPeerCount == 1 })
             let ticket = secondSignals.ticket()
             let ownTicket = firstSignals.ticket()
             firstSignals.wake(Self.key, endpoint: "p1")
@@ -104,12 +106,38 @@ struct FeedOrderAndRelayTests {
             // Asleep on the clock: the heartbeat and the statistics checks.
             #expect(await eventually { clock.sleeperCount == 2 })
             let before = try await Self.wakeConnectionQuery(store)
-            #expect(before != "SELECT 1", "no heartbeat before the clock moves")
+            #expect(before != PostgresStore.wakeConnectionsSQL, "no heartbeat before the clock moves")
             clock.advance(by: PostgresStore.heartbeatInterval)
             // Well within the interval of real time: a heartbeat on the system's clock would not come.
             #expect(
-                await eventually(timeout: .seconds(5)) { (try? await Self.wakeConnectionQuery(store)) == "SELECT 1" },
+                await eventually(timeout: .seconds(5)) {
+                    (try? await Self.wakeConnectionQuery(store)) == PostgresStore.wakeConnectionsSQL
+                },
                 "the heartbeat's query")
+        }
+    }
+
+    @Test("Alone on its channel a store sends no NOTIFY for its wake-ups; once another listens, they reach it")
+    func noNotifyWhileAlone() async throws {
+        let (first, second) = try PostgresTestDatabase.twoStores()
+        let firstSignals = FeedSignals()
+        let secondSignals = FeedSignals()
+        first.relay(into: firstSignals)
+        try await PostgresTestDatabase.running([first]) {
+            #expect(await eventually { (try? await first.wakeConnectionCount()) == 1 })
+            #expect(await eventually { first.relayCounts.notifies == 1 }, "its announcement")
+            for index in 0..<10 { firstSignals.wake(FeedKey(appId: Self.key.appId, userId: "user\(index)")) }
+            #expect(await eventually { first.relayCounts.unsent == 10 }, "dropped by the sender, nobody listens")
+            #expect(first.relayCounts.notifies == 1, "no NOTIFY for the wake-ups")
+            // A second store begins to listen: it announces itself, the first answers.
+            second.relay(into: secondSignals)
+            let runner = Task { await second.run() }
+            defer { runner.cancel() }
+            #expect(await eventually { first.relayPeerCount == 1 && second.relayPeerCount == 1 })
+            let ticket = secondSignals.ticket()
+            firstSignals.wake(Self.key)
+            #expect(await secondSignals.wait(Self.key, endpoint: nil, after: ticket, timeout: .seconds(5)))
+            #expect(first.relayCounts.unsent == 10, "sent now that someone listens")
         }
     }
 

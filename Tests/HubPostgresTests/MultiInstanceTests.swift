@@ -26,6 +26,8 @@ struct MultiInstanceTests {
             // Wake-ups sent before the other instance LISTENs are lost: start once both do.
             for store in [a.store, b.store] {
                 #expect(await eventually { (try? await store.wakeConnectionCount()) == 1 }, "relay connected")
+                // Wake-ups are sent only to instances heard on the channel: each has heard the other.
+                #expect(await eventually { store.relayPeerCount == 1 }, "relay knows the other instance")
             }
             let hubs = runHubs ? HubRunner([a.hub, b.hub]) : nil
             let result = await Result { try await body() }

@@ -109,7 +109,7 @@ struct PartitionRetentionTests {
                 """)
 
             try await store.migrate()
-            #expect(try await store.appliedMigrations() == Array(1...13))
+            #expect(try await store.appliedMigrations() == Array(1...14))
             #expect(
                 try await Self.count(
                     "SELECT count(*) FROM pg_partitioned_table WHERE partrelid = 'hub_delivery'::regclass", store) == 1)

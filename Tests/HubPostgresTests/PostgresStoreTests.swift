@@ -48,6 +48,43 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test("Leased rows are in neither claim index (migration 14), and the claims of every lane still walk them")
+    func claimIndexesLeaveLeasedRowsOut() async throws {
+        try await PostgresTestDatabase.withStore { store in
+            try await store.migrate()
+            let definitions = try await store.rows(
+                """
+                SELECT indexname, indexdef FROM pg_indexes
+                WHERE schemaname = current_schema() AND indexname IN ('hub_delivery_due', 'hub_delivery_lane')
+                ORDER BY indexname
+                """
+            ).map { try $0.decode((String, String).self) }
+            #expect(definitions.map(\.0) == ["hub_delivery_due", "hub_delivery_lane"])
+            for (name, definition) in definitions {
+                #expect(definition.contains("lease_owner IS NULL"), "\(name): \(definition)")
+            }
+            let plans = try await store.transaction { db in
+                try await db.rows("SET LOCAL enable_seqscan = off")
+                try await db.rows("SET LOCAL plan_cache_mode = force_generic_plan")
+                var plans: [String] = []
+                for (name, sql, lane) in [
+                    ("claim_all", PostgresStore.ClaimAll.sql, ""),
+                    ("claim_lane", PostgresStore.ClaimTransport.sql, ", 'apns'"),
+                ] {
+                    try await db.rows(PostgresQuery(unsafeSQL: "PREPARE \(name) AS " + sql))
+                    plans.append(
+                        try await db.rows(
+                            PostgresQuery(unsafeSQL: "EXPLAIN EXECUTE \(name)(now(), 10, 'owner', now()\(lane))")
+                        ).map { try $0.decode(String.self) }.joined(separator: "\n"))
+                    try await db.rows(PostgresQuery(unsafeSQL: "DEALLOCATE \(name)"))
+                }
+                return plans
+            }
+            #expect(plans[0].contains("hub_delivery_due"), "\(plans[0])")
+            #expect(plans[1].contains("hub_delivery_lane"), "\(plans[1])")
+        }
+    }
+
     @Test("The whole conformance suite runs through its runner")
     func conformanceRunner() async throws {
         // Every check needs an empty store: each gets a fresh schema, started by a runner task
@@ -79,9 +116,9 @@ struct PostgresStoreTests {
             async let a: Void = first.migrate()
             async let b: Void = second.migrate()
             _ = try await (a, b)
-            #expect(try await first.appliedMigrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])
+            #expect(try await first.appliedMigrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14])
             try await first.migrate()
-            #expect(try await second.appliedMigrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])
+            #expect(try await second.appliedMigrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14])
         }
     }
 
@@ -103,7 +140,7 @@ struct PostgresStoreTests {
             try await first.rows("DROP TABLE hub_badge_counter")
             try await first.rows("DELETE FROM hub_schema_migrations WHERE version = 10")
             try await second.migrate()
-            #expect(try await second.appliedMigrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])
+            #expect(try await second.appliedMigrations() == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14])
             #expect(try await second.badgeCount(key, platform: .ios) == 2)
             #expect(try await second.badgeCount(key, platform: .web) == 1)
         }

@@ -177,11 +177,12 @@ struct HubInstance: Sendable {
     ///   - plug: what every store call of this instance's hub goes through (a ``StorePlug``, or a
     ///     test's own interceptor).
     ///   - clock: the clock of the hub, its signals and its store.
+    ///   - storeTimeout: the hub's deadline for each store call (`nil`: the default).
     init(
         _ name: String, schema: String, dispatcher: DispatcherConfiguration, server: TestServer = .shared,
         apns: @escaping @Sendable (OutboundDelivery) async -> DeliveryOutcome = { _ in .accepted },
         broadcasts: BroadcastConfiguration = BroadcastConfiguration(), plug: (any StoreInterceptor)? = nil,
-        clock: any HubClock = SystemClock()
+        clock: any HubClock = SystemClock(), storeTimeout: Duration? = nil
     ) throws {
         self.name = name
         let store = try PostgresTestDatabase.makeStore(schema: schema, poolSize: 6, server: server, clock: clock)
@@ -194,6 +195,7 @@ struct HubInstance: Sendable {
         configuration.dispatcher = dispatcher
         configuration.instanceID = name
         configuration.broadcasts = broadcasts
+        if let storeTimeout { configuration.storeTimeout = storeTimeout }
         var logger = Logger(label: "hub.\(name)")
         logger.logLevel = .warning
         hub = try Hub(
