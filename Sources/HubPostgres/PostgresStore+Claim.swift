@@ -61,6 +61,9 @@ extension PostgresStore {
     /// ``OutboxMachine/claimOrder``). `due` looks up their endpoints; `superseded` finishes those
     /// whose endpoint is gone or inactive; `claimed` leases the others; the final `SELECT` joins
     /// their endpoints and notifications (all in one snapshot, so a claimed row's endpoint is there).
+    /// `due` finds each row by the pending partition's primary key and the updates take it at
+    /// that place (``pendingPlacesSQL(_:columns:)``), whatever the statistics say: joined by ID,
+    /// a plan made while the partition looked empty scanned it whole for every claimed row.
     fileprivate static func claimSQL(laneFilter: String) -> String {
         """
         WITH taken_over AS (
@@ -76,17 +79,18 @@ extension PostgresStore {
             LIMIT greatest($2 - (SELECT count(*) FROM taken_over), 0)
             FOR UPDATE OF d SKIP LOCKED
         ), due AS (
-            SELECT p.id, p.taken_over, coalesce(e.state = 'active', false) AS deliverable
-            FROM (SELECT id, true AS taken_over FROM taken_over UNION ALL SELECT id, false FROM fresh) p
-            JOIN hub_delivery d ON d.id = p.id AND d.state = 'pending'
-            LEFT JOIN hub_endpoint e ON e.app_id = d.app_id AND e.user_id = d.user_id AND e.id = d.endpoint_id
+            SELECT p.id, p.taken_over, p.place, coalesce(e.state = 'active', false) AS deliverable
+            FROM (\(pendingPlacesSQL(
+                "SELECT id, true AS taken_over FROM taken_over UNION ALL SELECT id, false FROM fresh",
+                columns: ["app_id", "user_id", "endpoint_id"]))) p
+            LEFT JOIN hub_endpoint e ON e.app_id = p.app_id AND e.user_id = p.user_id AND e.id = p.endpoint_id
         ), superseded AS (
             UPDATE hub_delivery d SET \(supersededAtClaim)
-            FROM due WHERE d.id = due.id AND d.state = 'pending' AND NOT due.deliverable
+            FROM due WHERE d.ctid = due.place AND d.state = 'pending' AND NOT due.deliverable
         ), claimed AS (
             UPDATE hub_delivery d SET \(OutboxMachine.leaseSQL(
                 target: DeliveryColumns.name, current: column("d"), owner: "$3", until: "$4", now: "$1"))
-            FROM due WHERE d.id = due.id AND d.state = 'pending' AND due.deliverable
+            FROM due WHERE d.ctid = due.place AND d.state = 'pending' AND due.deliverable
             RETURNING due.taken_over, d.urgency, \(qualified(DeliveryColumns.list, "d"))
         )
         SELECT c.*, \(EndpointColumns.joined), \(NotificationColumns.joined)

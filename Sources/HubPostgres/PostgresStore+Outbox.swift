@@ -20,11 +20,36 @@ extension PostgresStore {
         }
     }
 
+    /// Renews leases row by row, whatever the statistics say (see ``FinishDeliveries``): each ID
+    /// finds its row by the pending partition's primary key, the update takes the row there. A
+    /// row updated meanwhile is left alone (newer PostgreSQL), or raises SQLSTATE 40001 if it
+    /// was moved to the finished partition, and the store runs the statement again (see
+    /// `retrying`): it is finished or someone else's then, or its lease is renewed at the next
+    /// round.
     enum RenewLeases: NamedStatement {
-        static let name = "hub_renew_leases"
+        static let name = "hub_renew_leases_v2"
         static let sql = """
-            UPDATE hub_delivery SET lease_until = $1
-            WHERE id = ANY($2::bigint[]) AND \(OutboxMachine.renewableSQL(DeliveryColumns.name, owner: "$3"))
+            UPDATE hub_delivery d SET lease_until = $1
+            FROM (\(pendingPlacesSQL("SELECT o.id FROM unnest($2::bigint[]) AS o(id)"))) o
+            WHERE d.ctid = o.place AND \(OutboxMachine.renewableSQL({ "d.\(DeliveryColumns.name($0))" }, owner: "$3"))
+            """
+    }
+
+    /// The rows of the query `rows` (its column `id` an outbox ID) with the place (`place`, a
+    /// `ctid`) of that ID's pending row, looked up by the pending partition's primary key one ID
+    /// at a time: the `OFFSET 0` keeps the lookup from being flattened into a join the planner
+    /// could turn around (a scan of the whole partition, whose statistics may say "empty",
+    /// matching each row against every ID). IDs not pending are left out. An update that joins
+    /// the outbox by `ctid = place` then takes each row where it is (a TID scan).
+    /// - Parameters:
+    ///   - rows: the query whose rows are looked up.
+    ///   - columns: columns of the pending row to add (named as they are).
+    static func pendingPlacesSQL(_ rows: String, columns: [String] = []) -> String {
+        let more = columns.map { ", p.\($0)" }.joined()
+        return """
+            SELECT r.*, p.ctid AS place\(more)
+            FROM (\(rows)) r
+            CROSS JOIN LATERAL (SELECT p.ctid\(more) FROM hub_delivery_pending p WHERE p.id = r.id OFFSET 0) p
             """
     }
 
@@ -44,8 +69,8 @@ extension PostgresStore {
         let (finish, perRow) = Self.split(outcomes)
         guard !perRow.isEmpty else {
             if let finish {
-                _ = try await retrying {
-                    try await withSession { session in try await session.run(FinishDeliveries.self, finish) }
+                try await retrying {
+                    try await withSession { session in try await Self.finish(finish, session) }
                 }
             }
             return
@@ -53,10 +78,10 @@ extension PostgresStore {
         try await transaction { db in try await Self.record(finish: finish, perRow: perRow, db) }
     }
 
-    /// The finishes recorded first (``HubCore/OutboxMachine/isRecordedFirst(_:)``) as the binds of
-    /// one ``FinishDeliveries``, and the outcomes recorded row by row after them.
-    static func split(_ outcomes: [OutboxOutcome]) -> (finish: PostgresBindings?, perRow: [OutboxOutcome]) {
-        var finished: [(id: Int64, result: String, detail: String?, at: Date, messageId: String?)] = []
+    /// The finishes recorded first (``HubCore/OutboxMachine/isRecordedFirst(_:)``) as one
+    /// ``FinishBatch``, and the outcomes recorded row by row after them.
+    static func split(_ outcomes: [OutboxOutcome]) -> (finish: FinishBatch?, perRow: [OutboxOutcome]) {
+        var finished: [FinishBatch.Row] = []
         var seen = Set<Int64>()
         var perRow: [OutboxOutcome] = []
         // Own final answers first, in one statement (``HubCore/OutboxMachine/isRecordedFirst(_:)``).
@@ -70,23 +95,43 @@ extension PostgresStore {
                 perRow.append(outcome)
             }
         }
-        var finish: PostgresBindings?
-        if !finished.isEmpty {
+        return (finished.isEmpty ? nil : FinishBatch(rows: finished), perRow)
+    }
+
+    /// Finishes recorded in one statement: ``FinishDeliveries``'s rows.
+    struct FinishBatch: Sendable {
+        typealias Row = (id: Int64, result: String, detail: String?, at: Date, messageId: String?)
+        let rows: [Row]
+
+        /// The binds of ``FinishDeliveries`` or ``FinishDeliveriesRechecked`` for `rows`.
+        /// Arrays cannot hold NULLs here: a detail travels as text plus whether it is there, a
+        /// message ID as text (empty: none).
+        var binds: PostgresBindings {
             var binds = PostgresBindings(capacity: 6)
-            binds.append(finished.map(\.id))
-            binds.append(finished.map(\.result))
-            binds.append(finished.map { $0.detail ?? "" })
-            binds.append(finished.map { $0.detail != nil })
-            binds.append(finished.map(\.at))
-            binds.append(finished.map { $0.messageId ?? "" })
-            finish = binds
+            binds.append(rows.map(\.id))
+            binds.append(rows.map(\.result))
+            binds.append(rows.map { $0.detail ?? "" })
+            binds.append(rows.map { $0.detail != nil })
+            binds.append(rows.map(\.at))
+            binds.append(rows.map { $0.messageId ?? "" })
+            return binds
         }
-        return (finish, perRow)
+    }
+
+    /// Records `batch` on `db`: ``FinishDeliveries`` for all of it, then
+    /// ``FinishDeliveriesRechecked`` for the rows the first left alone (a row another statement
+    /// updated meanwhile is no longer where the first found it; the second finds it again by ID
+    /// and re-checks it: still pending, it is finished; finished elsewhere, it is left alone).
+    static func finish(_ batch: FinishBatch, _ db: Session) async throws {
+        let finished = Set(try await db.run(FinishDeliveries.self, batch.binds).map { try $0.decode(Int64.self) })
+        let missed = batch.rows.filter { !finished.contains($0.id) }
+        guard !missed.isEmpty else { return }
+        try await db.run(FinishDeliveriesRechecked.self, FinishBatch(rows: missed).binds)
     }
 
     /// Records ``split(_:)``'s two parts in the transaction `db`.
-    static func record(finish: PostgresBindings?, perRow: [OutboxOutcome], _ db: Session) async throws {
-        if let finish { try await db.run(FinishDeliveries.self, finish) }
+    static func record(finish: FinishBatch?, perRow: [OutboxOutcome], _ db: Session) async throws {
+        if let finish { try await Self.finish(finish, db) }
         guard !perRow.isEmpty else { return }
         try await Self.lockFeeds(ofDeliveries: perRow.map(\.id), on: db)
         var pending: [Int64: (delivery: Delivery, transport: String, claimedAt: Date?)] = [:]
@@ -125,26 +170,56 @@ extension PostgresStore {
     }
 
     /// Finishes a batch of deliveries (other than `endpointGone`), keeping the first lease's time
-    /// and the provider's message ID for the receipt. Arrays cannot hold NULLs here: a detail
-    /// travels as text plus whether it is there, a message ID as text (empty: none).
+    /// and the provider's message ID for the receipt, and returns their IDs.
+    ///
+    /// Its plan must not depend on the statistics: the pending partition is a queue, so whenever
+    /// it was analyzed (by the store, by autovacuum) it may have looked nearly empty, and a plan
+    /// made for an empty table (scan it whole, match each row against every outcome) goes
+    /// quadratic as soon as it holds thousands of rows (measured: 2.6 s for 627 outcomes). So the
+    /// outcomes drive: each finds its row by the partition's primary key (``pendingPlacesSQL(_:)``),
+    /// and the update takes the row at the place (`ctid`) that lookup found (a TID scan).
+    ///
+    /// A row another statement updated between the lookup and the update (a lease renewal) is no
+    /// longer at that place: the update leaves it alone and does not return it, and
+    /// ``finish(_:_:)`` finishes it again with ``FinishDeliveriesRechecked``.
     enum FinishDeliveries: NamedStatement {
-        static let name = "hub_finish_deliveries_v2"
+        static let name = "hub_finish_deliveries_v3"
         static let sql = """
-            UPDATE hub_delivery d SET \(DeliveryColumns.writeSQL(.answered, given: given))
+            UPDATE hub_delivery d SET \(DeliveryColumns.writeSQL(.answered, given: finishGiven))
+            FROM (\(pendingPlacesSQL(outcomes))) o
+            WHERE d.ctid = o.place AND d.state = 'pending'
+            RETURNING d.id
+            """
+
+        /// The outcomes, a row each.
+        private static let outcomes = """
+            SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::boolean[], $5::timestamptz[], $6::text[])
+                AS o(id, result, detail, has_detail, at, message_id)
+            """
+    }
+
+    /// ``FinishDeliveries`` joined by ID: a row updated concurrently is re-checked and finished if
+    /// still pending. For the few rows ``FinishDeliveries`` left alone only (its plan follows the
+    /// statistics).
+    enum FinishDeliveriesRechecked: NamedStatement {
+        static let name = "hub_finish_deliveries_rechecked"
+        static let sql = """
+            UPDATE hub_delivery d SET \(DeliveryColumns.writeSQL(.answered, given: finishGiven))
             FROM unnest($1::bigint[], $2::text[], $3::text[], $4::boolean[], $5::timestamptz[], $6::text[])
                 AS o(id, result, detail, has_detail, at, message_id)
             WHERE d.id = o.id AND d.state = 'pending'
             """
+    }
 
-        /// The given values of ``HubCore/OutboxMachine/RowWrite/answered`` from a row `o`.
-        private static func given(_ value: OutboxMachine.Given) -> String {
-            switch value {
-            case .result: "o.result"
-            case .detail: "CASE WHEN o.has_detail THEN o.detail END"
-            case .at: "o.at"
-            case .messageId: "NULLIF(o.message_id, '')"
-            case .dueAt, .error: "NULL"
-            }
+    /// The given values of ``HubCore/OutboxMachine/RowWrite/answered`` from a row `o` of
+    /// ``FinishDeliveries`` or ``FinishDeliveriesRechecked``.
+    fileprivate static func finishGiven(_ value: OutboxMachine.Given) -> String {
+        switch value {
+        case .result: "o.result"
+        case .detail: "CASE WHEN o.has_detail THEN o.detail END"
+        case .at: "o.at"
+        case .messageId: "NULLIF(o.message_id, '')"
+        case .dueAt, .error: "NULL"
         }
     }
 
