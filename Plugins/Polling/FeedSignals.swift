@@ -18,7 +18,11 @@ import Synchronization
 /// store first (``isCurrent(_:version:)``).
 ///
 /// Costs: a wake-up costs the number of its own waiters; a wait costs no timer of its own (one
-/// task sleeps until the earliest deadline of all waits: HubCore's `DeadlineReaper`).
+/// task sleeps until the earliest deadline of all waits: HubCore's `DeadlineReaper`). Memory is
+/// bounded: the signals remember the feeds with a waiter, and of the others only the most recently
+/// changed (two generations of `idleFeeds` feeds each, or of as many as have a waiter when more
+/// do); a wait whose ticket is older than what they forgot returns woken at once (a read more,
+/// never a wake-up lost), and ``isCurrent(_:version:)`` of a forgotten feed is `false`.
 public final class FeedSignals: FeedChangeListener {
     /// Who a wake-up is for (``FeedAudience``).
     public typealias Audience = FeedAudience
@@ -33,7 +37,7 @@ public final class FeedSignals: FeedChangeListener {
         case callback(@Sendable (Bool) -> Void)
     }
 
-    private struct Waiter {
+    struct Waiter {
         let resume: Resume
         let deadline: ContinuousClock.Instant
 
@@ -53,7 +57,7 @@ public final class FeedSignals: FeedChangeListener {
     }
 
     /// What the signals know of one feed.
-    private struct Feed {
+    struct Feed {
         /// Waiting requests by the endpoint they wait for (`nil`: any change), then by waiter ID.
         var waiters: [String?: [UInt64: Waiter]] = [:]
         /// The clock of the last wake-up of the waiters without an endpoint.
@@ -67,8 +71,14 @@ public final class FeedSignals: FeedChangeListener {
         var earlierEveryoneWake: UInt64 = 0
         /// The newest change version of the feed this instance knows was committed, if it knows.
         var latest: Int64?
-        /// The clock when the feed was last woken or waited on, for pruning.
-        var touched: UInt64 = 0
+
+        /// A feed the signals know nothing of since they forgot wake-ups up to `forgotten`: it
+        /// counts as woken then, for every waiter (a conservative answer costs a read).
+        init(forgotten: UInt64) {
+            feedWake = forgotten
+            everyoneWake = forgotten
+            earlierEveryoneWake = forgotten
+        }
 
         func woke(_ endpoint: String?, after ticket: UInt64) -> Bool {
             guard let endpoint else { return feedWake > ticket }
@@ -79,11 +89,19 @@ public final class FeedSignals: FeedChangeListener {
         var waiterCount: Int { waiters.values.reduce(0) { $0 + $1.count } }
     }
 
-    private struct State: DeadlineWaits {
+    struct State: DeadlineWaits {
         var clock: UInt64 = 0
+        /// The feeds with waiters, and those woken, waited on or committed since the last
+        /// rotation (``rotate(_:)``).
         var feeds: [FeedKey: Feed] = [:]
-        /// `feeds` is pruned when it grows past this (amortized: at least doubles in between).
-        var pruneAt = 10_000
+        /// The feeds of the generation before, none with a waiter; moved back into `feeds` when used.
+        var previousFeeds: [FeedKey: Feed] = [:]
+        /// `feeds` rotates when it grows past this.
+        var rotateAt: Int
+        /// The clock of the last rotation: every wake-up remembered in `previousFeeds` is at or before it.
+        var rotatedAt: UInt64 = 0
+        /// Every wake-up of a forgotten feed was at or before this clock.
+        var forgotten: UInt64 = 0
         var waiterCount = 0
         var nextWaiter: UInt64 = 0
         /// The deadlines of the waits.
@@ -92,6 +110,16 @@ public final class FeedSignals: FeedChangeListener {
         var isShutDown = false
         /// Counts ``forgetVersions()`` calls (wake-ups may have been missed each time).
         var epoch: UInt64 = 0
+
+        /// What the signals know of the feed (a forgotten one counts as woken when it was forgotten).
+        func known(_ key: FeedKey) -> Feed {
+            feeds[key] ?? previousFeeds[key] ?? Feed(forgotten: forgotten)
+        }
+
+        /// Removes the feed to change it; the caller puts it back into `feeds`.
+        mutating func take(_ key: FeedKey) -> Feed {
+            feeds.removeValue(forKey: key) ?? previousFeeds.removeValue(forKey: key) ?? Feed(forgotten: forgotten)
+        }
 
         func isWaiting(_ wait: WaitID) -> Bool { feeds[wait.key]?.waiters[wait.endpoint]?[wait.id] != nil }
 
@@ -119,13 +147,13 @@ public final class FeedSignals: FeedChangeListener {
     }
 
     /// Names a wait, to find it at its deadline.
-    private struct WaitID {
+    struct WaitID {
         let id: UInt64
         let key: FeedKey
         let endpoint: String?
     }
 
-    private let state = Mutex(State())
+    let state: Mutex<State>
     /// The relay, in a struct: a closure stored directly in the generic `Mutex` was re-wrapped in
     /// two reabstraction thunks on every `withLock` (its `inout` access writes the value back), so
     /// after some 60,000 wake-ups calling it overflowed the stack.
@@ -133,14 +161,28 @@ public final class FeedSignals: FeedChangeListener {
         let send: Relay
     }
     private let relay = Mutex<RelayBox?>(nil)
-    /// Wake-ups older than this many ticks are forgotten (long-polls last at most a minute).
-    private let memory: UInt64 = 100_000
+    /// How many feeds without a waiter each generation remembers at most.
+    private let idleFeeds: Int
 
     /// The clock of the waits' deadlines (a test's manual clock ends them when advanced past them).
     public let clock: any HubClock
 
-    public init(clock: any HubClock = SystemClock()) {
+    /// Creates an empty waiting room that remembers 10,000 feeds nobody waits on per generation.
+    /// - Parameter clock: the clock of the waits' deadlines.
+    public convenience init(clock: any HubClock = SystemClock()) {
+        self.init(clock: clock, idleFeeds: 10_000)
+    }
+
+    /// Creates an empty waiting room.
+    /// - Parameters:
+    ///   - clock: the clock of the waits' deadlines.
+    ///   - idleFeeds: how many feeds nobody waits on each of the two generations remembers (their
+    ///     latest wake-ups and versions). A wait whose ticket is older than a whole generation
+    ///     returns woken at once, so it should hold many more feeds than change during a read.
+    public init(clock: any HubClock, idleFeeds: Int) {
         self.clock = clock
+        self.idleFeeds = max(1, idleFeeds)
+        self.state = Mutex(State(rotateAt: max(1, idleFeeds)))
     }
 
     /// The current position of the wake-up clock.
@@ -203,10 +245,11 @@ public final class FeedSignals: FeedChangeListener {
         _ waiter: Waiter, id: UInt64, key: FeedKey, endpoint: String?, after ticket: UInt64, cancelled: Bool
     ) {
         let (immediate, sleeper) = state.withLock { state -> (Bool?, DeadlineSleeper?) in
-            if state.feeds[key]?.woke(endpoint, after: ticket) == true { return (true, nil) }
+            if state.known(key).woke(endpoint, after: ticket) { return (true, nil) }
             if cancelled || state.isShutDown { return (false, nil) }
-            state.feeds[key, default: Feed()].waiters[endpoint, default: [:]][id] = waiter
-            state.feeds[key]?.touched = state.clock
+            var feed = state.take(key)
+            feed.waiters[endpoint, default: [:]][id] = waiter
+            state.feeds[key] = feed
             state.waiterCount += 1
             return (nil, state.keepDeadline(WaitID(id: id, key: key, endpoint: endpoint), at: waiter.deadline))
         }
@@ -288,10 +331,9 @@ public final class FeedSignals: FeedChangeListener {
         let woken = state.withLock { state -> [Waiter] in
             state.clock += 1
             let clock = state.clock
-            if state.feeds.count > state.pruneAt { prune(&state) }
-            var feed = state.feeds.removeValue(forKey: key) ?? Feed()
+            if state.feeds.count > state.rotateAt { rotate(&state) }
+            var feed = state.take(key)
             defer { state.feeds[key] = feed }
-            feed.touched = clock
             if forgetVersion { feed.latest = nil }
             var woken: [Waiter] = []
             switch audience {
@@ -317,54 +359,20 @@ public final class FeedSignals: FeedChangeListener {
         return woken.count
     }
 
-    /// Forgets the wake-ups and versions of feeds nobody waits on that were not touched for
-    /// ``memory`` ticks.
-    private func prune(_ state: inout State) {
-        let horizon = state.clock > memory ? state.clock - memory : 0
-        state.feeds = state.feeds.filter { !$0.value.waiters.isEmpty || $0.value.touched > horizon }
-        state.pruneAt = max(10_000, state.feeds.count * 2)
-    }
-
-    // MARK: Versions
-
-    /// Records that this instance committed a change of the feed with `version` (`nil`: a change
-    /// whose version it does not know, which makes ``isCurrent(_:version:)`` false until the next
-    /// known one). Call before waking the feed's waiters for that change.
-    public func committed(_ key: FeedKey, version: Int64?) {
-        state.withLock { state in
-            guard let version else {
-                state.feeds[key]?.latest = nil
-                return
-            }
-            if state.feeds[key] == nil {
-                if state.feeds.count > state.pruneAt { prune(&state) }
-                state.feeds[key] = Feed(touched: state.clock)
-            }
-            let latest = state.feeds[key]?.latest ?? version
-            state.feeds[key]?.latest = max(latest, version)
+    /// Starts a generation: forgets the feeds of the one before (none has a waiter: a used feed
+    /// moves back into `feeds`), and moves the current feeds without a waiter into it.
+    func rotate(_ state: inout State) {
+        if !state.previousFeeds.isEmpty { state.forgotten = state.rotatedAt }
+        state.rotatedAt = state.clock
+        var waited: [FeedKey: Feed] = [:]
+        var idle: [FeedKey: Feed] = [:]
+        idle.reserveCapacity(state.feeds.count)
+        for (key, feed) in state.feeds {
+            if feed.waiters.isEmpty { idle[key] = feed } else { waited[key] = feed }
         }
+        state.previousFeeds = idle
+        state.feeds = waited
+        // Amortized: a rotation costs the feeds it sorts, and comes after at least as many new ones.
+        state.rotateAt = waited.count + max(idleFeeds, waited.count)
     }
-
-    /// Forgets every feed's newest version: for a relay that may have missed wake-ups of other
-    /// instances (its connection was lost), so that the next long-polls read the store first.
-    public func forgetVersions() {
-        state.withLock { state in
-            for key in state.feeds.keys { state.feeds[key]?.latest = nil }
-            state.epoch += 1
-        }
-    }
-
-    /// Changes whenever ``forgetVersions()`` is called: a waiter that saw no wake-up but finds
-    /// a new epoch may have missed one (its relay was down), so it reads the store once.
-    public var epoch: UInt64 { state.withLock { $0.epoch } }
-
-    /// Whether `version` is at or past the newest change this instance knows the feed has, so a
-    /// read from `version` would find nothing that a wake-up would not announce. `false` when it
-    /// does not know (a feed not changed since start, or changed by another instance).
-    public func isCurrent(_ key: FeedKey, version: Int64) -> Bool {
-        state.withLock { state in state.feeds[key]?.latest.map { version >= $0 } ?? false }
-    }
-
-    /// How many requests are waiting, for metrics.
-    public var waiterCount: Int { state.withLock { $0.waiterCount } }
 }

@@ -197,8 +197,8 @@ extension Hub {
     /// Leases the next chunk of an open broadcast (or one whose instance died), publishes it
     /// user by user through ``publish(app:batch:)`` (the one publish path: validation, planner,
     /// outbox, hand-offs), ``BroadcastConfiguration/usersPerWrite`` users a call (the whole chunk
-    /// in one when the store does not write ``FeedStore/writesOneAtATime``), and records its
-    /// progress.
+    /// in one when the store does not write ``FeedStore/writesOneAtATime``; each part validated
+    /// while the one before is written), and records its progress.
     /// - Returns: whether there was a chunk to publish.
     /// - Throws: the store's error; the chunk's lease then ends and it is published again.
     @discardableResult
@@ -220,11 +220,20 @@ extension Hub {
         var published = 0
         var failed = 0
         if router.apps[broadcast.appId] != nil {
-            let part = store.writesOneAtATime ? max(1, settings.usersPerWrite) : max(1, chunk.users.count)
-            for start in stride(from: 0, to: chunk.users.count, by: part) {
-                let users = chunk.users[start..<min(start + part, chunk.users.count)]
-                let outcomes = try await publish(
-                    app: broadcast.appId, batch: users.map { BatchItem(userId: $0, draft: broadcast.draft) })
+            let size = store.writesOneAtATime ? max(1, settings.usersPerWrite) : max(1, chunk.users.count)
+            let parts = stride(from: 0, to: chunk.users.count, by: size).map {
+                chunk.users[$0..<min($0 + size, chunk.users.count)]
+            }
+            // The next part is validated while this one is written: the writer waits less for the
+            // expander between parts, and each part is still a write of its own.
+            var next = try parts.first.map { try preparePart($0, of: broadcast) }
+            for index in parts.indices {
+                guard let current = next else { break }
+                async let following = try parts.dropFirst(index + 1).first.map {
+                    try self.preparePart($0, of: broadcast)
+                }
+                let outcomes = try await publish(current)
+                next = try await following
                 for outcome in outcomes {
                     if case .success = outcome { published += 1 } else { failed += 1 }
                 }
@@ -241,6 +250,11 @@ extension Hub {
                 "failed": "\(failed)",
             ])
         return chunk.users.count
+    }
+
+    /// The publish of a part of a chunk, validated (``prepareBatch(app:_:)``).
+    private func preparePart(_ users: ArraySlice<String>, of broadcast: Broadcast) throws -> PreparedBatch {
+        try prepareBatch(app: broadcast.appId, users.map { BatchItem(userId: $0, draft: broadcast.draft) })
     }
 
     /// Runs ``BroadcastConfiguration/concurrentChunks`` expanders until graceful shutdown, paced

@@ -47,6 +47,24 @@ extension Hub {
     /// - Throws: ``HubError`` `not-found` for an unknown app; the store's error when the batch
     ///   could not be written (then none of it is known to be stored).
     public func publish(app appID: String, batch items: [BatchItem]) async throws -> [BatchOutcome] {
+        try await publish(try prepareBatch(app: appID, items))
+    }
+
+    /// A batch publish validated, ready for its store write: ``prepareBatch(app:_:)``, then
+    /// ``publish(_:)``. A broadcast validates its next part while the one before is written.
+    struct PreparedBatch: Sendable {
+        let app: CrossDeviceApp
+        let now: Date
+        /// The refused items' outcomes; `nil` for the items of `requests`.
+        var outcomes: [BatchOutcome?]
+        let requests: [PublishRequest]
+        /// The item index of each request.
+        let indices: [Int]
+    }
+
+    /// Validates the items of a batch publish (the first half of ``publish(app:batch:)``).
+    /// - Throws: ``HubError`` `not-found` for an unknown app.
+    func prepareBatch(app appID: String, _ items: [BatchItem]) throws -> PreparedBatch {
         let app = try app(appID)
         let now = now()
         let handOff = dispatcher.handOff(at: now)
@@ -63,11 +81,19 @@ extension Hub {
                 outcomes[index] = .failure(error)
             }
         }
-        if !requests.isEmpty {
-            let results = try await store.publish(batch: requests)
-            precondition(results.count == requests.count, "a store's publish(batch:) answers one result per request")
-            await published(Array(zip(requests, results)), app: app, at: now)
-            for (index, result) in zip(indices, results) {
+        return PreparedBatch(app: app, now: now, outcomes: outcomes, requests: requests, indices: indices)
+    }
+
+    /// Writes a prepared batch and hands its deliveries on (the second half of
+    /// ``publish(app:batch:)``).
+    func publish(_ batch: PreparedBatch) async throws -> [BatchOutcome] {
+        var outcomes = batch.outcomes
+        if !batch.requests.isEmpty {
+            let results = try await store.publish(batch: batch.requests)
+            precondition(
+                results.count == batch.requests.count, "a store's publish(batch:) answers one result per request")
+            await published(Array(zip(batch.requests, results)), app: batch.app, at: batch.now)
+            for (index, result) in zip(batch.indices, results) {
                 outcomes[index] = .success((result.notification, result.created))
             }
         }

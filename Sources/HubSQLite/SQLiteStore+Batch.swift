@@ -5,8 +5,8 @@ import HubCore
 // A batch publish in one write transaction, with set-based reads and one upsert of its
 // deliveries: a broadcast chunk or a batch of 500 users took five statements an item (the
 // notification, the endpoints, the waiting taps, the notification's row, the deliveries); it now
-// takes one an item (the notification's row; the badge counter when it changes) and four for the
-// batch, its deliveries numbered as item-by-item publishes number them.
+// takes one an item (the notification's row) and five for the batch (the badge counters in one),
+// its deliveries numbered as item-by-item publishes number them.
 
 extension SQLiteStore {
     /// Publishes `requests` inside the caller's write transaction, with change versions from
@@ -40,13 +40,15 @@ extension SQLiteStore {
         var waiting: [String: Set<String>]?
         var plans: [PreparedPlan] = []
         var stored: [(notification: UserNotification, created: Bool)] = []
+        var badges: [BadgeDelta] = []
         plans.reserveCapacity(requests.count)
         stored.reserveCapacity(requests.count)
         for (offset, (request, content)) in zip(requests, contents).enumerated() {
             let user = request.key.userId
-            let written = try store(
+            let written = try storeRow(
                 request, content: content, version: firstVersion + Int64(offset), existing: existing[user], db)
             stored.append(written)
+            badges += BadgeCount.changes(from: existing[user], to: written.notification)
             plans.append(
                 try prepare(
                     request.planner, written.notification, .published(mode: request.deliveryMode),
@@ -56,12 +58,35 @@ extension SQLiteStore {
                         return waiting?[user] ?? []
                     }))
         }
+        try countBadges(badges, db)
         let enqueued = try write(plans, db)
         return zip(stored, enqueued).map { stored, enqueued in
             PublishResult(
                 notification: canonical(stored.notification), created: stored.created,
                 handedOff: enqueued.handedOff, leftForClaim: enqueued.leftForClaim)
         }
+    }
+
+    /// Moves the badge counters of `deltas` (of distinct users: one delta per counter) in one
+    /// statement, as ``countBadge(from:to:_:)`` moves each.
+    private static func countBadges(_ deltas: [BadgeDelta], _ db: Database) throws {
+        guard let first = deltas.first else { return }
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO badgeCounter (appId, userId, scope, unread)
+                SELECT ?, json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]')
+                FROM json_each(?) WHERE true
+                ON CONFLICT (appId, userId, scope) DO UPDATE SET unread = unread + excluded.unread
+                """
+        ).execute(arguments: [
+            first.appId,
+            JSONText.array(
+                BadgeCount.merged(deltas).map {
+                    JSONText.array([
+                        JSONText.string($0.userId), JSONText.string($0.scope), JSONText.number(Int64($0.delta)),
+                    ])
+                }),
+        ])
     }
 
     /// The notifications of `items` (a user and an `appNotificationId` each, one item per user),

@@ -27,7 +27,17 @@ extension SQLiteStore {
     public func publish(batch requests: [PublishRequest]) async throws -> [PublishResult] {
         guard !requests.isEmpty else { return [] }
         for request in requests { try Identifier.checkBeforeStoring(request) }
-        let contents = try requests.map(Self.content(of:))
+        // A broadcast's parts publish one draft to every user: its JSON is encoded once.
+        var encoded: [NotificationRecord.EncodedContent] = []
+        encoded.reserveCapacity(requests.count)
+        for (index, request) in requests.enumerated() {
+            if index > 0, let last = encoded.last, Self.sameContent(requests[index - 1].draft, request.draft) {
+                encoded.append(last)
+            } else {
+                encoded.append(try Self.content(of: request))
+            }
+        }
+        let contents = encoded
         return try await write(size: requests.count > 1 ? .batch : .small) { db in
             let last = try Self.nextChangeVersions(db, count: requests.count)
             return try Self.publish(
@@ -40,6 +50,12 @@ extension SQLiteStore {
         try NotificationRecord.EncodedContent(
             payload: request.draft.payload, targetPolicy: request.draft.targetPolicy,
             fallbackPolicy: request.draft.fallbackPolicy)
+    }
+
+    /// Whether two drafts store the same JSON columns (payload and policies).
+    private static func sameContent(_ one: NotificationDraft, _ other: NotificationDraft) -> Bool {
+        one.payload == other.payload && one.targetPolicy == other.targetPolicy
+            && one.fallbackPolicy == other.fallbackPolicy
     }
 
     /// One publish inside a write transaction, with change version `version`.
@@ -63,6 +79,16 @@ extension SQLiteStore {
         _ request: PublishRequest, content: NotificationRecord.EncodedContent, version: Int64,
         existing: UserNotification?, _ db: Database
     ) throws -> (notification: UserNotification, created: Bool) {
+        let stored = try storeRow(request, content: content, version: version, existing: existing, db)
+        try countBadge(from: existing, to: stored.notification, db)
+        return stored
+    }
+
+    /// ``store(_:content:version:existing:_:)`` but the badge: the caller counts it.
+    static func storeRow(
+        _ request: PublishRequest, content: NotificationRecord.EncodedContent, version: Int64,
+        existing: UserNotification?, _ db: Database
+    ) throws -> (notification: UserNotification, created: Bool) {
         var request = request
         request.now = request.now.canonical
         var (notification, created) = request.outcome(existing: existing)
@@ -72,7 +98,6 @@ extension SQLiteStore {
         } else {
             try NotificationRecord.update(notification, content: content, db, published: true)
         }
-        try countBadge(from: existing, to: notification, db)
         return (notification, created)
     }
 
