@@ -51,6 +51,8 @@ final class Dispatcher: Sendable {
     let turns = SendTurns()
     /// When the pending delayed poke (``poke(after:)``) rings, if one is pending.
     let delayedPoke = Mutex<ContinuousClock.Instant?>(nil)
+    /// Each send's duration and outcome, counted in metrics.
+    let metrics = DeliveryMetrics()
 
     init(
         store: any Store, router: Router, configuration: DispatcherConfiguration, instanceID: String,
@@ -173,7 +175,6 @@ final class Dispatcher: Sendable {
     ) async -> (change: OutboxOutcome.Change, messageId: String?, unreachable: String?) {
         let delivery = claimed.delivery
         let endpoint = claimed.endpoint
-        let transportLabel = endpoint.transport.rawValue
         guard let app = router.apps[delivery.appId] else {
             return (
                 .finish(.rejected, detail: "the app '\(delivery.appId)' is no longer configured", goneSince: nil), nil,
@@ -203,11 +204,7 @@ final class Dispatcher: Sendable {
         let reply = await transport.transmit(outbound)
         if let turn { turns.release(turn) }
         let outcome = reply.outcome
-        Timer(label: "hub_delivery_duration_seconds", dimensions: [("transport", transportLabel)])
-            .recordNanoseconds((clock.now - started).nanoseconds)
-        Counter(
-            label: "hub_deliveries_total", dimensions: [("transport", transportLabel), ("outcome", outcome.label)]
-        ).increment()
+        metrics.record(transport: endpoint.transport, outcome: outcome, nanoseconds: (clock.now - started).nanoseconds)
         return (change(for: outcome, of: delivery, to: endpoint, app: app), reply.messageId, reply.unreachable)
     }
 

@@ -60,8 +60,8 @@ extension SQLiteStore {
             let rows = try Row.fetchCursor(
                 db.cachedStatement(sql: Self.claimedSQL), arguments: [idList], adapter: Self.claimedAdapter)
             while let row = try rows.next() {
-                let record = DeliveryRecord(row: row.scopes["delivery"]!)
-                let endpoint = EndpointRecord(row: row.scopes["endpoint"]!).endpoint
+                let record = DeliveryRecord(positional: row.scopes["delivery"]!)
+                let endpoint = EndpointRecord(positional: row.scopes["endpoint"]!).endpoint
                 guard endpoint.state == .active else { continue }
                 let notificationRow = row.scopes["notification"]!
                 let notification =
@@ -139,21 +139,42 @@ extension SQLiteStore {
     /// ``OutboxMachine/claimOrder`` as the `ORDER BY` list of `delivery_lane`'s columns.
     static let claimOrderSQL = OutboxMachine.claimOrderSQL(\.rawValue)
 
-    /// The claimed rows with their endpoints and notifications, by a JSON array of delivery IDs.
+    /// The claimed rows with their endpoints and notifications, by a JSON array of delivery IDs:
+    /// each table's columns named in the order its positional reader takes them.
     static let claimedSQL = """
-        SELECT d.*, e.*, \(NotificationRecord.selection.split(separator: ",").map { "n." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", "))
+        SELECT \(qualified(DeliveryRecord.positionalColumns, "d")),
+            \(qualified(endpointColumns, "e")),
+            \(qualified(notificationColumns, "n"))
         FROM delivery d
         JOIN endpoint e ON e.appId = d.appId AND e.userId = d.userId AND e.id = d.endpointId
         LEFT JOIN notification n ON n.appId = d.appId AND n.userId = d.userId AND n.id = d.notificationId
         WHERE d.id IN (SELECT value FROM json_each(?))
         """
 
-    /// Splits a ``claimedSQL`` row into its delivery (25 columns since `v6`), endpoint (14) and
-    /// notification. A migration that adds a column to either table must move these bounds.
+    /// ``EndpointRecord/positionalColumns`` as a list.
+    static let endpointColumns = columnList(EndpointRecord.positionalColumns)
+
+    /// ``NotificationRecord/selection`` as a list.
+    static let notificationColumns = columnList(NotificationRecord.selection)
+
+    /// The column names of a comma-separated list.
+    static func columnList(_ columns: String) -> [String] {
+        columns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+    }
+
+    /// `columns`, each qualified by the table alias `alias`, comma-separated.
+    static func qualified(_ columns: [String], _ alias: String) -> String {
+        columns.map { "\(alias).\($0)" }.joined(separator: ", ")
+    }
+
+    /// Splits a ``claimedSQL`` row into its delivery (``DeliveryRecord/positionalColumns``),
+    /// endpoint (``EndpointRecord/positionalColumns``) and notification
+    /// (``NotificationRecord/selection``), each read by position.
     static let claimedAdapter = ScopeAdapter([
-        "delivery": RangeRowAdapter(0..<25),
-        "endpoint": RangeRowAdapter(25..<39),
-        "notification": SuffixRowAdapter(fromIndex: 39),
+        "delivery": RangeRowAdapter(0..<DeliveryRecord.positionalColumns.count),
+        "endpoint": RangeRowAdapter(
+            DeliveryRecord.positionalColumns.count..<DeliveryRecord.positionalColumns.count + endpointColumns.count),
+        "notification": SuffixRowAdapter(fromIndex: DeliveryRecord.positionalColumns.count + endpointColumns.count),
     ])
 
     /// Extends `owner`'s leases of the deliveries `ids` to `until`, those

@@ -45,8 +45,9 @@ struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
 }
 
 enum HubMetrics {
-    static func publish(app: String, result: String) {
-        Counter(label: "hub_publishes_total", dimensions: [("app", app), ("result", result)]).increment()
+    static func publish(app: String, result: String, count: Int = 1) {
+        guard count > 0 else { return }
+        Counter(label: "hub_publishes_total", dimensions: [("app", app), ("result", result)]).increment(by: count)
     }
 
     static func publishFailed(app: CrossDeviceApp, error: any Error) {

@@ -94,10 +94,17 @@ extension HubAPI {
         }
         var results = [BatchResult?](repeating: nil, count: items.count)
         if !batch.isEmpty {
+            // Counted once per batch (a metric handle per item cost a registry look-up each).
+            var createdCount = 0
+            var updatedCount = 0
+            defer {
+                HubMetrics.publish(app: app.id, result: "created", count: createdCount)
+                HubMetrics.publish(app: app.id, result: "updated", count: updatedCount)
+            }
             for ((index, body), outcome) in zip(ready, try await hub.publish(app: app.id, batch: batch)) {
                 switch outcome {
                 case .success(let (notification, created)):
-                    HubMetrics.publish(app: app.id, result: created ? "created" : "updated")
+                    if created { createdCount += 1 } else { updatedCount += 1 }
                     results[index] = BatchResult(
                         index: index, status: created ? 201 : 200, notification: NotificationResource(notification))
                 case .failure(let error):

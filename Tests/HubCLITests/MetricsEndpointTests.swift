@@ -48,6 +48,32 @@ struct MetricsEndpointTests {
         #expect(start <= now + 2 && start > now - 300, "the hub started moments ago: \(start) vs \(now)")
     }
 
+    @Test("a batch publish counts every item in hub_publishes_total by its result, once per batch")
+    func batchCounts() async throws {
+        let hub = try await RunningHub.served()
+        let http = HubHTTP(base: hub.baseURL)
+        #expect(try await http.publish(user: "alice", id: "n1") == 201)
+        let items = [
+            #"{"userId":"alice","appNotificationId":"n1","payload":{"rawContent":"again"}}"#,
+            #"{"userId":"bob","appNotificationId":"n1","payload":{"rawContent":"x"}}"#,
+            #"{"userId":"carol","appNotificationId":"n1","payload":{"rawContent":"x"}}"#,
+            #"{"appNotificationId":"n1","payload":{"rawContent":"x"}}"#,
+            #"{"userId":"dave","appNotificationId":"n2","payload":{"rawContent":"x"}}"#,
+        ]
+        let batch = try await http.request(
+            .POST, "/v1/apps/notes.contoso.com/notifications/batch", bearer: http.publisherKey,
+            json: #"{"notifications":[\#(items.joined(separator: ","))]}"#)
+        #expect(batch.status == 200, "\(batch.body)")
+        let metrics = try await http.request(.GET, "/metrics", bearer: "")
+        func count(_ result: String) -> Double? {
+            Self.value(#"hub_publishes_total{app="notes.contoso.com",result=""# + result + #""}"#, in: metrics.body)
+        }
+        // The single publish and three of the batch created, one updated, one refused.
+        #expect(count("created") == 4, "\(metrics.body)")
+        #expect(count("updated") == 1, "\(metrics.body)")
+        #expect(count("invalid") == 1, "\(metrics.body)")
+    }
+
     @Test("server.metricsListen serves /metrics on a port of its own; the API port answers 404 there")
     func separateListener() async throws {
         let workspace = try makeWorkspace()
