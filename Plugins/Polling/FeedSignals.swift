@@ -32,7 +32,7 @@ public final class FeedSignals: FeedChangeListener {
     public typealias Relay = @Sendable (_ key: FeedKey, _ audience: Audience) -> Void
 
     /// How a waiter is resumed: a suspended task, or a callback of a request that waits without one.
-    private enum Resume {
+    enum Resume {
         case continuation(CheckedContinuation<Bool, Never>)
         case callback(@Sendable (Bool) -> Void)
     }
@@ -162,7 +162,7 @@ public final class FeedSignals: FeedChangeListener {
     }
     private let relay = Mutex<RelayBox?>(nil)
     /// How many feeds without a waiter each generation remembers at most.
-    private let idleFeeds: Int
+    let idleFeeds: Int
 
     /// The clock of the waits' deadlines (a test's manual clock ends them when advanced past them).
     public let clock: any HubClock

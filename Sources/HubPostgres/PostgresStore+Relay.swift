@@ -1,5 +1,5 @@
 import Foundation
-public import HubCore
+import HubCore
 public import HubPolling
 import Logging
 import PostgresNIO

@@ -1,5 +1,5 @@
 public import HubCore
-public import HubPolling
+import HubPolling
 import Synchronization
 
 extension Hub {

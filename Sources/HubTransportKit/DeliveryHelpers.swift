@@ -1,6 +1,6 @@
 public import HubCore
 public import Logging
-public import ServiceLifecycle
+import ServiceLifecycle
 import Synchronization
 
 public import struct Foundation.Date

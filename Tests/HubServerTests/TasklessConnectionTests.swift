@@ -34,7 +34,7 @@ struct TasklessConnectionTests {
         let registry = ConnectionRegistry(limits: ConnectionLimits(), trustedProxies: [], logger: logger)
         let guarded = GuardedHTTP1Channel(
             responder: { _, writer, _ in
-                var writer = writer
+                let writer = writer
                 try await writer.writeResponse(.init(status: .noContent))
             }, registry: registry, gate: RequestGate(limit: 256))
         let returned = SharedCounter()
