@@ -92,17 +92,8 @@ final class PipelinedConnection: Sendable {
     private static func response(in bytes: ArraySlice<UInt8>) -> (RawHTTPResponse, Int)? {
         let separator: [UInt8] = [13, 10, 13, 10]
         guard let end = bytes.indices.first(where: { bytes[$0...].starts(with: separator) }) else { return nil }
-        let head = String(decoding: bytes[..<end], as: UTF8.self)
-        let lines = head.components(separatedBy: "\r\n")
-        guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/1.1 "),
-            let status = Int(statusLine.dropFirst(9).prefix(3))
+        guard let (status, headers) = RawHTTP.head(Substring(String(decoding: bytes[..<end], as: UTF8.self)))
         else { return nil }
-        var headers: [String: String] = [:]
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
-                in: .whitespaces)
-        }
         let length = Int(headers["content-length"] ?? "0") ?? 0
         let bodyStart = end + 4
         guard bytes.endIndex - bodyStart >= length else { return nil }

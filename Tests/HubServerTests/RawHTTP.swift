@@ -115,7 +115,13 @@ enum RawHTTP {
     private static func parse(_ bytes: [UInt8]) -> RawHTTPResponse? {
         let text = String(decoding: bytes, as: UTF8.self)
         guard let end = text.range(of: "\r\n\r\n") else { return nil }
-        let lines = text[..<end.lowerBound].components(separatedBy: "\r\n")
+        guard let (status, headers) = head(text[..<end.lowerBound]) else { return nil }
+        return RawHTTPResponse(status: status, headers: headers, body: String(text[end.upperBound...]), closed: false)
+    }
+
+    /// The status and headers (names lower-cased) of a response head without its blank line.
+    static func head(_ text: Substring) -> (status: Int, headers: [String: String])? {
+        let lines = text.components(separatedBy: "\r\n")
         guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/1.1 "),
             let status = Int(statusLine.dropFirst(9).prefix(3))
         else { return nil }
@@ -125,6 +131,6 @@ enum RawHTTP {
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
                 in: .whitespaces)
         }
-        return RawHTTPResponse(status: status, headers: headers, body: String(text[end.upperBound...]), closed: false)
+        return (status, headers)
     }
 }
