@@ -12,7 +12,7 @@ import Synchronization
 /// Foundation's `UUID()` on Linux opens, reads and closes `/dev/urandom` for each value: three
 /// system calls on every publish. `SystemRandomNumberGenerator` makes one `getrandom` call per
 /// 8 bytes, two per ID: under a batch load those calls were ~3 % of the hub's CPU (perf:
-/// `crng_make_state` in the kernel), so IDs take their bits from ``RandomBits``, which asks the
+/// `crng_make_state` in the kernel), so IDs take their bits from `RandomBits`, which asks the
 /// kernel for 4 KiB at a time.
 public enum RandomID {
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
