@@ -103,7 +103,9 @@ public final class APNSEmulator: Sendable {
 
     /// Starts an emulator with a server certificate for `localhost`, `127.0.0.1` and Apple's host names.
     ///
-    /// - Parameter authority: the CA that issues the server certificate; a new one by default.
+    /// - Parameters:
+    ///   - configuration: how the emulator answers (the default: as APNs does).
+    ///   - authority: the CA that issues the server certificate; a new one by default.
     /// - Throws: when the certificate, TLS settings or socket cannot be set up.
     public static func start(
         _ configuration: Configuration = Configuration(), authority: TestCertificateAuthority? = nil
