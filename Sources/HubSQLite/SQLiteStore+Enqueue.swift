@@ -112,8 +112,8 @@ extension SQLiteStore {
     /// Writes `plans` (of one app, distinct users, one time and hand-off) in their order, each
     /// plan's rows in creation order, so the rows are numbered as one ``enqueue(_:_:_:now:_:handOff:)``
     /// per plan would number them. One upsert for all when every row is told apart by its user,
-    /// endpoint and kind and the plans have at most ``maxDueTimes`` due times (a batch of distinct
-    /// users, a broadcast chunk); otherwise one upsert per plan and due time. Then one update
+    /// endpoint and kind (a single publish, a batch of distinct users, a broadcast chunk);
+    /// otherwise one upsert per plan and due time. Then one update
     /// leases the handed-off taps that merged into waiting ones.
     /// - Returns: what each plan handed off and left for a claim, in plan order.
     static func write(_ plans: [PreparedPlan], _ db: Database) throws -> [Enqueued] {
@@ -130,10 +130,8 @@ extension SQLiteStore {
         let keys = plans.flatMap { plan in
             plan.rows.map { RowKey(userId: plan.notification.userId, endpointId: $0.endpointId, kind: $0.kind) }
         }
-        let dueTimes = Array(Set(plans.flatMap { $0.rows.map(\.dueAt) })).sorted()
-        if Set(keys).count == keys.count && dueTimes.count <= maxDueTimes {
-            let returned = try upsert(
-                plans.map { ($0, $0.rows.indices) }, dueTimes: dueTimes, now: now, handOff: handOff, db)
+        if Set(keys).count == keys.count {
+            let returned = try upsert(plans.map { ($0, $0.rows.indices) }, now: now, handOff: handOff, db)
             var byKey: [RowKey: Int64] = [:]
             for row in returned { byKey[row.key] = row.id }
             for (p, plan) in plans.enumerated() {
@@ -145,8 +143,7 @@ extension SQLiteStore {
         } else {
             for (p, plan) in plans.enumerated() {
                 for group in dueTimeGroups(plan.rows) {
-                    let returned = try upsert(
-                        [(plan, group)], dueTimes: [plan.rows[group.lowerBound].dueAt], now: now, handOff: handOff, db)
+                    let returned = try upsert([(plan, group)], now: now, handOff: handOff, db)
                     // Leased rows are told apart by endpoint and kind (see `prepare`); the waiting
                     // ones only count, in any order.
                     var leased: [DirectKey: Int64] = [:]
@@ -253,82 +250,6 @@ extension SQLiteStore {
                         SELECT endpointId FROM delivery WHERE appId = ? AND userId = ? AND \(waitingTapSQL)
                         """),
                 arguments: [key.appId, key.userId]))
-    }
-
-    /// The most distinct due times one upsert of ``write(_:_:)`` binds.
-    static let maxDueTimes = 4
-
-    /// A row of a batch's upsert, as its returned ID is matched back.
-    private struct RowKey: Hashable {
-        var userId: String
-        var endpointId: String
-        var kind: DeliveryKind
-    }
-
-    /// Writes the rows `parts` select of their plans (all of one time and hand-off), in that
-    /// order, in one statement: those a plan's `leasing` marks are inserted leased to `handOff`'s
-    /// owner as a claim at `now` would lease them; the others are inserted waiting, each tap
-    /// merging into its endpoint's waiting tap (a leased row is outside the index the conflict is
-    /// found by, so it never merges). Each row's due time is one of `dueTimes` (at most
-    /// ``maxDueTimes``), bound as parameters so they keep every bit.
-    /// - Returns: a returned row per row written: its ID, user, endpoint and kind, and whether it
-    ///   is leased.
-    private static func upsert(
-        _ parts: [(plan: PreparedPlan, rows: Range<Int>)], dueTimes: [Date], now: Date, handOff: HandOff?,
-        _ db: Database
-    ) throws -> [(key: RowKey, id: Int64, leased: Bool)] {
-        precondition(dueTimes.count <= maxDueTimes, "an upsert binds at most \(maxDueTimes) due times")
-        let dueIndex = Dictionary(uniqueKeysWithValues: dueTimes.enumerated().map { ($0.element, $0.offset) })
-        var json: [String] = []
-        for (plan, range) in parts {
-            let n = plan.notification
-            let common = [
-                JSONText.string(n.userId), JSONText.string(n.id), JSONText.number(n.changeVersion),
-                JSONText.string(n.priority.rawValue), JSONText.number(Int64(n.priority.urgency)),
-            ]
-            for r in range {
-                let row = plan.rows[r]
-                json.append(
-                    JSONText.array(
-                        common + [
-                            JSONText.string(row.endpointId), JSONText.string(row.transport.rawValue),
-                            JSONText.string(row.kind.rawValue), plan.leasing[r] ? "1" : "0",
-                            JSONText.number(Int64(dueIndex[row.dueAt]!)),
-                        ]))
-            }
-        }
-        guard !json.isEmpty else { return [] }
-        var due: [Double?] = dueTimes.map { $0.canonical.storedSeconds }
-        due += Array(repeating: nil, count: maxDueTimes - due.count)
-        let written = try Row.fetchCursor(
-            db.cachedStatement(
-                sql: """
-                    INSERT INTO delivery (appId, userId, endpointId, transport, kind, notificationId, changeVersion,
-                        priority, urgency, state, attempts, createdAt, dueAt, leaseOwner, leaseUntil, claimedAt)
-                    SELECT ?1, json_extract(value, '$[0]'), json_extract(value, '$[5]'), json_extract(value, '$[6]'),
-                        json_extract(value, '$[7]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
-                        json_extract(value, '$[3]'), json_extract(value, '$[4]'), 'pending',
-                        CASE WHEN json_extract(value, '$[8]') THEN ?2 ELSE 0 END, ?3,
-                        CASE json_extract(value, '$[9]') WHEN 0 THEN ?4 WHEN 1 THEN ?5 WHEN 2 THEN ?6 ELSE ?7 END,
-                        CASE WHEN json_extract(value, '$[8]') THEN ?8 END,
-                        CASE WHEN json_extract(value, '$[8]') THEN ?9 END,
-                        CASE WHEN json_extract(value, '$[8]') THEN ?3 END
-                    FROM json_each(?10) WHERE true
-                    ON CONFLICT (appId, userId, endpointId) WHERE \(waitingTapSQL)
-                    DO UPDATE SET \(tapMergeSQL)
-                    RETURNING id, userId, endpointId, kind, leaseOwner IS NOT NULL
-                    """),
-            arguments: [
-                parts[0].plan.notification.appId, OutboxMachine.attempts(afterLease: 0),
-                now.canonical.storedSeconds, due[0], due[1], due[2], due[3], handOff?.owner,
-                handOff?.leaseUntil.canonical.storedSeconds, JSONText.array(json),
-            ])
-        var returned: [(key: RowKey, id: Int64, leased: Bool)] = []
-        while let row = try written.next() {
-            returned.append(
-                (RowKey(userId: row[1], endpointId: row[2], kind: DeliveryKind(rawValue: row[3])), row[0], row[4]))
-        }
-        return returned
     }
 
     /// A row inserted leased, as its ID is matched back within one plan and due time.

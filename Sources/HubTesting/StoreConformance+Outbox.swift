@@ -275,3 +275,34 @@ extension StoreConformance {
             "equal priority and due time: claimed in item order, then plan order, the released ones too")
     }
 }
+
+extension StoreConformance {
+    /// A user with more endpoints than one statement of a store's upsert writes (SQLite writes
+    /// 128 rows a statement): the hand-off leases exactly the rows of its transports, the rest
+    /// wait, a republish merges into every waiting tap, and a claim takes them in plan order.
+    public static func manyEndpointsInOnePlan(_ store: any Store) async throws {
+        let expect = Expect()
+        try await store.migrate()
+        let ids = (0..<131).map { "e" + String(repeating: "0", count: 3 - String($0).count) + String($0) }
+        for (index, id) in ids.enumerated() {
+            _ = try await store.upsertEndpoint(
+                index % 3 == 0
+                    ? Fixture.endpoint(id, platform: .android, transport: .fcm) : Fixture.endpoint(id))
+        }
+        let fcm = ids.enumerated().filter { $0.offset % 3 == 0 }.map(\.element)
+        let handOff = HandOff(owner: "worker-a", leaseUntil: Fixture.at(10), transports: [.fcm])
+        let first = try await Fixture.publishHandingOff(store, Fixture.draft("many"), handOff: handOff)
+        try expect.equal(first.handedOff.map(\.delivery.endpointId).sorted(), fcm, "every FCM tap is handed off")
+        try expect.equal(first.leftForClaim, ids.count - fcm.count, "every APNs tap waits for a claim")
+        try await store.releaseLeases(owner: "worker-a")
+        let second = try await Fixture.publishHandingOff(store, Fixture.draft("many-2"), at: Fixture.at(2))
+        try expect.equal(second.leftForClaim, ids.count, "one due tap per endpoint")
+        let claimed = try await store.claimDeliveries(
+            limit: 500, now: Fixture.at(3), owner: "worker-b", leaseUntil: Fixture.at(33))
+        try expect.equal(
+            claimed.map(\.delivery.endpointId), ids,
+            "one tap per endpoint (the republish merged into each), claimed in plan order")
+        try expect.equal(
+            Set(claimed.map(\.delivery.notificationId)), [second.notification.id], "each announces the newest")
+    }
+}

@@ -92,6 +92,7 @@ public enum StoreConformance {
             Check(name: "badgeCounts", run: badgeCounts),
             Check(name: "handOffKeepsCreationOrder", run: handOffKeepsCreationOrder),
             Check(name: "batchKeepsCreationOrder", run: batchKeepsCreationOrder),
+            Check(name: "manyEndpointsInOnePlan", run: manyEndpointsInOnePlan),
         ] + webhookChecks
 
     /// The checks of each protocol ``Store`` is composed of, by name: what a store written one
@@ -118,7 +119,7 @@ public enum StoreConformance {
             [
                 "claimLeaseAndTakeover", "claimOrder", "handOff", "retryAfterNewerTap",
                 "endpointGoneDeactivatesUnlessReRegistered", "suspendParksUntilResumed", "releaseUncounted",
-                "handOffKeepsCreationOrder", "batchKeepsCreationOrder", "claimTakesOverFirst",
+                "handOffKeepsCreationOrder", "batchKeepsCreationOrder", "claimTakesOverFirst", "manyEndpointsInOnePlan",
             ]
         ),
         ("DeliveryReportStore", ["statistics", "receiptsTrace", "receiptsKeptForLifetime"]),
