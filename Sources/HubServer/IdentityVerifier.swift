@@ -37,6 +37,10 @@ public final class IdentityVerifier: Sendable {
     private let entries = Mutex<[String: [Entry]]?>(nil)
     /// When loading a registration's keys last failed, to retry at most every ``refetchInterval``.
     private let failures = Mutex<[IdentityRegistration: Date]>([:])
+    /// Tokens verified recently (``VerifiedTokens``): forgotten whenever keys are (re)loaded.
+    private let verified = Mutex(VerifiedTokens())
+    /// How many signatures were checked (a token answered from ``verified`` is not): for tests.
+    private let signatureChecks = Atomic<Int>(0)
     /// The clock skew tolerated on `exp` and `nbf`.
     static let leeway: TimeInterval = 60
     /// The least time between two fetches of one JWKS URL prompted by an unknown key ID.
@@ -76,6 +80,7 @@ public final class IdentityVerifier: Sendable {
             }
         }
         entries.withLock { $0 = loaded }
+        verified.withLock { $0.removeAll() }
         if !problems.isEmpty {
             throw HubError(
                 .notConfigured,
@@ -137,6 +142,9 @@ public final class IdentityVerifier: Sendable {
     ///   the keys of the token's issuer could not be loaded.
     func verify(token: String, app: String) async throws -> String {
         if entries.withLock({ $0 == nil }) { try? await loadKeys() }
+        let key = VerifiedTokens.Key(app: app, token: token)
+        let current = now().timeIntervalSince1970
+        if let user = verified.withLock({ $0.user(key, at: current) }) { return user }
         let parts = try TokenParts(token)
         guard let issuer = parts.claims["iss"].flatMap(\.stringValue) else {
             throw Problem.unauthorized("The bearer token has no 'iss' claim.")
@@ -165,14 +173,25 @@ public final class IdentityVerifier: Sendable {
             {
                 entry = await refresh(entry, app: app)
             }
+            signatureChecks.add(1, ordering: .relaxed)
             do {
                 _ = try await entry.keys.verify(token, as: IdentityClaims.self, iteratingKeys: true)
             } catch {
                 continue
             }
-            return try check(parts.claims, against: entry.registration)
+            let user = try check(parts.claims, against: entry.registration)
+            if case .number(let expiry) = parts.claims["exp"] {
+                verified.withLock { $0.insert(key, user: user, acceptedUntil: expiry + Self.leeway) }
+            }
+            return user
         }
         throw Problem.unauthorized(reason)
+    }
+
+    /// How many token signatures this verifier checked (a token it verified before and still
+    /// accepts is answered without one), and how many tokens it remembers: for tests.
+    var verificationCounts: (signatures: Int, remembered: Int) {
+        (signatureChecks.load(ordering: .relaxed), verified.withLock { $0.count })
     }
 
     /// Loads registrations whose keys failed to load before, at most once per ``refetchInterval`` each.
@@ -204,6 +223,7 @@ public final class IdentityVerifier: Sendable {
             list[index] = fresh
             entries?[app] = list
         }
+        verified.withLock { $0.removeAll() }
         return fresh
     }
 
