@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HubCore
 import Synchronization
 
 /// Commits concurrent writes together: while one transaction is being written (and fsynced),
@@ -65,6 +66,10 @@ final class GroupCommit: Sendable {
         let work: @Sendable (Database) throws -> any Sendable
         let durability: Durability
         let size: Size
+        /// The caller's deadline (the hub's store deadline), held off from the moment the job
+        /// runs until its result reaches the caller; a job whose caller was already answered
+        /// never runs.
+        let hold: DeadlineHold?
         let continuation: CheckedContinuation<any Sendable, any Error>
     }
 
@@ -115,7 +120,10 @@ final class GroupCommit: Sendable {
     ) async throws -> T {
         let value = try await withCheckedThrowingContinuation {
             (continuation: CheckedContinuation<any Sendable, any Error>) in
-            enqueue(Job(work: { try work($0) }, durability: durability, size: size, continuation: continuation))
+            enqueue(
+                Job(
+                    work: { try work($0) }, durability: durability, size: size, hold: DeadlineHold.current,
+                    continuation: continuation))
         }
         guard let typed = value as? T else {
             preconditionFailure("group commit returned \(type(of: value)), not \(T.self)")
@@ -178,6 +186,11 @@ final class GroupCommit: Sendable {
                 state.withLock { $0.queue.insert(contentsOf: batch[results.count...], at: 0) }
             }
             for (job, result) in zip(batch, results) { job.continuation.resume(with: result) }
+            // A job that got its result keeps its hold: the result, on its way to the caller,
+            // decides the call (releasing here would let a deadline that passed meanwhile answer
+            // first). One put back in the queue lets go: it holds again when it runs, if its
+            // caller is still waiting.
+            for job in batch[results.count...] { job.hold?.release() }
         }
     }
 
@@ -233,6 +246,7 @@ final class GroupCommit: Sendable {
                     // job and the pager's bookkeeping), all or nothing …
                     try db.inTransaction {
                         results = try runWithinBudget(batch) { job in
+                            guard job.hold?.hold() ?? true else { return .failure(WriteWithheld()) }
                             do { return .success(try job.work(db)) } catch { throw JobFailed(error: error) }
                         }
                         return .commit
@@ -271,6 +285,7 @@ final class GroupCommit: Sendable {
     }
 
     private static func run(_ job: Job, in db: Database) -> Result<any Sendable, any Error> {
+        guard job.hold?.hold() ?? true else { return .failure(WriteWithheld()) }
         var value: (any Sendable)?
         do {
             try db.inSavepoint {
@@ -283,4 +298,11 @@ final class GroupCommit: Sendable {
             return .failure(error)
         }
     }
+}
+
+/// A job not run because its caller had already been answered (its deadline passed or it went
+/// away while the job was queued): what it would write reaches nobody, so it is not written (a
+/// publish answered 503 is not stored). Never seen by a caller.
+struct WriteWithheld: Error, CustomStringConvertible {
+    var description: String { "the caller's deadline passed before its write ran; it was not run" }
 }

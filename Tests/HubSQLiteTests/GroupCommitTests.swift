@@ -7,14 +7,14 @@ import Testing
 @testable import HubSQLite
 
 /// An in-memory database with a table `item (name)` for the jobs to write to.
-private func itemsDatabase(_ configuration: Configuration = Configuration()) throws -> DatabaseQueue {
+func itemsDatabase(_ configuration: Configuration = Configuration()) throws -> DatabaseQueue {
     let queue = try DatabaseQueue(configuration: configuration)
     try queue.write { db in try db.execute(sql: "CREATE TABLE item (name TEXT NOT NULL)") }
     return queue
 }
 
 /// Holds the commit thread until `release` is signalled; returns once it holds it.
-private func hold(_ commit: GroupCommit, until release: DispatchSemaphore) async -> Task<Void, any Error> {
+func hold(_ commit: GroupCommit, until release: DispatchSemaphore) async -> Task<Void, any Error> {
     let (held, signal) = AsyncStream.makeStream(of: Void.self)
     let blocker = Task {
         try await commit.write { _ in
