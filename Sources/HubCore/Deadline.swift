@@ -24,7 +24,7 @@ public func withDeadline<T: Sendable>(
 }
 
 /// ``withDeadline(_:_:_:)`` on `watchdog`'s clock (tests keep deadlines on a manual one).
-func withDeadline<T: Sendable>(
+package func withDeadline<T: Sendable>(
     _ timeout: Duration, _ operation: String, watchdog: DeadlineWatchdog,
     _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
@@ -54,7 +54,7 @@ func withDeadline<T: Sendable>(
 /// Keeps the deadlines of every ``withDeadline(_:_:_:)`` call in flight with one task that runs
 /// only while some are: it wakes at the earliest deadline, or every ``granularity``, and expires
 /// what is due. A timer task per call cost two task switches and a timer per store call.
-final class DeadlineWatchdog: Sendable {
+package final class DeadlineWatchdog: Sendable {
     /// The system clock's.
     static let shared = DeadlineWatchdog(clock: SystemClock())
     /// The longest the watchdog sleeps while deadlines are kept (a deadline set meanwhile for
@@ -75,7 +75,7 @@ final class DeadlineWatchdog: Sendable {
     private let state = Mutex(State())
     let clock: any HubClock
 
-    init(clock: any HubClock) { self.clock = clock }
+    package init(clock: any HubClock) { self.clock = clock }
 
     /// Calls `expire` once `deadline` has passed, unless ``forget(_:)`` is called first.
     func watch(until deadline: ContinuousClock.Instant, _ expire: @escaping @Sendable () -> Void) -> UInt64 {
@@ -92,7 +92,7 @@ final class DeadlineWatchdog: Sendable {
     func forget(_ id: UInt64) { _ = state.withLock { $0.watches.removeValue(forKey: id) } }
 
     /// Watches in flight (tests).
-    var count: Int { state.withLock { $0.watches.count } }
+    package var count: Int { state.withLock { $0.watches.count } }
 
     private func run() async {
         while true {

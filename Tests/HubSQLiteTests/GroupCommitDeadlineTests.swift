@@ -1,12 +1,15 @@
 import Foundation
 import GRDB
 import HubCore
+import HubTesting
+import Synchronization
 import Testing
 
 @testable import HubSQLite
 
 /// The hub's store deadline against SQLite's one writer: a 503 means "not stored", and a write
-/// that runs in time is answered with its result however long its transaction takes.
+/// that runs in time is answered with its result however long its transaction takes. Deadlines
+/// are kept on a manual clock, which the tests advance.
 @Suite("Group commit under a caller's deadline")
 struct GroupCommitDeadlineTests {
     private func names(_ queue: DatabaseQueue) throws -> [String] {
@@ -17,36 +20,61 @@ struct GroupCommitDeadlineTests {
     func queuedPastItsDeadline() async throws {
         let queue = try itemsDatabase()
         let commit = GroupCommit(writer: queue)
+        let clock = ManualClock()
+        let watchdog = DeadlineWatchdog(clock: clock)
         let release = DispatchSemaphore(value: 0)
         let blocker = await hold(commit, until: release)
-        await #expect(throws: DeadlineExceeded.self) {
-            try await withDeadline(.milliseconds(100), "publish") {
+        let call = Task {
+            try await withDeadline(.milliseconds(100), "publish", watchdog: watchdog) {
                 try await commit.write { db in try db.execute(sql: "INSERT INTO item VALUES ('late')") }
             }
         }
+        #expect(await eventually { commit.queued == 1 && watchdog.count == 1 && clock.sleeperCount == 1 })
+        clock.advance(by: .milliseconds(100))
+        await #expect(throws: DeadlineExceeded.self) { try await call.value }
         release.signal()
         try await blocker.value
         try await commit.write { db in try db.execute(sql: "INSERT INTO item VALUES ('next')") }
         #expect(try names(queue) == ["next"], "the write answered 503 was not stored")
     }
 
-    @Test("a write that started before its caller's deadline is answered with its result, not 503")
+    @Test("a write running when its caller's deadline passes is answered with its result, not 503")
     func runningPastItsDeadline() async throws {
         let queue = try itemsDatabase()
         let commit = GroupCommit(writer: queue)
-        let started = DispatchSemaphore(value: 0)
-        // The deadline is long against the job's start (a dedicated thread, at once), and the job
-        // outlasts it by far more than the watchdog's lateness (up to 50 ms).
-        let value = try await withDeadline(.seconds(1), "publish") {
-            try await commit.write { db -> Int in
-                started.signal()
-                try db.execute(sql: "INSERT INTO item VALUES ('slow')")
-                Thread.sleep(forTimeInterval: 1.6)
-                return 42
+        let clock = ManualClock()
+        let watchdog = DeadlineWatchdog(clock: clock)
+        let started = Atomic<Bool>(false)
+        let proceed = DispatchSemaphore(value: 0)
+        let call = Task {
+            try await withDeadline(.milliseconds(100), "publish", watchdog: watchdog) {
+                try await commit.write { db -> Int in
+                    try db.execute(sql: "INSERT INTO item VALUES ('slow')")
+                    started.store(true, ordering: .releasing)
+                    proceed.wait()
+                    return 42
+                }
             }
         }
-        #expect(started.wait(timeout: .now()) == .success)
-        #expect(value == 42)
+        // A later deadline keeps the watchdog's loop alive: once it sleeps again with only that
+        // one left, it has expired the call's deadline (it expires, then sleeps).
+        let (never, neverEnds) = AsyncStream.makeStream(of: Void.self)
+        let later = Task {
+            try await withDeadline(.milliseconds(200), "later", watchdog: watchdog) {
+                for await _ in never {}
+            }
+        }
+        #expect(
+            await eventually {
+                started.load(ordering: .acquiring) && watchdog.count == 2 && clock.sleeperCount == 1
+            })
+        clock.advance(by: .milliseconds(100))
+        #expect(await eventually { watchdog.count == 1 && clock.sleeperCount == 1 })
+        // The deadline passed while the write ran: its result answers.
+        proceed.signal()
+        #expect(try await call.value == 42)
+        neverEnds.finish()
+        later.cancel()
         #expect(try names(queue) == ["slow"])
     }
 
