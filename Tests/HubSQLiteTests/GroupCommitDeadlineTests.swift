@@ -12,16 +12,24 @@ import Testing
 /// are kept on a manual clock, which the tests advance.
 @Suite("Group commit under a caller's deadline")
 struct GroupCommitDeadlineTests {
-    private func names(_ queue: DatabaseQueue) throws -> [String] {
+    /// A writer on a table `item`, and the deadlines' watchdog on a manual clock.
+    private let queue: DatabaseQueue
+    private let commit: GroupCommit
+    private let clock = ManualClock()
+    private let watchdog: DeadlineWatchdog
+
+    init() throws {
+        queue = try itemsDatabase()
+        commit = GroupCommit(writer: queue)
+        watchdog = DeadlineWatchdog(clock: clock)
+    }
+
+    private func names() throws -> [String] {
         try queue.read { db in try String.fetchAll(db, sql: "SELECT name FROM item ORDER BY name") }
     }
 
     @Test("a write whose caller's deadline passed while it was queued is answered 503 and never runs")
     func queuedPastItsDeadline() async throws {
-        let queue = try itemsDatabase()
-        let commit = GroupCommit(writer: queue)
-        let clock = ManualClock()
-        let watchdog = DeadlineWatchdog(clock: clock)
         let release = DispatchSemaphore(value: 0)
         let blocker = await hold(commit, until: release)
         let call = Task {
@@ -35,15 +43,11 @@ struct GroupCommitDeadlineTests {
         release.signal()
         try await blocker.value
         try await commit.write { db in try db.execute(sql: "INSERT INTO item VALUES ('next')") }
-        #expect(try names(queue) == ["next"], "the write answered 503 was not stored")
+        #expect(try names() == ["next"], "the write answered 503 was not stored")
     }
 
     @Test("a write running when its caller's deadline passes is answered with its result, not 503")
     func runningPastItsDeadline() async throws {
-        let queue = try itemsDatabase()
-        let commit = GroupCommit(writer: queue)
-        let clock = ManualClock()
-        let watchdog = DeadlineWatchdog(clock: clock)
         let started = Atomic<Bool>(false)
         let proceed = DispatchSemaphore(value: 0)
         let call = Task {
@@ -75,14 +79,12 @@ struct GroupCommitDeadlineTests {
         #expect(try await call.value == 42)
         neverEnds.finish()
         later.cancel()
-        #expect(try names(queue) == ["slow"])
+        #expect(try names() == ["slow"])
     }
 
     @Test("a write without a deadline runs whenever it comes")
     func noDeadline() async throws {
-        let queue = try itemsDatabase()
-        let commit = GroupCommit(writer: queue)
         try await commit.write { db in try db.execute(sql: "INSERT INTO item VALUES ('plain')") }
-        #expect(try names(queue) == ["plain"])
+        #expect(try names() == ["plain"])
     }
 }
