@@ -165,6 +165,17 @@ public struct DeadlineHold: Sendable {
     public var hasEnded: Bool { races.contains { $0.hasEnded } }
 }
 
+/// What a store's write ends with when ``DeadlineHold/hold()`` found its caller already
+/// answered (its deadline passed, or it went away) before the write was made final: the write is
+/// not stored (rolled back, or never run). Not a `HubError`: it never reaches a caller, and it
+/// says nothing about the store's health.
+package struct CallerAlreadyAnswered: Error, CustomStringConvertible {
+    package init() {}
+    package var description: String {
+        "the caller's deadline passed before its write was made final; the write was not stored"
+    }
+}
+
 /// A deadline race seen without its result type.
 protocol DeadlineHoldable: Sendable {
     func hold() -> Bool

@@ -85,7 +85,7 @@ extension PostgresStore {
             return try await DeadlineHold.$current.withValue(hold) {
                 try await transaction { db in try await Self.publish(requests, db) }
             }.map { .success($0) }
-        } catch let error as CommitWithheld {
+        } catch let error as CallerAlreadyAnswered {
             // Some callers were answered (503) before COMMIT and nothing was stored; the others
             // run again without them (at least one fewer each time: a hold fails only when ended).
             var results = [Result<PublishResult, any Error>](repeating: .failure(error), count: jobs.count)

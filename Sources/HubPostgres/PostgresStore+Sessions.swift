@@ -216,7 +216,7 @@ extension PostgresStore {
     /// deadline then never has its transaction committed behind its back (a publish answered 503
     /// is not stored), and one whose `COMMIT` was sent in time gets the commit's answer, however
     /// late (bounded by the statement deadline). When the deadline has already passed, the
-    /// transaction rolls back and ``CommitWithheld`` is thrown.
+    /// transaction rolls back and `CallerAlreadyAnswered` (HubCore) is thrown.
     static func inTransaction<Result: Sendable>(
         _ session: Session, _ body: @Sendable (Session) async throws -> Result
     ) async throws -> Result {
@@ -225,7 +225,7 @@ extension PostgresStore {
         let hold = DeadlineHold.current
         do {
             value = try await body(session)
-            guard hold?.hold() ?? true else { throw CommitWithheld() }
+            guard hold?.hold() ?? true else { throw CallerAlreadyAnswered() }
         } catch {
             if !session.connection.isClosed {
                 do {
@@ -245,13 +245,6 @@ extension PostgresStore {
         }
         return value
     }
-}
-
-/// A transaction rolled back instead of committed because its caller had already been answered
-/// (its deadline passed, or it went away) before `COMMIT` (``PostgresStore/inTransaction(_:_:)``).
-/// Not a `HubError`: it never reaches a caller, and it says nothing about the server's health.
-struct CommitWithheld: Error, CustomStringConvertible {
-    var description: String { "the caller's deadline passed before the transaction committed; it was rolled back" }
 }
 
 enum Begin: NamedStatement {

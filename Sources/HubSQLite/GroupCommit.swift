@@ -246,7 +246,7 @@ final class GroupCommit: Sendable {
                     // job and the pager's bookkeeping), all or nothing …
                     try db.inTransaction {
                         results = try runWithinBudget(batch) { job in
-                            guard job.hold?.hold() ?? true else { return .failure(WriteWithheld()) }
+                            guard job.hold?.hold() ?? true else { return .failure(CallerAlreadyAnswered()) }
                             do { return .success(try job.work(db)) } catch { throw JobFailed(error: error) }
                         }
                         return .commit
@@ -285,7 +285,7 @@ final class GroupCommit: Sendable {
     }
 
     private static func run(_ job: Job, in db: Database) -> Result<any Sendable, any Error> {
-        guard job.hold?.hold() ?? true else { return .failure(WriteWithheld()) }
+        guard job.hold?.hold() ?? true else { return .failure(CallerAlreadyAnswered()) }
         var value: (any Sendable)?
         do {
             try db.inSavepoint {
@@ -298,11 +298,4 @@ final class GroupCommit: Sendable {
             return .failure(error)
         }
     }
-}
-
-/// A job not run because its caller had already been answered (its deadline passed or it went
-/// away while the job was queued): what it would write reaches nobody, so it is not written (a
-/// publish answered 503 is not stored). Never seen by a caller.
-struct WriteWithheld: Error, CustomStringConvertible {
-    var description: String { "the caller's deadline passed before its write ran; it was not run" }
 }

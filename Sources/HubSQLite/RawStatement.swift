@@ -9,13 +9,10 @@ import GRDBSQLite
 struct RawStatement {
     private let statement: Statement
     private var handle: OpaquePointer { statement.sqliteStatement }
-    /// How many rows of values the statement inserts (its caller's bookkeeping).
-    let rows: Int
 
     /// Takes `statement` (reset, its bindings cleared) for binding.
-    init(_ statement: Statement, rows: Int) {
+    init(_ statement: Statement) {
         self.statement = statement
-        self.rows = rows
         sqlite3_reset(statement.sqliteStatement)
         sqlite3_clear_bindings(statement.sqliteStatement)
     }

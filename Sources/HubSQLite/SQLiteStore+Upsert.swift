@@ -37,24 +37,25 @@ extension SQLiteStore {
         var returned: [(key: RowKey, id: Int64, leased: Bool)] = []
         returned.reserveCapacity(total)
         var remaining = total
-        var statement: RawStatement?
+        // The statement being bound, its rows and how many of them are bound.
+        var statement: (raw: RawStatement, rows: Int)?
         var row = 0
         for (plan, range) in parts {
             let n = plan.notification
             for r in range {
                 if statement == nil {
                     let chunk = upsertChunks.first { $0 <= remaining }!
-                    let raw = try RawStatement(db.cachedStatement(sql: upsertSQL[chunk]!), rows: chunk)
+                    let raw = try RawStatement(db.cachedStatement(sql: upsertSQL[chunk]!))
                     raw.bind(appId, at: 1)
                     raw.bind(createdAt, at: 2)
                     raw.bind(Int64(OutboxMachine.attempts(afterLease: 0)), at: 3)
                     raw.bind(owner, at: 4)
                     raw.bind(leaseUntil, at: 5)
-                    statement = raw
+                    statement = (raw, chunk)
                     remaining -= chunk
                     row = 0
                 }
-                let raw = statement!
+                let (raw, rows) = statement!
                 let planned = plan.rows[r]
                 let first = Int32(upsertCommonParameters + row * upsertRowParameters + 1)
                 raw.bind(n.userId, at: first)
@@ -68,7 +69,7 @@ extension SQLiteStore {
                 raw.bind(Int64(plan.leasing[r] ? 1 : 0), at: first + 8)
                 raw.bind(planned.dueAt.canonical.storedSeconds, at: first + 9)
                 row += 1
-                guard row == raw.rows else { continue }
+                guard row == rows else { continue }
                 try raw.run { raw in
                     returned.append(
                         (

@@ -17,9 +17,12 @@ struct VerifiedTokens: Sendable {
 
         init(app: String, token: String) {
             var hash = SHA256()
-            hash.update(data: Array(app.utf8))
+            // Hashed in place: every device request computes one, so no copies of the strings.
+            var app = app
+            var token = token
+            app.withUTF8 { hash.update(bufferPointer: UnsafeRawBufferPointer($0)) }
             hash.update(data: [0])
-            hash.update(data: Array(token.utf8))
+            token.withUTF8 { hash.update(bufferPointer: UnsafeRawBufferPointer($0)) }
             self.digest = hash.finalize()
         }
     }
@@ -43,13 +46,17 @@ struct VerifiedTokens: Sendable {
     var count: Int { current.count + previous.count }
 
     /// The user of a token verified before and still accepted at `now` (seconds since 1970).
+    /// A token found in the older generation moves to the current one.
     mutating func user(_ key: Key, at now: Double) -> String? {
-        guard let verified = current[key] ?? previous.removeValue(forKey: key) else { return nil }
-        guard now < verified.acceptedUntil else {
-            current[key] = nil
-            return nil
+        if let verified = current[key] {
+            guard now < verified.acceptedUntil else {
+                current[key] = nil
+                return nil
+            }
+            return verified.user
         }
-        if current[key] == nil { keep(key, verified) }
+        guard let verified = previous.removeValue(forKey: key), now < verified.acceptedUntil else { return nil }
+        keep(key, verified)
         return verified.user
     }
 
